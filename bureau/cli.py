@@ -1,0 +1,111 @@
+"""The ``bureau`` command (SPEC §10)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from aiohttp import web
+
+from bureau import db, keyfiles
+from bureau.config import Config
+from bureau.verify import BadEntry, terminal_progress, verify_database
+from reporters import wire
+
+log = logging.getLogger("bureau")
+
+
+def database_url(config: Config) -> str:
+    """The configured database, or the embedded one under BUREAU_HOME."""
+    if config.database_url:
+        return config.database_url
+    return db.embedded_database_url(config.home.resolve())
+
+
+def _with_default_keys(config: Config) -> Config:
+    """Create the admin key and the signing key under BUREAU_HOME when not given."""
+    if not config.admin_keys:
+        path = config.home / "admin.key"
+        key, created = keyfiles.load_or_create(path)
+        kid = wire.signing_key_id(key)
+        print(f"admin key {'created' if created else 'loaded'}: {path}  ({kid})", flush=True)
+        config = replace(config, admin_keys=frozenset({kid}))
+    else:
+        print(f"admin keys: {', '.join(sorted(config.admin_keys))}", flush=True)
+    if config.signing_key_path is None:
+        config = replace(config, signing_key_path=config.home / "signing.key")
+    return config
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from bureau.http.app import create_app
+
+    config = _with_default_keys(Config.from_env())
+    assert config.signing_key_path is not None
+    signing_key, _ = keyfiles.load_or_create(config.signing_key_path)
+    print(f"bureau key: {wire.signing_key_id(signing_key)}", flush=True)
+    url = database_url(config)
+    app = create_app(config, url, signing_key)
+    print(f"serving on http://{args.host}:{args.port}", flush=True)
+    web.run_app(app, host=args.host, port=args.port, print=None,
+                access_log=None, handle_signals=True)
+    return 0
+
+
+def cmd_keygen(args: argparse.Namespace) -> int:
+    key = wire.generate_key()
+    try:
+        keyfiles.write_key(Path(args.path), key)
+    except FileExistsError:
+        print(f"bureau keygen: {args.path} exists; not overwriting it", file=sys.stderr)
+        return 1
+    print(wire.signing_key_id(key))
+    return 0
+
+
+async def _verify(url: str) -> int:
+    conn = await db.connect(url)
+    try:
+        count = await verify_database(conn, terminal_progress)
+    except BadEntry as bad:
+        print(f"bureau verify: FAILED at entry seq {bad.seq}: {bad.reason}", file=sys.stderr)
+        return 1
+    finally:
+        await conn.close()
+    print(f"bureau verify: ok, {count} entries, every id, link and signature checked")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    return asyncio.run(_verify(database_url(Config.from_env())))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bureau", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the HTTP service")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    serve.add_argument("--port", type=int, default=8080, help="port to listen on")
+    serve.set_defaults(func=cmd_serve)
+    keygen = sub.add_parser("keygen", help="write a new Ed25519 key file, print its key id")
+    keygen.add_argument("path", help="where to write the PKCS#8 PEM key")
+    keygen.set_defaults(func=cmd_keygen)
+    verify = sub.add_parser("verify", help="recompute every id, link and signature")
+    verify.set_defaults(func=cmd_verify)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    result: int = args.func(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""PostgreSQL: the embedded server, the connection pool, migrations and named
+transactions.
+
+With no ``BUREAU_DATABASE_URL`` the bureau runs its own PostgreSQL (the ``pgserver``
+wheel) with its data under ``BUREAU_HOME/pgdata``, so a newcomer needs nothing else.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import asyncpg
+
+from bureau import metrics
+
+log = logging.getLogger(__name__)
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+# Any constant works; it only has to be the same in every bureau process.
+_MIGRATION_LOCK = 0x6275726561750001
+
+T = TypeVar("T")
+
+def embedded_database_url(home: Path) -> str:
+    """Start (or join) the embedded PostgreSQL under ``home/pgdata`` and return its URL.
+
+    The server keeps running for as long as a process that asked for it does, and its
+    data stays on disk between runs.
+    """
+    import pgserver  # imported lazily: only the embedded mode needs it
+
+    pgdata = home / "pgdata"
+    pgdata.mkdir(parents=True, exist_ok=True)
+    server = pgserver.get_server(pgdata, cleanup_mode="stop")
+    url: str = server.get_uri()
+    return url
+
+async def create_pool(url: str, *, min_size: int = 2, max_size: int = 10) -> asyncpg.Pool:
+    pool = await asyncpg.create_pool(
+        url, min_size=min_size, max_size=max_size, command_timeout=60,
+        server_settings={"application_name": "bureau"},
+    )
+    assert pool is not None
+    return pool
+
+def migration_files() -> list[Path]:
+    files = sorted(MIGRATIONS_DIR.glob("[0-9][0-9][0-9][0-9]_*.sql"))
+    if not files:
+        raise RuntimeError(f"no migrations found in {MIGRATIONS_DIR}")
+    return files
+
+async def migrate(conn: asyncpg.Connection) -> list[str]:
+    """Apply every migration not yet applied, in order, each in its own transaction.
+
+    An advisory lock makes this safe when several processes start at once: one applies,
+    the others wait and then find nothing left to do. Returns the names applied.
+    """
+    applied: list[str] = []
+    await conn.execute("SELECT pg_advisory_lock($1)", _MIGRATION_LOCK)
+    try:
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        done = {r["name"] for r in await conn.fetch("SELECT name FROM schema_migrations")}
+        for path in migration_files():
+            if path.name in done:
+                continue
+            async with conn.transaction():
+                await conn.execute(path.read_text())
+                await conn.execute("INSERT INTO schema_migrations (name) VALUES ($1)", path.name)
+            applied.append(path.name)
+            log.info("applied migration %s", path.name)
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock($1)", _MIGRATION_LOCK)
+    return applied
+
+async def run_tx(
+    pool: asyncpg.Pool, name: str, fn: Callable[[asyncpg.Connection], Awaitable[T]],
+    *, isolation: str = "read_committed",
+) -> T:
+    """Run ``fn`` in one named transaction, timed in ``bureau_db_transaction_seconds``."""
+    start = time.perf_counter()
+    outcome = "error"
+    try:
+        async with pool.acquire() as conn, conn.transaction(isolation=isolation):
+            result = await fn(conn)
+        outcome = "commit"
+        return result
+    finally:
+        metrics.DB_TRANSACTION_SECONDS.labels(name=name, outcome=outcome).observe(
+            time.perf_counter() - start
+        )
+
+async def is_reachable(pool: asyncpg.Pool) -> bool:
+    try:
+        async with pool.acquire(timeout=2) as conn:
+            await conn.fetchval("SELECT 1", timeout=2)
+    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError):
+        return False
+    return True
+
+def is_connection_error(exc: BaseException) -> bool:
+    """True for failures that mean 'the database is not there right now'."""
+    return isinstance(
+        exc,
+        OSError | TimeoutError | asyncpg.InterfaceError | asyncpg.PostgresConnectionError
+        | asyncpg.CannotConnectNowError | asyncpg.AdminShutdownError,
+    )
+
+Record = dict[str, Any]
+
+
+async def connect(url: str) -> asyncpg.Connection:
+    """One connection, for command-line tools."""
+    conn: asyncpg.Connection = await asyncpg.connect(url)
+    return conn

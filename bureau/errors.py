@@ -1,0 +1,116 @@
+"""The one error root of the service and the closed list of reason codes (SPEC §6).
+
+Domain code raises :class:`BureauError` with a :class:`Code`; it never speaks HTTP.
+The HTTP layer maps each code to a status in exactly one place
+(:mod:`bureau.http.errors`).
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class Stage(enum.StrEnum):
+    """The pipeline stage a code belongs to; each code belongs to exactly one."""
+
+    PARSE = "parse"
+    VERIFY = "verify"
+    DECODE = "decode"
+    AUTHORIZE = "authorize"
+    ADMIT = "admit"
+    AUTH = "auth"
+    READ = "read"
+    SERVICE = "service"
+
+
+class Code(enum.StrEnum):
+    """Every reason the service can give for refusing something. The list is closed."""
+
+    MALFORMED_ENVELOPE = "MALFORMED_ENVELOPE"
+    TOO_LARGE = "TOO_LARGE"
+    UNSUPPORTED_MEDIA_TYPE = "UNSUPPORTED_MEDIA_TYPE"
+    UNKNOWN_PAYLOAD_TYPE = "UNKNOWN_PAYLOAD_TYPE"
+    SIGNATURE_COUNT = "SIGNATURE_COUNT"
+    BAD_KEY = "BAD_KEY"
+    BAD_SIGNATURE = "BAD_SIGNATURE"
+    MALFORMED_PAYLOAD = "MALFORMED_PAYLOAD"
+    SCHEMA = "SCHEMA"
+    NOT_ADMIN = "NOT_ADMIN"
+    UNKNOWN_REPORTER = "UNKNOWN_REPORTER"
+    MISSING_ROLE = "MISSING_ROLE"
+    NOT_ENROLLED = "NOT_ENROLLED"
+    ALREADY_ENROLLED = "ALREADY_ENROLLED"
+    WITHDRAWN = "WITHDRAWN"
+    CLOCK_SKEW = "CLOCK_SKEW"
+    CONFLICTING_FACT = "CONFLICTING_FACT"
+    UNWITNESSED = "UNWITNESSED"
+    SELF_DEALING = "SELF_DEALING"
+    DUPLICATE_VERDICT = "DUPLICATE_VERDICT"
+    NOT_TIME_AND_MATERIALS = "NOT_TIME_AND_MATERIALS"
+    AMOUNT_MISMATCH = "AMOUNT_MISMATCH"
+    UNKNOWN_ENTRY = "UNKNOWN_ENTRY"
+    NOT_SUBJECT = "NOT_SUBJECT"
+    ALREADY_RESOLVED = "ALREADY_RESOLVED"
+    UNAUTHENTICATED = "UNAUTHENTICATED"
+    FORBIDDEN = "FORBIDDEN"
+    NOT_FOUND = "NOT_FOUND"
+    UNAVAILABLE = "UNAVAILABLE"
+
+    @property
+    def stage(self) -> Stage:
+        return STAGE_OF[self]
+
+
+STAGE_OF: dict[Code, Stage] = {
+    Code.MALFORMED_ENVELOPE: Stage.PARSE,
+    Code.TOO_LARGE: Stage.PARSE,
+    Code.UNSUPPORTED_MEDIA_TYPE: Stage.PARSE,
+    Code.UNKNOWN_PAYLOAD_TYPE: Stage.PARSE,
+    Code.SIGNATURE_COUNT: Stage.VERIFY,
+    Code.BAD_KEY: Stage.VERIFY,
+    Code.BAD_SIGNATURE: Stage.VERIFY,
+    Code.MALFORMED_PAYLOAD: Stage.DECODE,
+    Code.SCHEMA: Stage.DECODE,
+    Code.NOT_ADMIN: Stage.AUTHORIZE,
+    Code.UNKNOWN_REPORTER: Stage.AUTHORIZE,
+    Code.MISSING_ROLE: Stage.AUTHORIZE,
+    Code.NOT_ENROLLED: Stage.AUTHORIZE,
+    Code.ALREADY_ENROLLED: Stage.AUTHORIZE,
+    Code.WITHDRAWN: Stage.AUTHORIZE,
+    Code.CLOCK_SKEW: Stage.ADMIT,
+    Code.CONFLICTING_FACT: Stage.ADMIT,
+    Code.UNWITNESSED: Stage.ADMIT,
+    Code.SELF_DEALING: Stage.ADMIT,
+    Code.DUPLICATE_VERDICT: Stage.ADMIT,
+    Code.NOT_TIME_AND_MATERIALS: Stage.ADMIT,
+    Code.AMOUNT_MISMATCH: Stage.ADMIT,
+    Code.UNKNOWN_ENTRY: Stage.ADMIT,
+    Code.NOT_SUBJECT: Stage.ADMIT,
+    Code.ALREADY_RESOLVED: Stage.ADMIT,
+    Code.UNAUTHENTICATED: Stage.AUTH,
+    Code.FORBIDDEN: Stage.AUTH,
+    Code.NOT_FOUND: Stage.READ,
+    Code.UNAVAILABLE: Stage.SERVICE,
+}
+
+
+class BureauError(Exception):
+    """A refusal: one code from the closed list, a JSON Pointer, and a human detail."""
+
+    def __init__(self, code: Code, path: str = "", detail: str = "", *,
+                 internal: bool = False) -> None:
+        super().__init__(f"{code}: {detail} at {path!r}")
+        self.code = code
+        self.path = path
+        self.detail = detail or code.value
+        #: the server is broken (a bug, not the database being away): HTTP 500
+        self.internal = internal
+
+    def as_body(self) -> dict[str, str]:
+        return {"status": "rejected", "code": self.code.value, "path": self.path,
+                "detail": self.detail}
+
+
+def pointer(*parts: str | int) -> str:
+    """A JSON Pointer (RFC 6901) from path parts."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)

@@ -1,0 +1,2 @@
+"""The HTTP face of the bureau (aiohttp). Handlers call domain modules; nothing in the
+domain imports from here."""

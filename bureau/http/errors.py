@@ -1,0 +1,90 @@
+"""One error shape on every route, and the one place a reason code becomes a status.
+
+Every error body is ``{"status": "rejected", "code", "path", "detail"}``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from bureau import metrics
+from bureau.errors import BureauError, Code, Stage
+
+log = logging.getLogger(__name__)
+
+RETRY_AFTER_SECONDS = 2
+
+_STATUS_BY_CODE: dict[Code, int] = {
+    Code.TOO_LARGE: 413,
+    Code.UNSUPPORTED_MEDIA_TYPE: 415,
+    Code.UNAUTHENTICATED: 401,
+    Code.FORBIDDEN: 403,
+    Code.NOT_FOUND: 404,
+    Code.UNAVAILABLE: 503,
+}
+
+
+class RequestError(BureauError):
+    """A refusal of the request as a whole that needs a status other than its code's
+    usual one (a body that is not JSON at all is 400, not 422)."""
+
+    def __init__(self, code: Code, status: int, detail: str, path: str = "") -> None:
+        super().__init__(code, path, detail)
+        self.status = status
+
+
+def status_of(err: BureauError) -> int:
+    if isinstance(err, RequestError):
+        return err.status
+    if err.internal:
+        return 500
+    return _STATUS_BY_CODE.get(err.code, 422)
+
+
+def error_response(err: BureauError) -> web.Response:
+    status = status_of(err)
+    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if err.code is Code.UNAVAILABLE else {}
+    return web.json_response(err.as_body(), status=status, headers=headers)
+
+
+def _from_http_exception(exc: web.HTTPException) -> BureauError:
+    if exc.status == 413:
+        return RequestError(Code.TOO_LARGE, 413, "request body too large")
+    if exc.status in (404, 405):
+        return RequestError(Code.NOT_FOUND, exc.status, "no such route")
+    if exc.status == 415:
+        return RequestError(Code.UNSUPPORTED_MEDIA_TYPE, 415, exc.reason)
+    return RequestError(Code.MALFORMED_ENVELOPE, 400, exc.reason)
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Map every failure to the one error shape, and time every request."""
+    start = time.perf_counter()
+    try:
+        response = await handler(request)
+    except BureauError as err:
+        if err.code.stage not in (Stage.READ, Stage.AUTH, Stage.SERVICE):
+            metrics.REFUSALS_TOTAL.labels(code=err.code.value).inc()
+        response = error_response(err)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        response = error_response(_from_http_exception(exc))
+    except Exception:
+        log.exception("unhandled error on %s %s", request.method, request.path)
+        response = error_response(
+            BureauError(Code.UNAVAILABLE, "", "internal error", internal=True))
+    route = request.match_info.route.resource
+    name = route.canonical if route is not None else "unmatched"
+    metrics.REQUEST_SECONDS.labels(route=name, method=request.method,
+                                   status=str(response.status)).observe(
+        time.perf_counter() - start)
+    return response

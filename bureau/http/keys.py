@@ -1,0 +1,17 @@
+"""Typed application state keys (no module globals)."""
+
+from __future__ import annotations
+
+import asyncpg
+import nacl.signing
+from aiohttp import web
+
+from bureau.config import Config
+from bureau.intake import Intake
+from bureau.ledger import Ledger
+
+CONFIG = web.AppKey("config", Config)
+POOL = web.AppKey("pool", asyncpg.Pool)
+LEDGER = web.AppKey("ledger", Ledger)
+INTAKE = web.AppKey("intake", Intake)
+SIGNING_KEY = web.AppKey("signing_key", nacl.signing.SigningKey)

@@ -1,0 +1,410 @@
+"""Stage 6 of intake: the append-only, hash-chained ledger, written by group commit.
+
+Every request hands its verified submissions to :meth:`Ledger.submit` and waits. One
+committer task per process takes everything queued, opens one transaction, locks the
+single ``ledger_head`` row (which serialises writers across *all* bureau processes on the
+database), judges each submission against the state under that lock, appends the
+admitted ones with contiguous seqs, and commits. Only then are the waiting requests
+answered: an acknowledgement is always durable. If anything fails before ``COMMIT``
+returns, nothing of the group was written and every waiting request hears
+``UNAVAILABLE``; a client re-sending the same envelopes gets ``duplicate`` for whatever
+did commit, because duplicates are recognised by content.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import asyncpg
+
+from bureau import admission, db, metrics
+from bureau.config import Config
+from bureau.errors import BureauError, Code
+from bureau.state import GroupState, Submission, engagement_fact_of
+from reporters import wire
+from reporters.models import (
+    AmendmentPayload,
+    AttestationPayload,
+    DisputePayload,
+    EnrollmentPayload,
+    FactPayload,
+    Payload,
+    ProbePayload,
+    ReporterPayload,
+    ResolutionPayload,
+    ValueJudgmentPayload,
+    WithdrawalPayload,
+)
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], dt.datetime]
+
+_ENTRY_COLUMNS = ("seq", "id", "prev", "kind", "recorded_at", "epoch", "signer", "subject",
+                  "content_key", "entry")
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def format_timestamp(t: dt.datetime) -> str:
+    """RFC 3339, UTC, microseconds, ``Z`` — the form written into every entry."""
+    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def epoch_of(t: dt.datetime, epoch_seconds: int) -> int:
+    micros = (t - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(microseconds=1)
+    return micros // (epoch_seconds * 1_000_000)
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What intake answers for one envelope."""
+
+    status: Literal["accepted", "duplicate", "rejected"]
+    id: str | None = None
+    seq: int | None = None
+    error: BureauError | None = None
+
+    def as_body(self) -> dict[str, Any]:
+        if self.error is not None:
+            return self.error.as_body()
+        return {"status": self.status, "id": self.id, "seq": self.seq}
+
+
+@dataclass
+class Writes:
+    """Rows to write when the group's transaction ends, by table."""
+
+    entries: list[tuple[Any, ...]] = field(default_factory=list)
+    facts: list[tuple[Any, ...]] = field(default_factory=list)
+    probes: list[tuple[Any, ...]] = field(default_factory=list)
+    reporters: list[tuple[Any, ...]] = field(default_factory=list)
+    agents: list[tuple[Any, ...]] = field(default_factory=list)
+    verdicts: list[tuple[Any, ...]] = field(default_factory=list)
+    exclusions: list[tuple[Any, ...]] = field(default_factory=list)
+    disputes: list[tuple[Any, ...]] = field(default_factory=list)
+    resolutions: list[tuple[Any, ...]] = field(default_factory=list)
+    refusals: list[tuple[Any, ...]] = field(default_factory=list)
+
+
+class GroupTx:
+    """One group commit in progress: the head, the clock reading, the state, the writes."""
+
+    def __init__(self, conn: asyncpg.Connection, state: GroupState, seq: int, head: str,
+                 recorded_at: dt.datetime, epoch_seconds: int) -> None:
+        self.conn = conn
+        self.state = state
+        self.seq = seq
+        self.head = head
+        self.recorded_at = recorded_at
+        self.recorded_text = format_timestamp(recorded_at)
+        self.epoch = epoch_of(recorded_at, epoch_seconds)
+        self.writes = Writes()
+
+    def append(self, kind: str, *, envelope: dict[str, Any] | None = None,
+               body: dict[str, Any] | None = None, signer: str | None = None,
+               subject: str | None = None, content_key: str | None = None) -> tuple[str, int]:
+        """Chain one entry after the head; returns its id and seq."""
+        seq = self.seq + 1
+        entry: dict[str, Any] = {"seq": seq, "prev": self.head, "kind": kind,
+                                 "recorded_at": self.recorded_text, "epoch": self.epoch}
+        if envelope is not None:
+            entry["envelope"] = envelope
+        else:
+            assert body is not None
+            entry["body"] = body
+        raw = wire.canonical_json(entry)
+        entry_id = wire.blake3_hex(raw)
+        self.writes.entries.append((seq, entry_id, self.head, kind, self.recorded_at,
+                                    self.epoch, signer, subject, content_key, raw))
+        self.seq, self.head = seq, entry_id
+        return entry_id, seq
+
+
+# --------------------------------------------------------------------------- judging
+
+
+def _entry_subject(kind: str, payload: Payload, signer: str) -> str | None:
+    if isinstance(payload, FactPayload | ProbePayload | AttestationPayload
+                  | ValueJudgmentPayload):
+        return payload.subject
+    if kind in ("enrollment", "amendment", "withdrawal", "dispute"):
+        return signer
+    return None
+
+
+def _record(tx: GroupTx, sub: Submission, payload: Payload, entry_id: str, seq: int) -> None:
+    """Update the in-group state and queue the index rows for an admitted submission."""
+    st, w, signer, key = tx.state, tx.writes, sub.signer, sub.envelope.content_key
+    st.admitted[key] = (entry_id, seq)
+    st.entries[entry_id] = admission.EntryRecord(
+        entry_id, sub.envelope.name, _entry_subject(sub.envelope.name, payload, signer))
+    if isinstance(payload, ReporterPayload):
+        st.reporters[payload.reporter] = admission.ReporterRecord(
+            payload.reporter, frozenset(payload.roles))
+        w.reporters.append((payload.reporter, payload.name, payload.operator,
+                            list(payload.roles), seq))
+    elif isinstance(payload, FactPayload):
+        st.facts[(signer, payload.interaction)] = admission.FactRecord(
+            key, payload.subject, payload.caller)
+        eng = payload.engagement
+        if eng is not None:
+            st.engagements[(signer, eng.id)] = engagement_fact_of(payload.model_dump())
+        w.facts.append((signer, payload.interaction, seq, key, payload.subject,
+                        payload.caller, eng.id if eng else None))
+    elif isinstance(payload, ProbePayload):
+        st.probes[(signer, payload.interaction)] = admission.FactRecord(
+            key, payload.subject, None)
+        w.probes.append((signer, payload.interaction, seq, key, payload.subject))
+    elif isinstance(payload, EnrollmentPayload | AmendmentPayload | WithdrawalPayload):
+        if isinstance(payload, EnrollmentPayload):
+            rec = admission.enrolled_record(payload, signer)
+        else:
+            old = st.agent(signer)
+            assert old is not None
+            rec = (admission.amended_record(old, payload)
+                   if isinstance(payload, AmendmentPayload)
+                   else admission.AgentRecord(old.key, old.name, old.operator,
+                                              old.anchor_kind, old.anchor_value, True))
+        st.agents[signer] = rec
+        w.agents.append((rec.key, rec.name, rec.operator, rec.anchor_kind, rec.anchor_value,
+                         rec.withdrawn, seq))
+    elif isinstance(payload, AttestationPayload | ValueJudgmentPayload):
+        kind = sub.envelope.name
+        ref = payload.interaction if isinstance(payload, AttestationPayload) \
+            else payload.engagement
+        st.verdicts[(kind, signer, payload.reporter, ref)] = key
+        verdict = admission.VerdictRecord(entry_id, kind, signer, payload.subject)
+        for who in (signer, payload.subject):
+            if who in st.involving and st.involving[who] is not None:
+                st.involving[who].append(verdict)  # type: ignore[union-attr]
+        st.excluded[entry_id] = False
+        w.verdicts.append((seq, entry_id, kind, signer, payload.reporter, ref,
+                           payload.subject, key))
+    elif isinstance(payload, DisputePayload):
+        st.disputes[entry_id] = payload.entry
+        st.resolved[entry_id] = False
+        st.excluded.setdefault(payload.entry, False)
+        w.disputes.append((entry_id, payload.entry, signer, seq))
+    elif isinstance(payload, ResolutionPayload):
+        st.resolved[payload.dispute] = True
+        w.resolutions.append((payload.dispute, entry_id, payload.decision, seq))
+
+
+def _append_exclusion(tx: GroupTx, target: str, reason: str, cause: str) -> None:
+    target_rec = tx.state.entry(target) if target in tx.state.entries else None
+    entry_id, seq = tx.append(
+        "exclusion", body={"entry": target, "reason": reason, "cause": cause},
+        subject=target_rec.subject if target_rec else None)
+    tx.state.excluded[target] = True
+    tx.writes.exclusions.append((target, seq, reason))
+
+
+def _is_known_party(st: GroupState, key: str) -> bool:
+    return st.is_admin(key) or st.reporters.get(key) is not None \
+        or st.agents.get(key) is not None
+
+
+def judge_one(tx: GroupTx, sub: Submission, now: dt.datetime) -> Result:
+    """Judge one submission under the lock and append it if admitted."""
+    env, st = sub.envelope, tx.state
+    seen = st.admitted.get(env.content_key)
+    if seen is not None:
+        return Result("duplicate", seen[0], seen[1])
+    try:
+        if sub.refusal is not None:
+            raise sub.refusal
+        assert sub.payload is not None
+        decision = admission.judge(env.name, sub.payload, sub.signer, env.content_key, now, st)
+    except BureauError as err:
+        if _is_known_party(st, sub.signer):
+            tx.writes.refusals.append((
+                env.content_key, sub.signer, env.name, err.code.value, err.path, err.detail,
+                tx.recorded_at, wire.canonical_json(env.as_json())))
+        return Result("rejected", error=err)
+    kind = "seal-request" if env.name == "seal" else env.name
+    entry_id, seq = tx.append(
+        kind, envelope=env.as_json(), signer=sub.signer, content_key=env.content_key,
+        subject=_entry_subject(env.name, sub.payload, sub.signer))
+    _record(tx, sub, sub.payload, entry_id, seq)
+    for target, reason in decision.exclusions:
+        _append_exclusion(tx, target, reason, entry_id)
+    return Result("accepted", entry_id, seq)
+
+
+async def flush(tx: GroupTx) -> None:
+    """Write the group's rows. Entries first: the index tables refer to them."""
+    c, w = tx.conn, tx.writes
+    if w.entries:
+        await c.copy_records_to_table("entries", records=w.entries, columns=_ENTRY_COLUMNS)
+    if w.facts:
+        await c.copy_records_to_table("facts", records=w.facts, columns=(
+            "reporter", "interaction", "seq", "content_key", "subject", "caller", "engagement"))
+    if w.probes:
+        await c.copy_records_to_table("probes", records=w.probes, columns=(
+            "reporter", "interaction", "seq", "content_key", "subject"))
+    if w.reporters:
+        await c.executemany(
+            "INSERT INTO reporters (key, name, operator, roles, seq) VALUES ($1,$2,$3,$4,$5)"
+            " ON CONFLICT (key) DO UPDATE SET name = EXCLUDED.name,"
+            " operator = EXCLUDED.operator, roles = EXCLUDED.roles, seq = EXCLUDED.seq",
+            w.reporters)
+    if w.agents:
+        await c.executemany(
+            "INSERT INTO agents (key, name, operator, anchor_kind, anchor_value, withdrawn, seq)"
+            " VALUES ($1,$2,$3,$4,$5,$6,$7) ON CONFLICT (key) DO UPDATE SET"
+            " name = EXCLUDED.name, operator = EXCLUDED.operator,"
+            " anchor_kind = EXCLUDED.anchor_kind, anchor_value = EXCLUDED.anchor_value,"
+            " withdrawn = EXCLUDED.withdrawn, seq = EXCLUDED.seq", w.agents)
+    if w.verdicts:
+        await c.copy_records_to_table("verdicts", records=w.verdicts, columns=(
+            "seq", "entry_id", "kind", "evaluator", "reporter", "ref", "subject", "content_key"))
+    if w.exclusions:
+        await c.copy_records_to_table("exclusions", records=w.exclusions,
+                                      columns=("target", "seq", "reason"))
+    if w.disputes:
+        await c.copy_records_to_table("disputes", records=w.disputes,
+                                      columns=("entry_id", "target", "signer", "seq"))
+    if w.resolutions:
+        await c.copy_records_to_table("resolutions", records=w.resolutions,
+                                      columns=("dispute", "entry_id", "decision", "seq"))
+    if w.refusals:
+        await c.executemany(
+            "INSERT INTO refusals (content_key, signer, kind, code, path, detail, refused_at,"
+            " envelope) VALUES ($1,$2,$3,$4,$5,$6,$7,$8) ON CONFLICT DO NOTHING", w.refusals)
+    await c.execute("UPDATE ledger_head SET seq = $1, head = $2, recorded_at = $3",
+                    tx.seq, tx.head, tx.recorded_at)
+
+
+# --------------------------------------------------------------------------- committer
+
+#: Extra work done under the ledger lock after a group's submissions (e.g. sealing).
+LockedWork = Callable[[GroupTx], Awaitable[Any]]
+
+
+@dataclass
+class _Unit:
+    subs: Sequence[Submission]
+    future: asyncio.Future[list[Result]]
+    work: LockedWork | None = None
+    work_result: Any = None
+
+
+class Ledger:
+    """The single writer path of a bureau process."""
+
+    def __init__(self, pool: asyncpg.Pool, config: Config, clock: Clock = utcnow) -> None:
+        self.pool = pool
+        self.config = config
+        self.clock = clock
+        self._queue: asyncio.Queue[_Unit] = asyncio.Queue()
+        self._pending = 0
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="ledger-committer")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        while not self._queue.empty():
+            unit = self._queue.get_nowait()
+            if not unit.future.done():
+                unit.future.set_exception(
+                    BureauError(Code.UNAVAILABLE, "", "the bureau is shutting down"))
+
+    async def submit(self, subs: Sequence[Submission]) -> list[Result]:
+        """Judge and append ``subs`` in order, in one transaction; return once durable."""
+        if not subs:
+            return []
+        if self._pending + len(subs) > self.config.max_pending:
+            raise BureauError(Code.UNAVAILABLE, "", "intake queue is full; retry later")
+        unit = _Unit(subs, asyncio.get_running_loop().create_future())
+        return await self._enqueue(unit)
+
+    async def run_locked(self, work: LockedWork) -> Any:
+        """Run ``work`` under the ledger lock, in a group transaction of its own kind."""
+        unit = _Unit((), asyncio.get_running_loop().create_future(), work)
+        await self._enqueue(unit)
+        return unit.work_result
+
+    async def _enqueue(self, unit: _Unit) -> list[Result]:
+        self._pending += len(unit.subs)
+        metrics.INTAKE_QUEUE_DEPTH.set(self._pending)
+        self._queue.put_nowait(unit)
+        # shield: a client that hangs up does not cancel a commit others wait for
+        return await asyncio.shield(unit.future)
+
+    async def _run(self) -> None:
+        while True:
+            units = [await self._queue.get()]
+            size = len(units[0].subs)
+            while not self._queue.empty() and size < self.config.max_group:
+                units.append(self._queue.get_nowait())
+                size += len(units[-1].subs)
+            try:
+                await self._commit(units)
+            except asyncio.CancelledError:
+                for u in units:
+                    if not u.future.done():
+                        u.future.set_exception(
+                            BureauError(Code.UNAVAILABLE, "", "the bureau is shutting down"))
+                raise
+            finally:
+                self._pending -= size
+                metrics.INTAKE_QUEUE_DEPTH.set(self._pending)
+
+    async def _commit(self, units: list[_Unit]) -> None:
+        subs = [s for u in units for s in u.subs]
+        metrics.COMMIT_GROUP_SIZE.observe(len(subs))
+        results: list[list[Result]] = []
+
+        async def body(conn: asyncpg.Connection) -> GroupTx:
+            row = await conn.fetchrow(
+                "SELECT seq, head, recorded_at FROM ledger_head FOR UPDATE")
+            assert row is not None
+            now = self.clock()
+            last = row["recorded_at"]
+            recorded_at = now if last is None or now > last else last
+            state = await GroupState.load(conn, subs, self.config.admin_keys)
+            tx = GroupTx(conn, state, row["seq"], row["head"], recorded_at,
+                         self.config.epoch_seconds)
+            results.clear()
+            for unit in units:
+                results.append([judge_one(tx, s, now) for s in unit.subs])
+                if unit.work is not None:
+                    unit.work_result = await unit.work(tx)
+            await flush(tx)
+            return tx
+
+        try:
+            tx = await db.run_tx(self.pool, "append_group", body)
+        except Exception as exc:
+            if db.is_connection_error(exc):
+                log.warning("database unreachable during group commit: %s", exc)
+                err = BureauError(Code.UNAVAILABLE, "", "database unreachable; nothing was "
+                                  "written; retry later")
+            else:
+                log.exception("group commit failed")
+                err = BureauError(Code.UNAVAILABLE, "", "internal error; nothing was written",
+                                  internal=True)
+            for u in units:
+                if not u.future.done():
+                    u.future.set_exception(err)
+            return
+        metrics.LEDGER_HEAD_SEQ.set(tx.seq)
+        for unit, res in zip(units, results, strict=True):
+            for sub, r in zip(unit.subs, res, strict=True):
+                metrics.INTAKE_TOTAL.labels(payload_type=sub.envelope.name,
+                                            result=r.status).inc()
+            if not unit.future.done():
+                unit.future.set_result(res)

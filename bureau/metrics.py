@@ -1,0 +1,45 @@
+"""Prometheus metrics. Every name starts with ``bureau_``; counters end in ``_total``.
+
+Metrics live in the default registry so that ``/metrics`` shows process figures too.
+docs/operations.md lists each one, and a test holds that list and this module equal.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+INTAKE_TOTAL = Counter(
+    "bureau_intake_total",
+    "Envelopes judged by intake, by payload type and result (accepted, duplicate, rejected).",
+    ["payload_type", "result"],
+)
+REFUSALS_TOTAL = Counter(
+    "bureau_refusals_total",
+    "Envelopes refused, by reason code (including ones that cannot be attributed).",
+    ["code"],
+)
+REQUEST_SECONDS = Histogram(
+    "bureau_http_request_seconds",
+    "HTTP request latency by route and status.",
+    ["route", "method", "status"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
+LEDGER_HEAD_SEQ = Gauge(
+    "bureau_ledger_head_seq",
+    "Seq of the last ledger entry this process committed or saw.",
+)
+DB_TRANSACTION_SECONDS = Histogram(
+    "bureau_db_transaction_seconds",
+    "Duration of each named database transaction, by name and outcome.",
+    ["name", "outcome"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
+COMMIT_GROUP_SIZE = Histogram(
+    "bureau_commit_group_envelopes",
+    "Envelopes judged per group-commit transaction.",
+    buckets=(1, 2, 5, 10, 50, 100, 500, 1000, 2500, 5000),
+)
+INTAKE_QUEUE_DEPTH = Gauge(
+    "bureau_intake_queue_envelopes",
+    "Envelopes waiting for the group committer.",
+)

@@ -1,0 +1,235 @@
+"""Pydantic models of every payload the bureau accepts (SPEC §3–§4).
+
+These models are the schema: the service validates submissions with them, the client
+library builds payloads with them, and ``schemas/*.json`` and ``/openapi.json`` are
+generated from them. They are strict: unknown fields, floats for integers, strings for
+booleans are all refused.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+_IDENT = r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$"
+_KEY_ID = r"^ed25519:[A-Za-z0-9_-]{43}$"
+_HEX64 = r"^[0-9a-f]{64}$"
+_TIMESTAMP_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$")
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _valid_timestamp(text: str) -> str:
+    if not _TIMESTAMP_RE.match(text):
+        raise ValueError("an RFC 3339 UTC timestamp ending in Z, e.g. 2026-11-29T23:00:00Z")
+    dt.datetime.fromisoformat(text.replace("Z", "+00:00"))  # raises for 2026-02-30
+    return text
+
+
+def _no_controls(text: str) -> str:
+    # Control characters (NUL among them) have no place in names and reasons, and
+    # PostgreSQL text cannot hold NUL at all.
+    if _CONTROL_RE.search(text):
+        raise ValueError("control characters are not allowed in free text")
+    return text
+
+
+def parse_timestamp(text: str) -> dt.datetime:
+    """The instant an RFC 3339 ``...Z`` timestamp names, timezone-aware UTC."""
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+Identifier = Annotated[str, Field(pattern=_IDENT)]
+KeyId = Annotated[str, Field(pattern=_KEY_ID)]
+EntryId = Annotated[str, Field(pattern=_HEX64)]
+FreeText = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_no_controls)]
+Timestamp = Annotated[str, AfterValidator(_valid_timestamp)]
+Amount = Annotated[int, Field(ge=0, le=2**63 - 1)]
+Count = Annotated[int, Field(ge=0, le=2**31 - 1)]
+Currency = Annotated[str, Field(pattern=r"^[A-Z][A-Z0-9]{2,11}$")]
+
+
+class Payload(BaseModel):
+    """Base of every payload: strict, frozen, no unknown fields."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class Unit(Payload):
+    unit: Identifier
+    quantity: Count
+
+
+Role = Literal["facts", "probes"]
+
+
+class ReporterPayload(Payload):
+    """Signed by an admin: registers or updates a reporter."""
+
+    reporter: KeyId
+    name: FreeText
+    operator: FreeText
+    roles: list[Role] = Field(min_length=1, max_length=2)
+
+    @model_validator(mode="after")
+    def _distinct_roles(self) -> ReporterPayload:
+        if len(set(self.roles)) != len(self.roles):
+            raise ValueError("roles must not repeat")
+        return self
+
+
+class PromiseKept(Payload):
+    promise: Identifier
+    kept: bool
+
+
+class Engagement(Payload):
+    id: Identifier
+    arrangement: Literal["TIME_AND_MATERIALS", "FIXED_SCOPE"]
+    cap: Amount
+    spent: Amount
+    currency: Currency
+    units: list[Unit] = Field(max_length=64)
+    concluded: Literal["COMPLETED", "CAP_REACHED", "TERMINATED"] | None = None
+
+
+class FactPayload(Payload):
+    """What a reporter saw of one interaction it carried."""
+
+    interaction: Identifier
+    subject: KeyId
+    caller: KeyId | None = None
+    observed_at: Timestamp
+    answered: bool
+    latency_ms: Annotated[int, Field(ge=0, le=86_400_000)] | None = None
+    well_formed: bool | None = None
+    promises: list[PromiseKept] = Field(default_factory=list, max_length=64)
+    claimed: Literal["SUCCESS", "FAILURE", "DECLINED"] | None = None
+    check: Literal["PASS", "FAIL"] | None = None
+    derived: Literal["RETRY_ACCEPTED", "SWITCHED_AGENT", "ABANDONED"] | None = None
+    engagement: Engagement | None = None
+
+
+class ProbePayload(Payload):
+    """A test interaction with a known answer, and whether the subject passed it."""
+
+    interaction: Identifier
+    subject: KeyId
+    probe: Identifier
+    passed: bool
+    observed_at: Timestamp
+
+
+class Anchor(Payload):
+    kind: Literal["email", "domain"]
+    value: Annotated[str, Field(min_length=3, max_length=254, pattern=r"^[^\s@]+(@[^\s@]+)?$")]
+
+    @model_validator(mode="after")
+    def _shape(self) -> Anchor:
+        if (self.kind == "email") != ("@" in self.value):
+            raise ValueError("an email anchor has one '@'; a domain anchor has none")
+        return self
+
+
+class PromiseDeclared(Payload):
+    promise: Identifier
+    description: FreeText
+
+
+class EnrollmentPayload(Payload):
+    """Signed by the agent's own key: the agent enrolls."""
+
+    name: FreeText
+    anchor: Anchor
+    operator: FreeText
+    promises: list[PromiseDeclared] = Field(max_length=64)
+
+
+class AmendmentPayload(Payload):
+    """Signed by an enrolled agent: replaces each field it names."""
+
+    name: FreeText | None = None
+    anchor: Anchor | None = None
+    operator: FreeText | None = None
+    promises: list[PromiseDeclared] | None = Field(default=None, max_length=64)
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> AmendmentPayload:
+        if not self.model_fields_set:
+            raise ValueError("an amendment names at least one field")
+        for field in self.model_fields_set:
+            if getattr(self, field) is None:
+                raise ValueError(f"{field} may be left out but not null")
+        return self
+
+
+class WithdrawalPayload(Payload):
+    reason: FreeText
+
+
+AttestationOutcome = Literal[
+    "ACCEPTED", "ACCEPTED_AFTER_CORRECTIONS", "FAILED_ADMITTED", "FAILED_DISCOVERED", "DECLINED"
+]
+
+
+class AttestationPayload(Payload):
+    """Signed by the caller of an interaction: its verdict on the subject's work."""
+
+    reporter: KeyId
+    interaction: Identifier
+    subject: KeyId
+    outcome: AttestationOutcome
+    corrections: Count
+
+    @model_validator(mode="after")
+    def _corrections_match(self) -> AttestationPayload:
+        if (self.outcome == "ACCEPTED_AFTER_CORRECTIONS") != (self.corrections >= 1):
+            raise ValueError(
+                "corrections >= 1 exactly when the outcome is ACCEPTED_AFTER_CORRECTIONS"
+            )
+        return self
+
+
+class ValueJudgmentPayload(Payload):
+    """Signed by the buyer of a time-and-materials engagement."""
+
+    reporter: KeyId
+    engagement: Identifier
+    subject: KeyId
+    judgment: Literal["VALUE_OK", "VALUE_POOR"]
+    spent: Amount
+    currency: Currency
+    units: list[Unit] = Field(max_length=64)
+
+
+class DisputePayload(Payload):
+    entry: EntryId
+    reason: FreeText
+
+
+class ResolutionPayload(Payload):
+    dispute: EntryId
+    decision: Literal["UPHELD", "EXCLUDED"]
+    reason: FreeText
+
+
+class SealPayload(Payload):
+    requested_at: Timestamp
+
+
+#: payload name (as in ``application/vnd.bureau.<name>.v1+json``) -> model
+PAYLOAD_MODELS: dict[str, type[Payload]] = {
+    "reporter": ReporterPayload,
+    "fact": FactPayload,
+    "probe": ProbePayload,
+    "enrollment": EnrollmentPayload,
+    "amendment": AmendmentPayload,
+    "withdrawal": WithdrawalPayload,
+    "attestation": AttestationPayload,
+    "value-judgment": ValueJudgmentPayload,
+    "dispute": DisputePayload,
+    "resolution": ResolutionPayload,
+    "seal": SealPayload,
+}

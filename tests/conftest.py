@@ -1,0 +1,60 @@
+"""Shared fixtures: a real PostgreSQL (embedded via pgserver unless BUREAU_DATABASE_URL
+names one), a fresh database per test, and the bureau served over real loopback HTTP."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import pytest
+
+from tests.support import BureauUnderTest, start_bureau
+
+
+@pytest.fixture(scope="session")
+def pg_server_url() -> Iterator[str]:
+    """The URL of a PostgreSQL server the tests may create databases on."""
+    given = os.environ.get("BUREAU_DATABASE_URL")
+    if given:
+        yield given
+        return
+    import pgserver
+
+    with tempfile.TemporaryDirectory(prefix="bureau-test-pg-") as tmp:
+        server = pgserver.get_server(Path(tmp) / "pgdata", cleanup_mode="stop")
+        yield server.get_uri()
+        server.cleanup()
+
+
+def _with_database(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path="/" + name))
+
+
+@pytest.fixture
+async def database_url(pg_server_url: str) -> AsyncIterator[str]:
+    """A new, empty database for this test; dropped afterwards."""
+    name = "bureau_test_" + secrets.token_hex(6)
+    admin = await asyncpg.connect(pg_server_url)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    yield _with_database(pg_server_url, name)
+    admin = await asyncpg.connect(pg_server_url)
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+@pytest.fixture
+async def bureau(database_url: str, tmp_path: Path) -> AsyncIterator[BureauUnderTest]:
+    """The bureau, in this process, on a real loopback port, on a fresh database."""
+    async with start_bureau(database_url, tmp_path) as b:
+        yield b

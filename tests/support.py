@@ -1,0 +1,127 @@
+"""Test support: the bureau on a loopback port, keys, and payload builders."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import nacl.signing
+from aiohttp import web
+
+from bureau.config import Config
+from bureau.http.app import create_app
+from reporters import wire
+
+
+class TestClock:
+    """The bureau's clock in tests: real time, plus an offset a test may move forward."""
+
+    __test__ = False
+
+    def __init__(self) -> None:
+        self.offset = dt.timedelta(0)
+
+    def __call__(self) -> dt.datetime:
+        return dt.datetime.now(dt.UTC) + self.offset
+
+    def advance(self, seconds: float) -> None:
+        self.offset += dt.timedelta(seconds=seconds)
+
+
+def now_text(delta_seconds: float = 0) -> str:
+    t = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=delta_seconds)
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def fact_payload(interaction: str, subject: str, caller: str | None = None,
+                 **fields: Any) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "interaction": interaction, "subject": subject, "caller": caller,
+        "observed_at": now_text(), "answered": True, "latency_ms": 120, "well_formed": True,
+        "promises": [], "claimed": None, "check": None, "derived": None, "engagement": None,
+    }
+    payload.update(fields)
+    return payload
+
+
+@dataclass
+class BureauUnderTest:
+    url: str
+    session: aiohttp.ClientSession
+    admin: nacl.signing.SigningKey
+    signing_key: nacl.signing.SigningKey
+    clock: TestClock
+    app: web.Application
+    config: Config
+    database_url: str
+    _reporters: dict[str, nacl.signing.SigningKey] = field(default_factory=dict)
+
+    async def post(self, envelope: dict[str, Any] | bytes,
+                   content_type: str = "application/json") -> tuple[int, dict[str, Any]]:
+        body = envelope if isinstance(envelope, bytes) else json.dumps(envelope).encode()
+        async with self.session.post(self.url + "/v1/evidence", data=body,
+                                     headers={"Content-Type": content_type}) as resp:
+            return resp.status, await resp.json()
+
+    async def submit(self, key: nacl.signing.SigningKey, name: str,
+                     payload: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        return await self.post(wire.sign_payload(key, name, payload))
+
+    async def accepted(self, key: nacl.signing.SigningKey, name: str,
+                       payload: dict[str, Any]) -> dict[str, Any]:
+        status, body = await self.submit(key, name, payload)
+        assert status == 201, body
+        return body
+
+    async def batch(self, lines: Sequence[dict[str, Any] | bytes]) -> list[dict[str, Any]]:
+        body = b"".join(
+            (line if isinstance(line, bytes) else json.dumps(line).encode()) + b"\n"
+            for line in lines)
+        async with self.session.post(self.url + "/v1/evidence/batch", data=body,
+                                     headers={"Content-Type": "application/x-ndjson"}) as resp:
+            assert resp.status == 200, await resp.text()
+            text = await resp.text()
+        return [json.loads(line) for line in text.splitlines()]
+
+    async def reporter(self, roles: Sequence[str] = ("facts", "probes"),
+                       operator: str = "Gateway Co") -> nacl.signing.SigningKey:
+        """Register a new reporter key with ``roles``."""
+        key = wire.generate_key()
+        kid = wire.signing_key_id(key)
+        await self.accepted(self.admin, "reporter", {
+            "reporter": kid, "name": f"gw-{kid[8:14]}", "operator": operator,
+            "roles": list(roles)})
+        return key
+
+
+def kid(key: nacl.signing.SigningKey) -> str:
+    return wire.signing_key_id(key)
+
+
+@asynccontextmanager
+async def start_bureau(database_url: str, home: Path, *, epoch_seconds: int = 21600,
+                       **overrides: Any) -> AsyncIterator[BureauUnderTest]:
+    admin = wire.generate_key()
+    signing = wire.generate_key()
+    clock = TestClock()
+    config = Config(home=home, database_url=database_url,
+                    admin_keys=frozenset({wire.signing_key_id(admin)}),
+                    epoch_seconds=epoch_seconds, **overrides)
+    app = create_app(config, database_url, signing, clock=clock)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    async with aiohttp.ClientSession() as session:
+        try:
+            yield BureauUnderTest(f"http://127.0.0.1:{port}", session, admin, signing, clock,
+                                  app, config, database_url)
+        finally:
+            await runner.cleanup()
