@@ -1,0 +1,73 @@
+"""Scoring: pure functions from evidence and a policy to reports (SPEC §7, §8).
+
+No I/O, no clock, no randomness. Typical use, once per sealed epoch::
+
+    policy = policy_v1()
+    evaluators = evaluator_table(evidence, policy)
+    for agent, mine in split_by_agent(evidence).items():
+        payload = build_report_payload(agent, name, epoch, seq, head, policy,
+                                       policy_hash(), mine, evaluators)
+"""
+
+from bureau.scoring.evaluators import EvaluatorStats, evaluator_table, evaluator_weight
+from bureau.scoring.grouping import split_by_agent
+from bureau.scoring.inputs import (
+    EMPTY_EVIDENCE,
+    AgentEvidence,
+    Attestation,
+    Engagement,
+    Evidence,
+    Exclusion,
+    Fact,
+    Probe,
+    Promise,
+    ValueJudgment,
+)
+from bureau.scoring.outcomes import Resolution, resolve_all
+from bureau.scoring.policy import (
+    POLICY_V1_DOCUMENT,
+    Policy,
+    policy_bytes,
+    policy_document,
+    policy_hash,
+    policy_v1,
+)
+from bureau.scoring.report import (
+    AgentScore,
+    build_explain_payload,
+    build_report_payload,
+    explain_rows,
+    score_agent,
+    wilson_interval,
+)
+
+__all__ = [
+    "EMPTY_EVIDENCE",
+    "POLICY_V1_DOCUMENT",
+    "AgentEvidence",
+    "AgentScore",
+    "Attestation",
+    "Engagement",
+    "EvaluatorStats",
+    "Evidence",
+    "Exclusion",
+    "Fact",
+    "Policy",
+    "Probe",
+    "Promise",
+    "Resolution",
+    "ValueJudgment",
+    "build_explain_payload",
+    "build_report_payload",
+    "evaluator_table",
+    "evaluator_weight",
+    "explain_rows",
+    "policy_bytes",
+    "policy_document",
+    "policy_hash",
+    "policy_v1",
+    "resolve_all",
+    "score_agent",
+    "split_by_agent",
+    "wilson_interval",
+]

@@ -1,0 +1,133 @@
+"""What scoring reads: plain, frozen values built by the storage layer from entries.
+
+Scoring is a pure function of these (SPEC §1.4): no clock, no I/O, no randomness, and
+no dependence on the order of the tuples (everything is re-ordered by ``seq``).
+
+Only the fields scoring needs are here. Optional fields have defaults so that callers
+(and tests) can build them by keyword; positional construction in the documented field
+order works too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Fact fields, SPEC §4.
+PASS = "PASS"
+FAIL = "FAIL"
+CLAIM_SUCCESS = "SUCCESS"
+CLAIM_FAILURE = "FAILURE"
+CLAIM_DECLINED = "DECLINED"
+TIME_AND_MATERIALS = "TIME_AND_MATERIALS"
+
+# Exclusion reasons; they match the report's ``excluded`` keys.
+SELF_DEALING = "self_dealing"
+DISPUTED = "disputed"
+EXCLUSION_REASONS = (DISPUTED, SELF_DEALING)
+
+
+@dataclass(frozen=True, slots=True)
+class Promise:
+    promise: str
+    kept: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Engagement:
+    id: str
+    arrangement: str
+    cap: int
+    spent: int
+    currency: str
+    units: tuple[tuple[str, int], ...] = ()
+    concluded: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One admitted ``fact`` entry (SPEC §4): what a reporter measured."""
+
+    seq: int
+    entry_id: str
+    reporter: str
+    interaction: str
+    subject: str
+    caller: str | None = None
+    answered: bool = True
+    latency_ms: int | None = None
+    well_formed: bool | None = None
+    promises: tuple[Promise, ...] = ()
+    claimed: str | None = None
+    check: str | None = None
+    derived: str | None = None
+    engagement: Engagement | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """One admitted ``probe`` entry: a test interaction with a known answer."""
+
+    seq: int
+    entry_id: str
+    reporter: str
+    interaction: str
+    subject: str
+    probe: str
+    passed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Attestation:
+    """One admitted ``attestation``: the caller's verdict on one interaction.
+
+    ``evaluator`` is the signer's key id; ``reporter``/``interaction`` name the fact.
+    """
+
+    seq: int
+    entry_id: str
+    evaluator: str
+    reporter: str
+    interaction: str
+    subject: str
+    outcome: str
+    corrections: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ValueJudgment:
+    """One admitted ``value-judgment``: the buyer's verdict on a T&M engagement."""
+
+    seq: int
+    entry_id: str
+    evaluator: str
+    reporter: str
+    engagement: str
+    subject: str
+    judgment: str
+    spent: int
+
+
+@dataclass(frozen=True, slots=True)
+class Exclusion:
+    """An ``exclusion`` entry: ``target`` (an entry id) counts nowhere from then on."""
+
+    target: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """Everything scoring reads, for the whole ledger or for one agent."""
+
+    facts: tuple[Fact, ...] = ()
+    probes: tuple[Probe, ...] = ()
+    attestations: tuple[Attestation, ...] = ()
+    value_judgments: tuple[ValueJudgment, ...] = ()
+    exclusions: tuple[Exclusion, ...] = ()
+
+
+#: Evidence about one agent: the same shape, restricted to entries whose ``subject`` is
+#: that agent and to the exclusions that target them.
+AgentEvidence = Evidence
+
+EMPTY_EVIDENCE = Evidence()

@@ -1,0 +1,291 @@
+"""An agent's report payload (SPEC §8) and its explanation (SPEC §9 ``explain``).
+
+Both are pure functions of the agent's evidence, the policy and the shared evaluator
+table. Same inputs, in any order, give the same dict and so the same canonical bytes:
+entries are re-ordered by ``seq`` and sums are exact (:func:`math.fsum`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+from typing import Any
+
+from bureau.scoring.evaluators import EvaluatorStats
+from bureau.scoring.inputs import EXCLUSION_REASONS, Evidence, Fact
+from bureau.scoring.outcomes import Resolution, excluded_ids, resolve_all
+from bureau.scoring.policy import Policy
+
+#: Why a report's score is null; the explanation carries it as ``score_reason``.
+NO_SCORED_EVIDENCE = "no_scored_evidence"  # nothing resolved to a scored outcome
+NO_WEIGHTED_EVIDENCE = "no_weighted_evidence"  # scored outcomes, but all at weight 0
+
+SCORE_REASON_TEXT = {
+    NO_SCORED_EVIDENCE: "no interaction resolved to a scored outcome code",
+    NO_WEIGHTED_EVIDENCE: "every scored outcome came from an evaluator of weight 0",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AgentScore:
+    """The intermediate result that both the report and the explanation are made of."""
+
+    agent: str
+    resolutions: tuple[Resolution, ...]
+    excluded: tuple[tuple[int, str, str, str], ...]  # (seq, entry id, kind, reason)
+    score: dict[str, Any] | None
+    score_reason: str | None
+    value_judgment_share: float
+
+
+# --------------------------------------------------------------------------- maths
+
+
+def wilson_interval(p: float, n: float, z: float) -> tuple[float, float]:
+    """SPEC §7: ``(p + z²/2n ± z·sqrt(p(1−p)/n + z²/4n²)) / (1 + z²/n)``, for ``n > 0``."""
+    z2 = z * z
+    centre = p + z2 / (2 * n)
+    half = z * math.sqrt(max(0.0, p * (1 - p) / n + z2 / (4 * n * n)))
+    denom = 1 + z2 / n
+    return max(0.0, (centre - half) / denom), min(1.0, (centre + half) / denom)
+
+
+def nearest_rank(sorted_values: Sequence[int], percentile: float) -> int | None:
+    """Nearest-rank percentile: the ``ceil(P/100 · N)``-th smallest value (1-based)."""
+    if not sorted_values:
+        return None
+    rank = max(1, math.ceil(percentile / 100 * len(sorted_values)))
+    return sorted_values[rank - 1]
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+def own_evidence(evidence: Evidence, agent: str) -> Evidence:
+    """``evidence`` restricted to entries about ``agent`` (cheap when already split)."""
+    return Evidence(
+        facts=tuple(f for f in evidence.facts if f.subject == agent),
+        probes=tuple(p for p in evidence.probes if p.subject == agent),
+        attestations=tuple(a for a in evidence.attestations if a.subject == agent),
+        value_judgments=tuple(v for v in evidence.value_judgments if v.subject == agent),
+        exclusions=evidence.exclusions,
+    )
+
+
+def score_agent(
+    agent: str,
+    evidence: Evidence,
+    policy: Policy,
+    evaluators: Mapping[str, EvaluatorStats],
+) -> AgentScore:
+    """Resolve and weigh every interaction about ``agent``."""
+    mine = own_evidence(evidence, agent)
+    excluded = excluded_ids(mine.exclusions)
+    resolutions = tuple(resolve_all(mine, policy, evaluators, excluded))
+
+    scored = [r for r in resolutions if r.scored]
+    total_w = math.fsum(r.weight for r in scored)
+    vj_w = math.fsum(r.weight for r in scored if r.rule == 4)
+    score: dict[str, Any] | None = None
+    reason: str | None = None
+    if not scored:
+        reason = NO_SCORED_EVIDENCE
+    elif total_w <= 0:
+        reason = NO_WEIGHTED_EVIDENCE
+    else:
+        rules = policy.score
+        weighted = math.fsum(r.weight * r.value for r in scored if r.value is not None)
+        k = rules.prior_observations
+        p = (weighted + k * rules.prior_value) / (total_w + k)
+        low, high = wilson_interval(p, total_w, rules.wilson_z)
+        rnd = policy.round
+        score = {
+            "value": rnd(p),
+            "low": rnd(low),
+            "high": rnd(high),
+            "weight": rnd(total_w),
+            "interactions": len(scored),
+        }
+
+    kinds: dict[str, tuple[int, str]] = {}
+    for group, kind in (
+        (mine.facts, "fact"),
+        (mine.probes, "probe"),
+        (mine.attestations, "attestation"),
+        (mine.value_judgments, "value_judgment"),
+    ):
+        for e in group:
+            if e.entry_id in excluded:
+                kinds[e.entry_id] = (e.seq, kind)
+    excl = tuple(sorted((s, eid, kind, excluded[eid]) for eid, (s, kind) in kinds.items()))
+
+    return AgentScore(
+        agent=agent,
+        resolutions=resolutions,
+        excluded=excl,
+        score=score,
+        score_reason=reason,
+        value_judgment_share=vj_w / total_w if total_w > 0 else 0.0,
+    )
+
+
+def _reliability(
+    facts: Sequence[Fact], excluded: AbstractSet[str], policy: Policy
+) -> dict[str, Any]:
+    """Over every non-excluded fact about the agent, engagement steps included."""
+    observed = answered = wf_seen = wf_ok = 0
+    latencies: list[int] = []
+    promises: dict[str, list[int]] = {}
+    for f in facts:
+        if f.entry_id in excluded:
+            continue
+        observed += 1
+        if f.answered:
+            answered += 1
+            if f.latency_ms is not None:
+                latencies.append(f.latency_ms)
+        if f.well_formed is not None:
+            wf_seen += 1
+            wf_ok += f.well_formed
+        for pr in f.promises:
+            counts = promises.setdefault(pr.promise, [0, 0])
+            counts[0 if pr.kept else 1] += 1
+    latencies.sort()
+    rnd = policy.round
+    return {
+        "observed": observed,
+        "answer_rate": rnd(answered / observed) if observed else None,
+        "well_formed_rate": rnd(wf_ok / wf_seen) if wf_seen else None,
+        "latency_ms": {"p50": nearest_rank(latencies, 50), "p95": nearest_rank(latencies, 95)},
+        "promises": {k: {"kept": v[0], "broken": v[1]} for k, v in sorted(promises.items())},
+    }
+
+
+# --------------------------------------------------------------------------- payloads
+
+
+def build_report_payload(
+    agent: str,
+    name: str | None,
+    epoch: int,
+    ledger_seq: int,
+    ledger_head: str,
+    policy: Policy,
+    policy_hash: str,
+    evidence: Evidence,
+    evaluators: Mapping[str, EvaluatorStats],
+    *,
+    scored: AgentScore | None = None,
+) -> dict[str, Any]:
+    """The SPEC §8 report payload for ``agent``: exactly its keys, nothing else.
+
+    It names no caller and no evaluator. When ``score`` is null, the reason is in the
+    explanation (:func:`build_explain_payload`, ``score_reason``). Pass ``scored`` (from
+    :func:`score_agent`) to share the work with an explanation built at the same time.
+    """
+    result = scored if scored is not None else score_agent(agent, evidence, policy, evaluators)
+    outcomes = dict.fromkeys(policy.scored_codes, 0)
+    unscored = dict.fromkeys(policy.outcomes.unscored, 0)
+    for r in result.resolutions:
+        if r.code is None:
+            continue
+        table = outcomes if r.scored else unscored
+        table[r.code] = table.get(r.code, 0) + 1
+    excluded_counts = dict.fromkeys(EXCLUSION_REASONS, 0)
+    for _, _, _, reason in result.excluded:
+        excluded_counts[reason] += 1
+    probes = {"passed": 0, "failed": 0}
+    ex_ids = {eid for _, eid, _, _ in result.excluded}
+    for p in evidence.probes:
+        if p.subject == agent and p.entry_id not in ex_ids:
+            probes["passed" if p.passed else "failed"] += 1
+    facts = [f for f in evidence.facts if f.subject == agent]
+    return {
+        "agent": agent,
+        "name": name,
+        "epoch": epoch,
+        "ledger": {"seq": ledger_seq, "head": ledger_head},
+        "policy": policy_hash,
+        "score": dict(result.score) if result.score is not None else None,
+        "outcomes": outcomes,
+        "value_judgment_share": policy.round(result.value_judgment_share),
+        "reliability": _reliability(facts, ex_ids, policy),
+        "probes": probes,
+        "excluded": excluded_counts,
+        "unscored": unscored,
+    }
+
+
+def explain_rows(result: AgentScore, policy: Policy) -> list[dict[str, Any]]:
+    """Interaction by interaction: code, value, weight, recentring; evaluators appear
+    as per-report pseudonyms (``evaluator-1``, ... by first appearance in seq order)."""
+    used = sorted(
+        (_verdict_seq(r), r.evaluator) for r in result.resolutions if r.evaluator is not None
+    )
+    names: dict[str, str] = {}
+    for _, key in used:
+        names.setdefault(key, f"evaluator-{len(names) + 1}")
+    rnd = policy.round
+    rows: list[dict[str, Any]] = []
+    for r in result.resolutions:
+        u = r.unit
+        rows.append(
+            {
+                "seq": u.seq,
+                "entry": u.entry_id,
+                "reporter": u.reporter,
+                "interaction": u.interaction,
+                "engagement": u.engagement,
+                "rule": r.rule,
+                "source": r.source,
+                "outcome": r.code,
+                "scored": r.scored,
+                "value": rnd(r.value) if r.value is not None else None,
+                "raw_value": rnd(r.raw_value) if r.raw_value is not None else None,
+                "weight": rnd(r.weight),
+                "offset": rnd(r.offset),
+                "evaluator": names[r.evaluator] if r.evaluator is not None else None,
+            }
+        )
+    return rows
+
+
+def _verdict_seq(r: Resolution) -> int:
+    if r.rule == 3 and r.unit.attestation is not None:
+        return r.unit.attestation.seq
+    if r.rule == 4 and r.unit.value_judgment is not None:
+        return r.unit.value_judgment.seq
+    return r.unit.seq
+
+
+def build_explain_payload(
+    agent: str,
+    epoch: int,
+    ledger_seq: int,
+    ledger_head: str,
+    policy: Policy,
+    policy_hash: str,
+    evidence: Evidence,
+    evaluators: Mapping[str, EvaluatorStats],
+    *,
+    scored: AgentScore | None = None,
+) -> dict[str, Any]:
+    """The body of ``GET /v1/agents/{agent}/explain``: how the score was made."""
+    result = scored if scored is not None else score_agent(agent, evidence, policy, evaluators)
+    return {
+        "agent": agent,
+        "epoch": epoch,
+        "ledger": {"seq": ledger_seq, "head": ledger_head},
+        "policy": policy_hash,
+        "score": dict(result.score) if result.score is not None else None,
+        "score_reason": result.score_reason,
+        "score_reason_text": SCORE_REASON_TEXT.get(result.score_reason or ""),
+        "value_judgment_share": policy.round(result.value_judgment_share),
+        "interactions": explain_rows(result, policy),
+        "excluded": [
+            {"seq": s, "entry": eid, "kind": kind, "reason": reason}
+            for s, eid, kind, reason in result.excluded
+        ],
+    }
