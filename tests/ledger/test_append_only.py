@@ -1,0 +1,110 @@
+"""The database refuses rewrites; ``bureau verify`` finds rewrites made behind its back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from bureau.verify import BadEntry, verify_database
+from reporters import wire
+from tests.processes import bureau_env, run_cli
+from tests.support import BureauUnderTest, fact_payload, kid
+
+
+async def _ledger_with_facts(bureau: BureauUnderTest, n: int = 5) -> None:
+    rep = await bureau.reporter()
+    agent = kid(wire.generate_key())
+    for i in range(n):
+        await bureau.accepted(rep, "fact", fact_payload(f"t-{i}", agent))
+
+
+@pytest.mark.parametrize("statement", [
+    "UPDATE entries SET kind = 'fact' WHERE seq = 2",
+    "DELETE FROM entries WHERE seq = 3",
+    "TRUNCATE entries CASCADE",
+])
+async def test_plain_rewrites_are_refused(bureau: BureauUnderTest, statement: str) -> None:
+    await _ledger_with_facts(bureau)
+    conn = await asyncpg.connect(bureau.database_url)
+    try:
+        with pytest.raises(asyncpg.InsufficientPrivilegeError, match="append-only"):
+            await conn.execute(statement)
+        assert await conn.fetchval("SELECT count(*) FROM entries") == 6
+    finally:
+        await conn.close()
+
+
+async def _tamper(database_url: str, sql: str, *args: object) -> None:
+    """Change the ledger as a superuser would: with every trigger (the append-only guard
+    and the foreign keys) switched off for the session."""
+    conn = await asyncpg.connect(database_url)
+    try:
+        async with conn.transaction():
+            await conn.execute("SET LOCAL session_replication_role = replica")
+            await conn.execute(sql, *args)
+    finally:
+        await conn.close()
+
+
+async def _verify(database_url: str) -> BadEntry | None:
+    conn = await asyncpg.connect(database_url)
+    try:
+        await verify_database(conn)
+    except BadEntry as bad:
+        return bad
+    finally:
+        await conn.close()
+    return None
+
+
+async def test_verify_passes_on_an_untouched_ledger(bureau: BureauUnderTest) -> None:
+    await _ledger_with_facts(bureau)
+    assert await _verify(bureau.database_url) is None
+
+
+async def test_rewritten_payload_is_found(bureau: BureauUnderTest) -> None:
+    await _ledger_with_facts(bureau)
+    conn = await asyncpg.connect(bureau.database_url)
+    raw = bytes(await conn.fetchval("SELECT entry FROM entries WHERE seq = 4"))
+    await conn.close()
+    entry = json.loads(raw)
+    payload = json.loads(wire.b64decode_canonical(entry["envelope"]["payload"]))
+    payload["answered"] = False  # what a dishonest insider would like the fact to say
+    entry["envelope"]["payload"] = wire.b64encode(wire.canonical_json(payload))
+    forged = wire.canonical_json(entry)
+    # Even recomputing the id (and leaving the next link dangling) is caught.
+    await _tamper(bureau.database_url, "UPDATE entries SET entry = $1, id = $2 WHERE seq = 4",
+                  forged, wire.blake3_hex(forged))
+    bad = await _verify(bureau.database_url)
+    assert bad is not None and bad.seq == 4
+    assert "signature" in bad.reason
+
+
+async def test_rewritten_bytes_without_new_id_are_found(bureau: BureauUnderTest) -> None:
+    await _ledger_with_facts(bureau)
+    await _tamper(bureau.database_url,
+                  "UPDATE entries SET entry = convert_to(replace(convert_from(entry, 'UTF8'),"
+                  " '\"kind\":\"fact\"', '\"kind\":\"probe\"'), 'UTF8') WHERE seq = 3")
+    bad = await _verify(bureau.database_url)
+    assert bad is not None and bad.seq == 3
+
+
+async def test_deleted_entry_is_found(bureau: BureauUnderTest, tmp_path: Path) -> None:
+    await _ledger_with_facts(bureau)
+    await _tamper(bureau.database_url, "DELETE FROM entries WHERE seq = 5")
+    env = bureau_env(bureau.database_url, tmp_path, kid(bureau.admin))
+    result = run_cli(env, "verify")
+    assert result.returncode == 1
+    assert "seq 6" in result.stderr  # the first entry that no longer links
+
+
+async def test_duplicate_keys_in_a_stored_entry_are_found(bureau: BureauUnderTest) -> None:
+    await _ledger_with_facts(bureau)
+    await _tamper(bureau.database_url,
+                  "UPDATE entries SET entry = overlay(entry placing '{\"seq\":2,' from 1 for 1)"
+                  " WHERE seq = 2")
+    bad = await _verify(bureau.database_url)
+    assert bad is not None and bad.seq == 2
