@@ -46,7 +46,7 @@ KeyId = Annotated[str, Field(pattern=_KEY_ID)]
 EntryId = Annotated[str, Field(pattern=_HEX64)]
 FreeText = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_no_controls)]
 Timestamp = Annotated[str, AfterValidator(_valid_timestamp)]
-Amount = Annotated[int, Field(ge=0, le=2**63 - 1)]
+Amount = Annotated[int, Field(ge=0, le=2**53 - 1)]  # I-JSON safe integers
 Count = Annotated[int, Field(ge=0, le=2**31 - 1)]
 Currency = Annotated[str, Field(pattern=r"^[A-Z][A-Z0-9]{2,11}$")]
 

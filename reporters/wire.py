@@ -26,6 +26,7 @@ KEY_ID_PREFIX = "ed25519:"
 PAYLOAD_TYPE_PREFIX = "application/vnd.bureau."
 PAYLOAD_TYPE_SUFFIX = ".v1+json"
 ZERO_ID = "0" * 64
+MAX_SAFE_INTEGER = 2**53 - 1
 
 _KEY_ID_RE = re.compile(r"^ed25519:[A-Za-z0-9_-]{43}$")
 
@@ -52,6 +53,9 @@ def _format_number(value: int | float) -> str:
     if isinstance(value, bool):  # pragma: no cover - guarded by the caller
         raise TypeError("bool is not a number")
     if isinstance(value, int):
+        # I-JSON (RFC 7493) safe range: JCS readers hold numbers as IEEE doubles.
+        if abs(value) > MAX_SAFE_INTEGER:
+            raise WireError("number", "integers are limited to +/-(2**53 - 1)")
         return str(value)
     if not math.isfinite(value):
         raise WireError("number", "NaN and infinities have no canonical JSON form")

@@ -1,0 +1,74 @@
+"""Every decoder against its encoder: encode(decode(x)) == x."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import rfc8785
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bureau import strictjson
+from bureau.envelope import parse_envelope
+from reporters import wire
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1)
+    # integral floats past 2**53 read back as integers outside the safe range
+    | st.floats(min_value=-(2.0**53) + 1, max_value=2.0**53 - 1) | st.text(),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(st.binary(max_size=200))
+def test_base64(data: bytes) -> None:
+    text = wire.b64encode(data)
+    assert wire.b64decode_canonical(text) == data
+    assert wire.b64encode(wire.b64decode_canonical(text)) == text
+
+
+@given(st.binary(min_size=32, max_size=32))
+def test_pem(seed: bytes) -> None:
+    pem = wire.key_to_pem(wire.signing_key_from_seed(seed))
+    assert wire.key_to_pem(wire.key_from_pem(pem)) == pem
+
+
+@given(st.binary(min_size=32, max_size=32))
+def test_key_id(seed: bytes) -> None:
+    kid = wire.signing_key_id(wire.signing_key_from_seed(seed))
+    assert wire.key_id(wire.public_key_from_key_id(kid)) == kid
+
+
+@given(json_values)
+def test_canonical_json_matches_rfc8785_and_is_stable(value: object) -> None:
+    canon = wire.canonical_json(value)
+    assert canon == rfc8785.dumps(value)
+    assert wire.canonical_json(json.loads(canon)) == canon
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_canonical_floats_parse_back_to_the_same_number(x: float) -> None:
+    back = json.loads(wire.canonical_json(x))
+    assert back == x or (math.isclose(back, x) and x == 0)
+
+
+@given(json_values)
+def test_strict_json_reads_what_canonical_json_writes(value: object) -> None:
+    canon = wire.canonical_json(value)
+    assert wire.canonical_json(strictjson.loads(canon)) == canon
+
+
+@given(st.binary(max_size=300), st.binary(min_size=32, max_size=32))
+def test_envelope(body: bytes, seed: bytes) -> None:
+    env = wire.sign_envelope(wire.signing_key_from_seed(seed), wire.payload_type("fact"), body)
+    assert parse_envelope(env).as_json() == env
+
+
+def test_integers_outside_the_safe_range_have_no_canonical_form() -> None:
+    import pytest
+
+    with pytest.raises(wire.WireError):
+        wire.canonical_json(2**53)
