@@ -61,12 +61,17 @@ def test_client_signs_the_known_bytes(vector: dict[str, Any]) -> None:
 
 
 def test_service_accepts_the_known_envelope(vector: dict[str, Any]) -> None:
+    if vector["payload_name"] == "report":  # written by the bureau, never submitted
+        public = wire.public_key_from_key_id(vector["key_id"])
+        sig = wire.b64decode_canonical(vector["signature_b64"])
+        body = vector["canonical_payload"].encode()
+        assert wire.verify_signature(public, vector["payload_type"], body, sig)
+        return
     env = parse_envelope(vector["entry"]["envelope"])
     verify_envelope(env)
     assert env.content_key == vector["content_key"]
     assert env.as_json() == vector["entry"]["envelope"]
-    if vector["payload_name"] != "report":  # reports are written by the bureau, not sent
-        assert decode_payload(env).model_dump(mode="json") == vector["payload"]
+    assert decode_payload(env).model_dump(mode="json") == vector["payload"]
 
 
 def test_entry_id(vector: dict[str, Any]) -> None:
