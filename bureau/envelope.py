@@ -35,6 +35,10 @@ class Envelope:
     keyid: str
     sig_b64: str
     sig: bytes
+    #: what makes two envelopes the same submission (signer, type, payload bytes)
+    content_key: str
+    #: canonical JSON of :meth:`as_json`, computed once, off the committer's path
+    canonical: bytes
 
     def as_json(self) -> dict[str, Any]:
         """The envelope as submitted (the service accepts no other fields)."""
@@ -43,10 +47,6 @@ class Envelope:
             "payload": self.payload_b64,
             "signatures": [{"keyid": self.keyid, "sig": self.sig_b64}],
         }
-
-    @property
-    def content_key(self) -> str:
-        return wire.content_key(self.keyid, self.payload_type, self.body)
 
 
 def parse_envelope_bytes(raw: bytes) -> Envelope:
@@ -101,7 +101,9 @@ def parse_envelope(doc: Any) -> Envelope:
         sig_bytes = wire.b64decode_canonical(sig_b64)
     except wire.WireError as exc:
         raise BureauError(Code.MALFORMED_ENVELOPE, "/signatures/0/sig", exc.detail) from None
-    return Envelope(ptype, name, payload_b64, body, keyid, sig_b64, sig_bytes)
+    canonical = wire.envelope_canonical(ptype, payload_b64, keyid, sig_b64)
+    return Envelope(ptype, name, payload_b64, body, keyid, sig_b64, sig_bytes,
+                    wire.content_key(keyid, ptype, body), canonical)
 
 
 def verify_envelope(env: Envelope) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -108,19 +109,20 @@ class GroupTx:
         self.epoch = epoch_of(recorded_at, epoch_seconds)
         self.writes = Writes()
 
-    def append(self, kind: str, *, envelope: dict[str, Any] | None = None,
+    def append(self, kind: str, *, envelope: bytes | None = None,
                body: dict[str, Any] | None = None, signer: str | None = None,
                subject: str | None = None, content_key: str | None = None) -> tuple[str, int]:
-        """Chain one entry after the head; returns its id and seq."""
+        """Chain one entry after the head; returns its id and seq. ``envelope`` is the
+        canonical JSON of the envelope as submitted; ``body`` what the bureau writes."""
         seq = self.seq + 1
-        entry: dict[str, Any] = {"seq": seq, "prev": self.head, "kind": kind,
-                                 "recorded_at": self.recorded_text, "epoch": self.epoch}
         if envelope is not None:
-            entry["envelope"] = envelope
+            raw = wire.envelope_entry_bytes(seq, self.head, kind, self.recorded_text,
+                                            self.epoch, envelope)
         else:
             assert body is not None
-            entry["body"] = body
-        raw = wire.canonical_json(entry)
+            raw = wire.canonical_json({"seq": seq, "prev": self.head, "kind": kind,
+                                       "recorded_at": self.recorded_text, "epoch": self.epoch,
+                                       "body": body})
         entry_id = wire.blake3_hex(raw)
         self.writes.entries.append((seq, entry_id, self.head, kind, self.recorded_at,
                                     self.epoch, signer, subject, content_key, raw))
@@ -227,11 +229,11 @@ def judge_one(tx: GroupTx, sub: Submission, now: dt.datetime) -> Result:
         if _is_known_party(st, sub.signer):
             tx.writes.refusals.append((
                 env.content_key, sub.signer, env.name, err.code.value, err.path, err.detail,
-                tx.recorded_at, wire.canonical_json(env.as_json())))
+                tx.recorded_at, env.canonical))
         return Result("rejected", error=err)
     kind = "seal-request" if env.name == "seal" else env.name
     entry_id, seq = tx.append(
-        kind, envelope=env.as_json(), signer=sub.signer, content_key=env.content_key,
+        kind, envelope=env.canonical, signer=sub.signer, content_key=env.content_key,
         subject=_entry_subject(env.name, sub.payload, sub.signer))
     _record(tx, sub, sub.payload, entry_id, seq)
     for target, reason in decision.exclusions:
@@ -402,9 +404,10 @@ class Ledger:
                     u.future.set_exception(err)
             return
         metrics.LEDGER_HEAD_SEQ.set(tx.seq)
+        counts = Counter((sub.envelope.name, r.status) for unit, res in zip(units, results)
+                         for sub, r in zip(unit.subs, res, strict=True))
+        for (name, status), n in counts.items():
+            metrics.INTAKE_TOTAL.labels(payload_type=name, result=status).inc(n)
         for unit, res in zip(units, results, strict=True):
-            for sub, r in zip(unit.subs, res, strict=True):
-                metrics.INTAKE_TOTAL.labels(payload_type=sub.envelope.name,
-                                            result=r.status).inc()
             if not unit.future.done():
                 unit.future.set_result(res)

@@ -170,8 +170,9 @@ class GroupState:
         party_keys |= {v.subject for vs in st.involving.values() if vs for v in vs}
         party_keys |= {v.evaluator for vs in st.involving.values() if vs for v in vs}
         await st._load_parties(conn, party_keys)
-        await st._load_entries(conn, entry_ids)
         targets = await st._load_disputes(conn, dispute_ids)
+        # Dispute targets too: an exclusion entry is about its target's subject.
+        await st._load_entries(conn, entry_ids | targets)
         await st._load_exclusions(conn, excluded_candidates | targets)
         return st
 
@@ -251,6 +252,8 @@ class GroupState:
         for r in rows:
             v = VerdictRecord(r["entry_id"], r["kind"], r["evaluator"], r["subject"])
             ids.add(v.entry_id)
+            # a retroactive exclusion of this verdict is about the verdict's subject
+            self.entries[v.entry_id] = EntryRecord(v.entry_id, v.kind, v.subject)
             for who in {v.evaluator, v.subject} & agents:
                 lst = self.involving[who]
                 assert lst is not None
@@ -259,6 +262,8 @@ class GroupState:
 
     async def _load_entries(self, conn: asyncpg.Connection, ids: set[str]) -> None:
         self.entries.update(dict.fromkeys(ids))
+        if not ids:
+            return
         for r in await conn.fetch(
                 "SELECT id, kind, subject FROM entries WHERE id = ANY($1::text[])", sorted(ids)):
             self.entries[r["id"]] = EntryRecord(r["id"], r["kind"], r["subject"])
@@ -266,6 +271,8 @@ class GroupState:
     async def _load_disputes(self, conn: asyncpg.Connection, ids: set[str]) -> set[str]:
         self.disputes.update(dict.fromkeys(ids))
         self.resolved.update(dict.fromkeys(ids, False))
+        if not ids:
+            return set()
         for r in await conn.fetch(
                 "SELECT d.entry_id, d.target, r.entry_id AS resolution FROM disputes d"
                 " LEFT JOIN resolutions r ON r.dispute = d.entry_id"
@@ -276,6 +283,8 @@ class GroupState:
 
     async def _load_exclusions(self, conn: asyncpg.Connection, ids: set[str]) -> None:
         self.excluded.update(dict.fromkeys(ids, False))
+        if not ids:
+            return
         for r in await conn.fetch(
                 "SELECT target FROM exclusions WHERE target = ANY($1::text[])", sorted(ids)):
             self.excluded[r["target"]] = True

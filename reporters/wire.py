@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import math
 import re
@@ -167,11 +168,13 @@ def key_id(public_key: bytes) -> str:
     return KEY_ID_PREFIX + b64url_nopad(public_key)
 
 
+@functools.lru_cache(maxsize=65536)
 def public_key_from_key_id(kid: str) -> bytes:
     """The public key bytes a key id names, checked to be a valid prime-order point.
 
     PyNaCl's ``VerifyKey`` checks only the length; small-order and mixed-order points
-    must be refused here, when the key is first seen.
+    must be refused here, when the key is first seen. The point check costs as much as a
+    signature check, so valid keys are remembered (refusals are not cached).
     """
     if not isinstance(kid, str) or not _KEY_ID_RE.match(kid):
         raise WireError("key", "a key id is 'ed25519:' and 43 base64url characters")
@@ -273,6 +276,34 @@ def content_key(signer: str, payload_type_: str, body: bytes) -> str:
     signer, and base64 text has more than one spelling.
     """
     return blake3_hex(pae(payload_type_, body) + b"\x00" + signer.encode("ascii"))
+
+
+_PLAIN_RE = re.compile(r"^[A-Za-z0-9._:+/=-]*$")
+
+
+def envelope_canonical(ptype: str, payload_b64: str, keyid: str, sig_b64: str) -> bytes:
+    """``canonical_json`` of a one-signature DSSE envelope, written directly when every
+    field is a plain token (the usual case), else by the general encoder."""
+    if all(_PLAIN_RE.match(t) for t in (ptype, payload_b64, keyid, sig_b64)):
+        return (f'{{"payload":"{payload_b64}","payloadType":"{ptype}",'
+                f'"signatures":[{{"keyid":"{keyid}","sig":"{sig_b64}"}}]}}').encode()
+    return canonical_json({"payloadType": ptype, "payload": payload_b64,
+                           "signatures": [{"keyid": keyid, "sig": sig_b64}]})
+
+
+def envelope_entry_bytes(seq: int, prev: str, kind: str, recorded_at: str, epoch: int,
+                         envelope_canonical: bytes) -> bytes:
+    """``canonical_json`` of an entry that carries an envelope, without re-encoding the
+    envelope: the ledger writes thousands of these a second. Equal to
+    ``canonical_json({"seq", "prev", "kind", "recorded_at", "epoch", "envelope"})`` (a
+    test holds the two equal); the keys are written in their sorted order."""
+    for text in (prev, kind, recorded_at):
+        if not _PLAIN_RE.match(text):  # anything that JSON would escape takes the slow path
+            raise WireError("entry", f"{text!r} is not a plain ASCII token")
+    if not (0 <= seq <= MAX_SAFE_INTEGER and 0 <= epoch <= MAX_SAFE_INTEGER):
+        raise WireError("entry", "seq and epoch are safe non-negative integers")
+    return b'{"envelope":%s,"epoch":%d,"kind":"%s","prev":"%s","recorded_at":"%s","seq":%d}' % (
+        envelope_canonical, epoch, kind.encode(), prev.encode(), recorded_at.encode(), seq)
 
 
 def entry_id(entry_without_id: Mapping[str, Any]) -> str:

@@ -71,3 +71,24 @@ def test_integers_outside_the_safe_range_have_no_canonical_form() -> None:
 
     with pytest.raises(wire.WireError):
         wire.canonical_json(2**53)
+
+
+@given(st.integers(1, 2**53 - 1), st.integers(0, 2**40), st.binary(max_size=100),
+       st.sampled_from(["fact", "value-judgment", "seal-request"]))
+def test_fast_entry_bytes_equal_canonical_json(seq: int, epoch: int, body: bytes,
+                                               kind: str) -> None:
+    env = wire.sign_envelope(wire.generate_key(), wire.payload_type("fact"), body)
+    prev, recorded = wire.blake3_hex(body), "2026-11-30T00:00:00.123456Z"
+    fast = wire.envelope_entry_bytes(seq, prev, kind, recorded, epoch,
+                                     wire.canonical_json(env))
+    assert fast == wire.canonical_json({"seq": seq, "prev": prev, "kind": kind,
+                                        "recorded_at": recorded, "epoch": epoch,
+                                        "envelope": env})
+
+
+@given(st.text(max_size=20), st.text(max_size=40), st.text(max_size=50), st.text(max_size=90))
+def test_fast_envelope_bytes_equal_canonical_json(ptype: str, payload: str, keyid: str,
+                                                  sig: str) -> None:
+    for p in (ptype, "application/vnd.bureau.fact.v1+json"):
+        assert wire.envelope_canonical(p, payload, keyid, sig) == wire.canonical_json(
+            {"payloadType": p, "payload": payload, "signatures": [{"keyid": keyid, "sig": sig}]})

@@ -1,0 +1,166 @@
+"""Intake throughput and latency, end to end over loopback HTTP.
+
+Starts ``bureau serve`` on a fresh embedded database (or BUREAU_DATABASE_URL), registers
+a reporter, pre-signs N distinct facts, then measures:
+
+1. batch intake: ``POST /v1/evidence/batch`` in batches of 500 over a few connections;
+   accepted (durable) facts/s, against the single-core PyNaCl verify rate;
+2. single-envelope intake: ``POST /v1/evidence`` flat out, facts/s and p50/p99;
+3. single-envelope intake paced at a fixed rate (default 1,000/s): p50/p99.
+
+    python bench/intake_bench.py [--facts 100000] [--connections 4] [--rate 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+import nacl.signing
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from reporters import wire  # noqa: E402
+from tests.processes import ServeProcess, bureau_env  # noqa: E402
+
+
+def verify_rate(seconds: float = 2.0) -> float:
+    """Single-core Ed25519 verifications per second of a fact-sized PAE message."""
+    key = wire.generate_key()
+    msg = wire.pae(wire.payload_type("fact"), b"x" * 400)
+    sig = key.sign(msg).signature
+    vk = nacl.signing.VerifyKey(bytes(key.verify_key))
+    n, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        for _ in range(1000):
+            vk.verify(msg, sig)
+        n += 1000
+    return n / (time.perf_counter() - start)
+
+
+def presign(rep: nacl.signing.SigningKey, n: int, tag: str) -> list[bytes]:
+    subjects = [wire.signing_key_id(wire.generate_key()) for _ in range(100)]
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    out = []
+    for i in range(n):
+        payload = {"interaction": f"{tag}-{i}", "subject": subjects[i % 100], "caller": None,
+                   "observed_at": now, "answered": True, "latency_ms": 100 + i % 900,
+                   "well_formed": True, "promises": [], "claimed": None, "check": None,
+                   "derived": None, "engagement": None}
+        out.append(json.dumps(wire.sign_payload(rep, "fact", payload),
+                              separators=(",", ":")).encode())
+    return out
+
+
+async def batch_phase(url: str, lines: list[bytes], connections: int) -> float:
+    batches = [lines[i:i + 500] for i in range(0, len(lines), 500)]
+    queue: asyncio.Queue[list[bytes]] = asyncio.Queue()
+    for b in batches:
+        queue.put_nowait(b)
+    accepted = 0
+
+    async def worker(session: aiohttp.ClientSession) -> None:
+        nonlocal accepted
+        while not queue.empty():
+            batch = queue.get_nowait()
+            async with session.post(url + "/v1/evidence/batch", data=b"\n".join(batch),
+                                    headers={"Content-Type": "application/x-ndjson"}) as r:
+                text = await r.text()
+                assert r.status == 200, text
+                accepted += text.count('"accepted"')
+
+    start = time.perf_counter()
+    async with aiohttp.ClientSession() as session:
+        await asyncio.gather(*(worker(session) for _ in range(connections)))
+    elapsed = time.perf_counter() - start
+    assert accepted == len(lines), f"only {accepted} of {len(lines)} accepted"
+    return len(lines) / elapsed
+
+
+async def single_phase(url: str, lines: list[bytes], connections: int,
+                       rate: float | None) -> tuple[float, list[float]]:
+    latencies: list[float] = []
+    it = iter(enumerate(lines))
+    start = time.perf_counter()
+
+    async def worker(session: aiohttp.ClientSession) -> None:
+        for i, line in it:
+            if rate:
+                delay = start + i / rate - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+            t0 = time.perf_counter()
+            async with session.post(url + "/v1/evidence", data=line,
+                                    headers={"Content-Type": "application/json"}) as r:
+                await r.read()
+                assert r.status == 201, r.status
+            latencies.append(time.perf_counter() - t0)
+
+    conn = aiohttp.TCPConnector(limit=connections)
+    async with aiohttp.ClientSession(connector=conn) as session:
+        await asyncio.gather(*(worker(session) for _ in range(connections)))
+    return len(lines) / (time.perf_counter() - start), latencies
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))] * 1000
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--facts", type=int, default=100_000)
+    ap.add_argument("--single", type=int, default=10_000)
+    ap.add_argument("--connections", type=int, default=4)
+    ap.add_argument("--rate", type=float, default=1000.0)
+    args = ap.parse_args()
+
+    single_core = verify_rate()
+    print(f"PyNaCl verify, one core:        {single_core:10,.0f} /s")
+
+    admin, rep = wire.generate_key(), wire.generate_key()
+    with tempfile.TemporaryDirectory(prefix="bureau-bench-") as tmp:
+        home = Path(tmp)
+        url = os.environ.get("BUREAU_DATABASE_URL") or ""
+        if not url:
+            from bureau.db import embedded_database_url
+            url = embedded_database_url(home)
+        server = ServeProcess(bureau_env(url, home, wire.signing_key_id(admin)),
+                              home / "serve.log")
+        await server.start()
+        try:
+            env = wire.sign_payload(admin, "reporter", {
+                "reporter": wire.signing_key_id(rep), "name": "bench", "operator": "bench",
+                "roles": ["facts"]})
+            async with aiohttp.ClientSession() as s, \
+                    s.post(server.url + "/v1/evidence", json=env) as r:
+                assert r.status == 201, await r.text()
+            print(f"pre-signing {args.facts + 2 * args.single:,} facts ...", flush=True)
+            lines = presign(rep, args.facts, "batch")
+            singles = presign(rep, args.single, "single")
+            paced = presign(rep, args.single, "paced")
+
+            rate = await batch_phase(server.url, lines, args.connections)
+            print(f"batch intake (500/batch, {args.connections} conns): {rate:10,.0f} facts/s "
+                  f"durable   ratio to one-core verify: {rate / single_core:.2f}")
+            rate, lat = await single_phase(server.url, singles, 32, None)
+            print(f"single POST, flat out (32 conns): {rate:8,.0f} facts/s   "
+                  f"p50 {pct(lat, 50):.1f} ms  p99 {pct(lat, 99):.1f} ms")
+            rate, lat = await single_phase(server.url, paced, 64, args.rate)
+            print(f"single POST, paced at {args.rate:,.0f}/s:   {rate:8,.0f} facts/s   "
+                  f"p50 {pct(lat, 50):.1f} ms  p99 {pct(lat, 99):.1f} ms")
+            print(f"(mean latency {statistics.mean(lat) * 1000:.1f} ms)")
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
