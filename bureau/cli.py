@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -68,6 +69,20 @@ def cmd_keygen(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sign(args: argparse.Namespace) -> int:
+    """Sign a payload file as a DSSE envelope; the payload bytes are signed as they are."""
+    key = keyfiles.read_key(Path(args.key))
+    body = sys.stdin.buffer.read() if args.payload == "-" else Path(args.payload).read_bytes()
+    envelope = wire.sign_envelope(key, wire.payload_type(args.type), body.strip())
+    print(json.dumps(envelope))
+    return 0
+
+
+def cmd_keyid(args: argparse.Namespace) -> int:
+    print(wire.signing_key_id(keyfiles.read_key(Path(args.path))))
+    return 0
+
+
 async def _verify(url: str) -> int:
     conn = await db.connect(url)
     try:
@@ -95,13 +110,23 @@ def build_parser() -> argparse.ArgumentParser:
     keygen = sub.add_parser("keygen", help="write a new Ed25519 key file, print its key id")
     keygen.add_argument("path", help="where to write the PKCS#8 PEM key")
     keygen.set_defaults(func=cmd_keygen)
+    keyid = sub.add_parser("keyid", help="print the key id of a key file")
+    keyid.add_argument("path", help="a PKCS#8 PEM Ed25519 key file")
+    keyid.set_defaults(func=cmd_keyid)
+    sign = sub.add_parser("sign", help="sign a JSON payload file as a DSSE envelope")
+    sign.add_argument("--key", required=True, help="the signer's key file")
+    sign.add_argument("--type", required=True, help="payload name, e.g. fact, reporter")
+    sign.add_argument("payload", help="payload file, or - for standard input")
+    sign.set_defaults(func=cmd_sign)
     verify = sub.add_parser("verify", help="recompute every id, link and signature")
     verify.set_defaults(func=cmd_verify)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("pgserver").setLevel(logging.WARNING)
     args = build_parser().parse_args(argv)
     result: int = args.func(args)
     return result

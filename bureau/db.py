@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -31,7 +32,9 @@ def embedded_database_url(home: Path) -> str:
     The server keeps running for as long as a process that asked for it does, and its
     data stays on disk between runs.
     """
-    import pgserver  # imported lazily: only the embedded mode needs it
+    with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
+        warnings.simplefilter("ignore")
+        import pgserver  # imported lazily: only the embedded mode needs it
 
     pgdata = home / "pgdata"
     pgdata.mkdir(parents=True, exist_ok=True)

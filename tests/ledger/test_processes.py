@@ -9,12 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 import asyncpg
 import nacl.signing
 
 from reporters import wire
 from tests.processes import ServeProcess, bureau_env, run_cli
 from tests.support import fact_payload
+
+pytestmark = pytest.mark.slow
 
 
 def _facts(rep: nacl.signing.SigningKey, n: int, prefix: str) -> list[bytes]:

@@ -1,0 +1,40 @@
+# One command runner. `make run` and `make test` set up .venv on first use.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+
+.PHONY: run test test-fast lint bench bench-intake bench-seal schemas vectors clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	rm -f $(VENV)/.installed-* && touch $@
+
+run: $(STAMP)            ## the service on the embedded database under ./.bureau
+	$(BIN)/bureau serve
+
+test: $(STAMP)           ## the whole test suite (real PostgreSQL, real HTTP)
+	$(BIN)/python -m pytest
+
+test-fast: $(STAMP)      ## everything but the multi-process and crash tests
+	$(BIN)/python -m pytest -m "not slow"
+
+lint: $(STAMP)
+	$(BIN)/ruff check bureau reporters tests bench ops
+	$(BIN)/mypy bureau reporters
+
+bench: bench-intake bench-seal
+
+bench-intake: $(STAMP)
+	$(BIN)/python bench/intake_bench.py
+
+bench-seal: $(STAMP)
+	$(BIN)/python bench/seal_bench.py
+
+vectors: $(STAMP)        ## regenerate tests/vectors (only when the wire format changes on purpose)
+	$(BIN)/python ops/make_vectors.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

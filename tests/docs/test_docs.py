@@ -1,0 +1,93 @@
+"""The docs are part of the contract: these tests hold them and the code equal."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import prometheus_client
+import pytest
+
+from bureau import metrics
+from bureau.cli import build_parser
+from bureau.errors import Code, Stage
+from bureau.http.errors import status_of
+from bureau.errors import BureauError
+from reporters.models import PAYLOAD_MODELS
+
+DOCS = Path(__file__).resolve().parent.parent.parent / "docs"
+
+
+def _table_rows(text: str, header: str) -> list[list[str]]:
+    """The rows of the Markdown table whose header line starts with ``header``."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
+
+
+def test_reason_code_table_is_the_code_list() -> None:
+    rows = _table_rows((DOCS / "protocol.md").read_text(), "| code | stage | HTTP |")
+    documented = {row[0].strip("`"): row for row in rows}
+    assert set(documented) == {c.value for c in Code}
+    for code in Code:
+        row = documented[code.value]
+        assert Stage(row[1]) is code.stage, code
+        assert row[2].startswith(str(status_of(BureauError(code)))), code
+
+
+def test_payload_table_is_the_payload_list() -> None:
+    rows = _table_rows((DOCS / "protocol.md").read_text(), "| name | signed by |")
+    assert {row[0].strip("`") for row in rows} == set(PAYLOAD_MODELS)
+
+
+def _bureau_metrics() -> set[str]:
+    names = set()
+    for value in vars(metrics).values():
+        if isinstance(value, prometheus_client.metrics.MetricWrapperBase):
+            names.add(value._name)
+    return names
+
+
+def test_every_metric_is_documented_with_help() -> None:
+    rows = _table_rows((DOCS / "operations.md").read_text(), "| metric | type |")
+    documented = {row[0].strip("`") for row in rows}
+    # prometheus_client drops the _total suffix from counter names internally
+    in_code = {n + "_total" if n + "_total" in documented else n for n in _bureau_metrics()}
+    assert documented == in_code
+    for value in vars(metrics).values():
+        if isinstance(value, prometheus_client.metrics.MetricWrapperBase):
+            assert value._name.startswith("bureau_")
+            assert value._documentation.strip()
+
+
+def test_every_cli_command_and_flag_is_documented() -> None:
+    text = (DOCS / "operations.md").read_text()
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    for name, command in sub.choices.items():  # type: ignore[union-attr]
+        assert f"`bureau {name}" in text, name
+        for action in command._actions:
+            for flag in action.option_strings:
+                if flag not in ("-h", "--help"):
+                    assert flag in text, f"bureau {name} {flag}"
+
+
+@pytest.mark.parametrize("variable", ["BUREAU_DATABASE_URL", "BUREAU_HOME",
+                                      "BUREAU_ADMIN_KEYS", "BUREAU_SIGNING_KEY",
+                                      "BUREAU_EPOCH_SECONDS"])
+def test_every_environment_variable_is_documented(variable: str) -> None:
+    assert f"`{variable}`" in (DOCS / "operations.md").read_text()
+    source = (Path(__file__).resolve().parent.parent.parent / "bureau" / "config.py").read_text()
+    assert variable in source
+
+
+def test_readme_test_command_is_what_ci_runs() -> None:
+    root = DOCS.parent
+    readme = (root / "README.md").read_text()
+    assert re.search(r"^make test\b", readme, re.M)
+    assert "make test" in (root / ".ci" / "run").read_text()
