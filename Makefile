@@ -33,6 +33,9 @@ bench-intake: $(STAMP)
 bench-seal: $(STAMP)
 	$(BIN)/python bench/seal_bench.py
 
+schemas: $(STAMP)        ## regenerate schemas/ from the pydantic models
+	$(BIN)/python -m bureau.openapi --write-schemas
+
 vectors: $(STAMP)        ## regenerate tests/vectors (only when the wire format changes on purpose)
 	$(BIN)/python ops/make_vectors.py
 

@@ -9,9 +9,14 @@ from aiohttp import web
 from bureau.config import Config
 from bureau.intake import Intake
 from bureau.ledger import Ledger
+from reporters.httpsig import NonceStore
 
 CONFIG = web.AppKey("config", Config)
 POOL = web.AppKey("pool", asyncpg.Pool)
 LEDGER = web.AppKey("ledger", Ledger)
 INTAKE = web.AppKey("intake", Intake)
 SIGNING_KEY = web.AppKey("signing_key", nacl.signing.SigningKey)
+# Authenticated reads (bureau.http.auth): the nonces already accepted by this process.
+NONCES = web.AppKey("nonces", NonceStore)
+# GET /openapi.json: the document, built once when the app starts (bureau.openapi).
+OPENAPI = web.AppKey("openapi", bytes)

@@ -54,3 +54,26 @@ def non_canonical_b64(text: str) -> str:
     spare = (1 << (2 * pad)) - 1
     assert last & spare == 0
     return stripped[:-1] + alphabet[last | 1] + "=" * pad
+
+
+def randomized_signature(key: nacl.signing.SigningKey, message: bytes) -> bytes:
+    """Another valid Ed25519 signature of ``message`` by ``key``: same key and message,
+    a random nonce instead of the deterministic one. Signers can always do this, which
+    is why duplicates are never recognised by signature bytes."""
+    import hashlib
+    import secrets
+
+    import nacl.bindings
+
+    digest = hashlib.sha512(bytes(key)).digest()
+    a = bytearray(digest[:32])
+    a[0] &= 248
+    a[31] &= 127
+    a[31] |= 64
+    secret = int.from_bytes(a, "little")
+    r = int.from_bytes(secrets.token_bytes(64), "little") % L
+    big_r = nacl.bindings.crypto_scalarmult_ed25519_base_noclamp(r.to_bytes(32, "little"))
+    public = bytes(key.verify_key)
+    k = int.from_bytes(hashlib.sha512(big_r + public + message).digest(), "little") % L
+    s = (r + k * secret) % L
+    return big_r + s.to_bytes(32, "little")

@@ -1,0 +1,123 @@
+"""Pydantic models of what goes over the wire besides payloads: the DSSE envelope, the
+one error shape, intake results, entries pages and the bureau's public documents.
+
+The service does not parse envelopes with these (``bureau.envelope`` does it by hand,
+to give each failure its own code); they exist so that ``/openapi.json`` and
+``schemas/*.json`` are generated from code, and so tests can hold responses to them.
+Payload models live in :mod:`reporters.models`; these refer to them, never copy them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bureau.errors import Code
+from reporters import wire
+from reporters.models import PAYLOAD_MODELS, EntryId, KeyId
+
+_B64 = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
+_TIMESTAMP = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$"
+PAYLOAD_TYPES: tuple[str, ...] = tuple(wire.payload_type(name) for name in PAYLOAD_MODELS)
+
+
+class Shape(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Signature(Shape):
+    keyid: KeyId = Field(description="the signer's key id")
+    sig: str = Field(pattern=_B64, description="padded standard base64 of the 64-byte "
+                     "Ed25519 signature over DSSE's PAE(payloadType, payload)")
+
+
+class Envelope(Shape):
+    """A DSSE v1 envelope (SPEC §3). The payload, once decoded, is canonical or not as
+    the signer chose; it must validate against the schema its payloadType names."""
+
+    payloadType: str = Field(json_schema_extra={"enum": list(PAYLOAD_TYPES)})
+    payload: str = Field(pattern=_B64, description="padded standard base64 of the "
+                         "payload bytes, at most 64 KiB decoded")
+    signatures: list[Signature] = Field(min_length=1, max_length=1)
+
+
+class Error(Shape):
+    """The one error shape, on every route (SPEC §5)."""
+
+    status: Literal["rejected"]
+    code: Code
+    path: str = Field(description='JSON Pointer to the cause; "" for the whole request')
+    detail: str
+
+
+class IntakeResult(Shape):
+    """An envelope admitted now (`201 accepted`) or earlier (`200 duplicate`)."""
+
+    status: Literal["accepted", "duplicate"]
+    id: EntryId
+    seq: int = Field(ge=1)
+
+
+class BatchAccepted(IntakeResult):
+    index: int = Field(ge=0, description="the envelope's line in the batch, from 0")
+
+
+class BatchRejected(Error):
+    index: int = Field(ge=0, description="the envelope's line in the batch, from 0")
+
+
+class _EntryBase(Shape):
+    seq: int = Field(ge=1)
+    id: EntryId = Field(description='BLAKE3 of the canonical JSON of the entry without "id"')
+    prev: EntryId = Field(description="the previous entry's id; 64 zeros for seq 1")
+    kind: str = Field(description="payload name (seal-request for a seal), or what the "
+                      "bureau wrote: exclusion, seal")
+    recorded_at: str = Field(pattern=_TIMESTAMP)
+    epoch: int = Field(ge=0)
+
+
+class SubmittedEntry(_EntryBase):
+    """An admitted envelope, exactly as submitted."""
+
+    envelope: Envelope
+
+
+class BureauEntry(_EntryBase):
+    """An entry the bureau wrote itself (exclusion, seal)."""
+
+    body: dict[str, Any]
+
+
+class Refusal(Shape):
+    """A correctly signed envelope from a known party that was refused (SPEC §5)."""
+
+    ref: int = Field(ge=1, description="the refusal's cursor; not a ledger seq")
+    kind: str = Field(description="payload name of the refused envelope")
+    code: Code
+    path: str
+    detail: str
+    refused_at: str = Field(pattern=_TIMESTAMP)
+    envelope: Envelope
+
+
+class EntriesPage(Shape):
+    """One page of a party's file. Ask again with ``after=next_after`` (and
+    ``refusals_after=next_refusals_after``) until both are null."""
+
+    entries: list[SubmittedEntry | BureauEntry]
+    next_after: int | None
+    refusals: list[Refusal]
+    next_refusals_after: int | None
+
+
+class BureauInfo(Shape):
+    """The bureau's public key, its policy's hash, its epoch length (SPEC §9)."""
+
+    key: KeyId
+    policy: EntryId = Field(description="BLAKE3 of the bytes GET /v1/policy serves")
+    epoch_seconds: int = Field(ge=1)
+
+
+class Status(Shape):
+    status: str
