@@ -1,0 +1,2 @@
+"""Internals of the client library. Nothing here is public API: import from
+:mod:`reporters` instead."""

@@ -1,0 +1,237 @@
+"""Agents and admins: parties that send one envelope at a time and want the answer."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Literal
+
+import aiohttp
+import nacl.signing
+
+from reporters._internal import payloads
+from reporters._internal.backoff import Backoff
+from reporters._internal.errors import Rejected, Unavailable
+from reporters._internal.transport import Transport
+from reporters.models import (
+    AmendmentPayload,
+    Anchor,
+    AttestationOutcome,
+    AttestationPayload,
+    DisputePayload,
+    EnrollmentPayload,
+    Payload,
+    PromiseDeclared,
+    ReporterPayload,
+    ResolutionPayload,
+    SealPayload,
+    Unit,
+    ValueJudgmentPayload,
+    WithdrawalPayload,
+)
+from reporters.wire import signing_key_id
+
+AnchorLike = str | Anchor | Mapping[str, str]
+PromisesLike = Mapping[str, str] | Sequence[PromiseDeclared]
+UnitsLike = Mapping[str, int] | Sequence[Unit]
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """The bureau's acknowledgement of one envelope: durable once you hold it."""
+
+    #: ``accepted`` (new entry) or ``duplicate`` (the bureau already had it)
+    status: Literal["accepted", "duplicate"]
+    #: the entry's id (64 hex digits)
+    id: str
+    #: the entry's position in the ledger
+    seq: int
+
+
+def _anchor(anchor: AnchorLike) -> Any:
+    if isinstance(anchor, str):  # "ops@example.com" is an email, "example.com" a domain
+        return {"kind": "email" if "@" in anchor else "domain", "value": anchor}
+    return dict(anchor) if isinstance(anchor, Mapping) else anchor
+
+
+def _promises(promises: PromisesLike) -> list[Any]:
+    if isinstance(promises, Mapping):
+        return [{"promise": p, "description": d} for p, d in promises.items()]
+    return list(promises)
+
+
+def _units(units: UnitsLike) -> list[Any]:
+    if isinstance(units, Mapping):
+        return [{"unit": u, "quantity": q} for u, q in units.items()]
+    return list(units)
+
+
+class _Party:
+    """One key talking to one bureau, one envelope per request.
+
+    ``Unavailable`` answers (``503``, connection failures, timeouts) are retried up to
+    ``retries`` times with backoff, honouring ``Retry-After``; the same signed bytes are
+    re-sent, so a retry can only ever be answered ``duplicate``, never make a second
+    entry. Refusals raise :class:`Rejected` at once.
+    """
+
+    def __init__(self, key: nacl.signing.SigningKey, base_url: str, *, timeout: float = 30.0,
+                 retries: int = 2, session: aiohttp.ClientSession | None = None) -> None:
+        if retries < 0:
+            raise ValueError("retries must not be negative")
+        self._key = key
+        self._transport = Transport(base_url, timeout=timeout, session=session)
+        self._retries = retries
+
+    @property
+    def key_id(self) -> str:
+        """This party's key id."""
+        return signing_key_id(self._key)
+
+    @property
+    def base_url(self) -> str:
+        """The bureau's base URL; assign to move to another address."""
+        return self._transport.base_url
+
+    @base_url.setter
+    def base_url(self, value: str) -> None:
+        self._transport.base_url = value
+
+    async def close(self) -> None:
+        """Close the HTTP session (unless it was passed in)."""
+        await self._transport.close()
+
+    async def __aenter__(self) -> _Party:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.close()
+
+    async def submit(self, payload: Payload) -> Receipt:
+        """Sign ``payload`` and send it to ``POST /v1/evidence``."""
+        line = payloads.envelope_line(payloads.sign(self._key, payload))
+        backoff = Backoff(base=0.2, cap=5.0)
+        for attempt in range(self._retries + 1):
+            try:
+                doc = await self._transport.post_envelope(line)
+            except Unavailable as exc:
+                if attempt == self._retries:
+                    raise
+                await asyncio.sleep(backoff.next_delay(exc.retry_after))
+                continue
+            if doc["status"] == "rejected":  # pragma: no cover - refusals are 4xx
+                raise Rejected(doc["code"], str(doc.get("path", "")),
+                               str(doc.get("detail", "")), 422)
+            return Receipt(doc["status"], doc["id"], doc["seq"])
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+class Agent(_Party):
+    """An agent: its key is its identity (SPEC §2). It enrolls, evaluates the agents it
+    called, disputes entries about itself, and reads its own file.
+
+    Every sending method returns a :class:`Receipt` or raises :class:`Rejected` (the
+    bureau's §6 ``code``, ``path``, ``detail`` and HTTP ``status``), :class:`Unavailable`,
+    or — before anything is sent — ``BureauClientError`` ``SCHEMA`` for a payload that
+    fails its schema.
+    """
+
+    async def __aenter__(self) -> Agent:
+        return self
+
+    async def enroll(self, name: str, anchor: AnchorLike, operator: str,
+                     promises: PromisesLike = ()) -> Receipt:
+        """Enroll this key. ``anchor`` is an email or a domain (a string with ``@`` is an
+        email); ``promises`` maps promise id to its description."""
+        return await self.submit(payloads.build(EnrollmentPayload, {
+            "name": name, "anchor": _anchor(anchor), "operator": operator,
+            "promises": _promises(promises)}))
+
+    async def amend(self, *, name: str | None = None, anchor: AnchorLike | None = None,
+                    operator: str | None = None,
+                    promises: PromisesLike | None = None) -> Receipt:
+        """Replace each field given; the others stay as they are."""
+        fields: dict[str, Any] = {}
+        if name is not None:
+            fields["name"] = name
+        if anchor is not None:
+            fields["anchor"] = _anchor(anchor)
+        if operator is not None:
+            fields["operator"] = operator
+        if promises is not None:
+            fields["promises"] = _promises(promises)
+        return await self.submit(payloads.build(AmendmentPayload, fields))
+
+    async def withdraw(self, reason: str) -> Receipt:
+        """Withdraw from the bureau."""
+        return await self.submit(payloads.build(WithdrawalPayload, {"reason": reason}))
+
+    async def attest(self, reporter: str, interaction: str, subject: str,
+                     outcome: AttestationOutcome, corrections: int = 0) -> Receipt:
+        """This agent's verdict, as the caller, on ``subject``'s work in ``interaction``
+        (which ``reporter`` witnessed). ``corrections`` ≥ 1 exactly with
+        ``ACCEPTED_AFTER_CORRECTIONS``."""
+        return await self.submit(payloads.build(AttestationPayload, {
+            "reporter": reporter, "interaction": interaction, "subject": subject,
+            "outcome": outcome, "corrections": corrections}))
+
+    async def value_judgment(self, reporter: str, engagement: str, subject: str,
+                             judgment: Literal["VALUE_OK", "VALUE_POOR"], spent: int,
+                             currency: str, units: UnitsLike) -> Receipt:
+        """This agent's judgment, as the buyer, of a time-and-materials engagement;
+        ``spent`` (millionths of ``currency``) and ``units`` (unit -> quantity) must
+        equal the reporter's latest fact."""
+        return await self.submit(payloads.build(ValueJudgmentPayload, {
+            "reporter": reporter, "engagement": engagement, "subject": subject,
+            "judgment": judgment, "spent": spent, "currency": currency,
+            "units": _units(units)}))
+
+    async def dispute(self, entry: str, reason: str) -> Receipt:
+        """Dispute an entry about this agent (an admin resolves it)."""
+        return await self.submit(payloads.build(DisputePayload,
+                                                {"entry": entry, "reason": reason}))
+
+    async def entries(self, after: int = 0, limit: int = 100) -> Any:
+        """Every entry about this agent after ``after``, and its refusals: the bureau's
+        JSON answer to an RFC 9421-signed
+        ``GET /v1/agents/{key id}/entries?after=&limit=``. Check the entries with
+        :func:`reporters.verify_chain`."""
+        return await self._transport.signed_get_json(
+            self._key,
+            f"/v1/agents/{self.key_id}/entries?after={int(after)}&limit={int(limit)}")
+
+    async def explain(self, epoch: int | None = None) -> Any:
+        """How this agent's score was made, interaction by interaction: the bureau's
+        JSON answer to a signed ``GET /v1/agents/{key id}/explain[?epoch=E]``."""
+        query = "" if epoch is None else f"?epoch={int(epoch)}"
+        return await self._transport.signed_get_json(
+            self._key, f"/v1/agents/{self.key_id}/explain{query}")
+
+
+class Admin(_Party):
+    """An admin key (one of ``BUREAU_ADMIN_KEYS``): registers reporters, resolves
+    disputes, seals elapsed epochs. Errors as for :class:`Agent`."""
+
+    async def __aenter__(self) -> Admin:
+        return self
+
+    async def register_reporter(self, key_id: str, name: str, operator: str,
+                                roles: Sequence[Literal["facts", "probes"]]) -> Receipt:
+        """Register (or update) the reporter whose key id is ``key_id``."""
+        return await self.submit(payloads.build(ReporterPayload, {
+            "reporter": key_id, "name": name, "operator": operator, "roles": list(roles)}))
+
+    async def resolve(self, dispute: str, decision: Literal["UPHELD", "EXCLUDED"],
+                      reason: str) -> Receipt:
+        """Resolve the dispute entry ``dispute``: ``UPHELD`` lets the disputed entry
+        stand; ``EXCLUDED`` has the bureau exclude it."""
+        return await self.submit(payloads.build(ResolutionPayload, {
+            "dispute": dispute, "decision": decision, "reason": reason}))
+
+    async def seal(self, requested_at: str | None = None) -> Receipt:
+        """Ask the bureau to seal every epoch that has elapsed by its clock."""
+        return await self.submit(payloads.build(SealPayload, {
+            "requested_at": requested_at or payloads.now_timestamp()}))

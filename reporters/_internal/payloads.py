@@ -1,0 +1,81 @@
+"""Build payloads with the models, sign them, and read them back out of envelopes.
+
+A payload that fails its model is refused here, before it is signed, with the same
+code and JSON Pointer the bureau would give (``SCHEMA``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+import nacl.signing
+import pydantic
+
+from reporters import wire
+from reporters._internal.errors import BureauClientError
+from reporters.models import PAYLOAD_MODELS, AmendmentPayload, Payload
+
+P = TypeVar("P", bound=Payload)
+
+_NAME_BY_MODEL: dict[type[Payload], str] = {model: name for name, model in PAYLOAD_MODELS.items()}
+
+
+def _pointer(parts: tuple[int | str, ...]) -> str:
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def build(model: type[P], fields: Mapping[str, Any]) -> P:
+    """Validate ``fields`` against ``model``; a failure is ``SCHEMA`` with a pointer."""
+    try:
+        return model.model_validate(dict(fields))
+    except pydantic.ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and "[" in p))
+        raise BureauClientError("SCHEMA", _pointer(loc), first["msg"]) from None
+
+
+def payload_name(payload: Payload) -> str:
+    """The ``<name>`` in ``application/vnd.bureau.<name>.v1+json`` for this payload."""
+    try:
+        return _NAME_BY_MODEL[type(payload)]
+    except KeyError:
+        raise TypeError(f"{type(payload).__name__} is not a bureau payload model") from None
+
+
+def to_json(payload: Payload) -> dict[str, Any]:
+    """The payload as a JSON object. An amendment carries only the fields it sets (its
+    absent fields are "unchanged", which ``null`` would not mean); every other payload
+    carries all of its fields."""
+    return payload.model_dump(mode="json", exclude_unset=isinstance(payload, AmendmentPayload))
+
+
+def sign(key: nacl.signing.SigningKey, payload: Payload) -> dict[str, Any]:
+    """The DSSE envelope of ``payload`` signed by ``key`` (body: its canonical JSON)."""
+    return wire.sign_payload(key, payload_name(payload), to_json(payload))
+
+
+def envelope_line(envelope: Mapping[str, Any]) -> bytes:
+    """The envelope as one compact JSON line (no newline), as it is spooled and sent."""
+    return json.dumps(envelope, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+
+
+def envelope_content_key(envelope: Mapping[str, Any]) -> str:
+    """What the bureau dedupes on (signer, type, payload bytes) for an envelope we made."""
+    body = wire.b64decode_canonical(envelope["payload"])
+    return wire.content_key(envelope["signatures"][0]["keyid"], envelope["payloadType"], body)
+
+
+def envelope_payload(envelope: Mapping[str, Any]) -> dict[str, Any]:
+    """The payload object inside an envelope this client signed."""
+    doc = json.loads(wire.b64decode_canonical(envelope["payload"]))
+    if not isinstance(doc, dict):  # pragma: no cover - we only spool objects
+        raise TypeError("payload is not a JSON object")
+    return doc
+
+
+def now_timestamp() -> str:
+    """Now, as the RFC 3339 UTC ``...Z`` timestamp the payloads use (whole seconds)."""
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,238 @@
+"""The durable spool: a first-in-first-out store of signed envelopes on local disk.
+
+Format: one SQLite database, ``spool.sqlite3``, in the directory the caller names, with
+one table ``spool(seq INTEGER PRIMARY KEY AUTOINCREMENT, content_key TEXT UNIQUE,
+line BLOB)``. ``line`` is the signed envelope exactly as it will be sent (one compact
+JSON line); ``content_key`` is what the bureau dedupes on (:func:`reporters.wire.content_key`),
+so the same envelope is never spooled twice. Rows leave only when the bureau has
+answered for them.
+
+Durability: the database runs in WAL mode with ``synchronous=FULL``, so every committed
+transaction is fsynced before :meth:`Spool.append` returns. Appends that arrive together
+share one transaction and one fsync (group commit), so many concurrent ``send`` calls cost
+about one fsync between them, not one each.
+
+One process at a time: the directory is locked with ``flock`` on ``spool.lock`` (released
+by the kernel if the process dies), so two senders never drain the same spool.
+
+All SQLite work runs on one dedicated thread; the event loop never waits on the disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import sqlite3
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+from reporters._internal.errors import BureauClientError
+
+DB_FILE = "spool.sqlite3"
+LOCK_FILE = "spool.lock"
+
+T = TypeVar("T")
+
+_SCHEMA = """CREATE TABLE IF NOT EXISTS spool (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    content_key  TEXT    NOT NULL UNIQUE,
+    line         BLOB    NOT NULL
+)"""
+
+
+def _closed() -> BureauClientError:
+    return BureauClientError("CLOSED", "", "the spool has been closed")
+
+
+class Spool:
+    """A durable FIFO of envelope lines in ``directory``, holding at most ``max_items``
+    (an :meth:`append` beyond that waits until the sender has drained some)."""
+
+    def __init__(self, directory: str | os.PathLike[str], *, max_items: int) -> None:
+        if max_items < 1:
+            raise ValueError("max_items must be at least 1")
+        self.directory = Path(directory)
+        self.max_items = max_items
+        #: set whenever rows are added; the sender clears it before it looks
+        self.nonempty = asyncio.Event()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reporters-spool")
+        self._db: sqlite3.Connection | None = None
+        self._lock_fd: int | None = None
+        self._count = 0  # rows committed
+        self._reserved = 0  # appends admitted, not yet committed
+        self._pending: list[tuple[str, bytes, asyncio.Future[None]]] = []
+        self._writer: asyncio.Task[None] | None = None
+        self._changed = asyncio.Condition()
+        self._closed = False
+
+    # ------------------------------------------------------------------ thread side
+
+    def _open_sync(self) -> int:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise BureauClientError(
+                "SPOOL_IN_USE", "", f"another Reporter holds the spool in {self.directory}"
+            ) from None
+        try:
+            db = sqlite3.connect(self.directory / DB_FILE, isolation_level=None,
+                                 check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")
+            db.execute(_SCHEMA)
+            (count,) = db.execute("SELECT count(*) FROM spool").fetchone()
+        except BaseException:
+            os.close(fd)
+            raise
+        dir_fd = os.open(self.directory, os.O_RDONLY)
+        try:  # the new files' directory entries are durable too
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+        self._db, self._lock_fd = db, fd
+        return int(count)
+
+    def _tx(self, fn: Callable[[sqlite3.Connection], int]) -> int:
+        db = self._db
+        if db is None:
+            raise _closed()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            before = db.total_changes
+            fn(db)
+            changed = db.total_changes - before
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return changed
+
+    def _insert_sync(self, rows: Sequence[tuple[str, bytes]]) -> int:
+        return self._tx(lambda db: db.executemany(
+            "INSERT OR IGNORE INTO spool (content_key, line) VALUES (?, ?)", rows).rowcount)
+
+    def _remove_sync(self, seqs: Sequence[int]) -> int:
+        return self._tx(lambda db: db.executemany(
+            "DELETE FROM spool WHERE seq = ?", [(s,) for s in seqs]).rowcount)
+
+    def _peek_sync(self, limit: int, max_bytes: int) -> list[tuple[int, bytes]]:
+        if self._db is None:
+            raise _closed()
+        rows = self._db.execute(
+            "SELECT seq, line FROM spool ORDER BY seq LIMIT ?", (limit,)).fetchall()
+        out: list[tuple[int, bytes]] = []
+        size = 0
+        for seq, line in rows:
+            size += len(line) + 1
+            if out and size > max_bytes:
+                break
+            out.append((int(seq), bytes(line)))
+        return out
+
+    def _close_sync(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # releases the flock
+            self._lock_fd = None
+
+    async def _run(self, fn: Callable[..., T], *args: object) -> T:
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, fn, *args)
+        except sqlite3.Error as exc:
+            raise BureauClientError("SPOOL_ERROR", "", f"{type(exc).__name__}: {exc}") from exc
+
+    # ------------------------------------------------------------------ loop side
+
+    @property
+    def size(self) -> int:
+        """Envelopes spooled (or being spooled) and not yet answered for."""
+        return self._count + self._reserved
+
+    async def open(self) -> None:
+        """Open (creating if needed) and lock the spool; rows from an earlier run stay."""
+        self._count = await self._run(self._open_sync)
+        if self._count:
+            self.nonempty.set()
+
+    async def append(self, content_key: str, line: bytes) -> None:
+        """Spool one envelope line; returns once it is committed and fsynced. Waits while
+        the spool is full. An envelope already spooled is not spooled again."""
+        async with self._changed:
+            await self._changed.wait_for(
+                lambda: self._closed or self._count + self._reserved < self.max_items)
+            if self._closed:
+                raise _closed()
+            self._reserved += 1
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending.append((content_key, line, future))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write_pending())
+        await future
+
+    async def _write_pending(self) -> None:
+        """Group commit: everything pending goes in one transaction."""
+        while self._pending:
+            group, self._pending = self._pending, []
+            error: BaseException | None = None
+            inserted = 0
+            try:
+                inserted = await self._run(self._insert_sync, [(k, ln) for k, ln, _ in group])
+            except Exception as exc:
+                error = exc
+            async with self._changed:
+                self._reserved -= len(group)
+                self._count += inserted
+                self._changed.notify_all()
+            if inserted:
+                self.nonempty.set()
+            for _, _, future in group:
+                if future.done():  # the caller was cancelled; the row is spooled anyway
+                    continue
+                if error is None:
+                    future.set_result(None)
+                else:
+                    future.set_exception(error)
+
+    async def peek(self, limit: int, max_bytes: int) -> list[tuple[int, bytes]]:
+        """The oldest rows, at most ``limit`` of them and ``max_bytes`` in all (but at
+        least one row when there is any), as ``(seq, line)``."""
+        return await self._run(self._peek_sync, limit, max_bytes)
+
+    async def remove(self, seqs: Sequence[int]) -> None:
+        """Delete answered rows (one fsynced transaction)."""
+        if not seqs:
+            return
+        removed = await self._run(self._remove_sync, list(seqs))
+        async with self._changed:
+            self._count -= removed
+            self._changed.notify_all()
+
+    async def wait_empty(self) -> None:
+        """Return when nothing is spooled; raises ``CLOSED`` if the spool closes first."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: self._closed or self.size == 0)
+            if self.size and self._closed:
+                raise _closed()
+
+    async def close(self) -> None:
+        """Finish spooling what was admitted, then close the database and release the
+        lock. Appends and waits still blocked are woken with ``CLOSED``."""
+        if self._closed:
+            return
+        self._closed = True
+        async with self._changed:
+            self._changed.notify_all()
+        if self._writer is not None:
+            await asyncio.gather(self._writer, return_exceptions=True)
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, self._close_sync)
+        self._executor.shutdown(wait=True)

@@ -1,0 +1,104 @@
+"""Check what the bureau serves, with nothing but the bytes and its key.
+
+Both checks are pure: no I/O, no clock. Failures raise :class:`VerificationError`
+whose ``path`` is a JSON Pointer into the argument.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from reporters import wire
+from reporters._internal.errors import VerificationError
+
+REPORT_TYPE = wire.payload_type("report")
+
+
+def verify_chain(entries: Sequence[Mapping[str, Any]]) -> None:
+    """Check a run of ledger entries in the §9 shape, in the order served.
+
+    1. Every entry's ``id`` is ``BLAKE3(canonical JSON of the entry without "id")``
+       (``BAD_ENTRY_ID``, path ``/i/id``).
+    2. ``seq`` increases strictly along the list (``BROKEN_CHAIN``, ``/i/seq``).
+    3. The entry with ``seq`` 1 has ``prev`` = 64 zeros, and wherever two listed entries
+       have consecutive seqs the later one's ``prev`` is the earlier one's ``id``
+       (``BROKEN_CHAIN``, ``/i/prev``). An agent's file is a subset of the ledger, so
+       links across gaps cannot be checked here; a checkpoint covers those.
+    """
+    last: Mapping[str, Any] | None = None
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, Mapping):
+            raise VerificationError("BROKEN_CHAIN", f"/{i}", "an entry is a JSON object")
+        seq, prev, given = entry.get("seq"), entry.get("prev"), entry.get("id")
+        if type(seq) is not int or not isinstance(prev, str) or not isinstance(given, str):
+            raise VerificationError("BROKEN_CHAIN", f"/{i}",
+                                    "an entry has an integer seq and string id and prev")
+        try:
+            computed = wire.entry_id({k: v for k, v in entry.items() if k != "id"})
+        except (TypeError, wire.WireError) as exc:
+            raise VerificationError("BAD_ENTRY_ID", f"/{i}", f"not canonical JSON: {exc}") \
+                from None
+        if computed != given:
+            raise VerificationError("BAD_ENTRY_ID", f"/{i}/id",
+                                    f"entry {seq} hashes to {computed}, not {given}")
+        if last is not None and seq <= last["seq"]:
+            raise VerificationError("BROKEN_CHAIN", f"/{i}/seq",
+                                    f"seq {seq} follows seq {last['seq']}")
+        if seq == 1 and prev != wire.ZERO_ID:
+            raise VerificationError("BROKEN_CHAIN", f"/{i}/prev",
+                                    "the first entry's prev is 64 zeros")
+        if last is not None and seq == last["seq"] + 1 and prev != last["id"]:
+            raise VerificationError("BROKEN_CHAIN", f"/{i}/prev",
+                                    f"entry {seq} does not link to entry {last['seq']}")
+        last = entry
+
+
+def verify_report(envelope: Mapping[str, Any], bureau_key_id: str) -> dict[str, Any]:
+    """Check a bureau-signed report envelope and return its payload (SPEC §8).
+
+    1. ``payloadType`` is ``application/vnd.bureau.report.v1+json``
+       (``UNKNOWN_PAYLOAD_TYPE``).
+    2. Exactly one signature (``SIGNATURE_COUNT``), by ``bureau_key_id`` (``BAD_KEY``
+       when it names another key or the key id is not a valid Ed25519 key).
+    3. ``payload`` and ``sig`` are canonical padded base64 (``MALFORMED_ENVELOPE``).
+    4. The Ed25519 signature over DSSE's PAE verifies (``BAD_SIGNATURE``).
+    5. The payload is a JSON object (``MALFORMED_PAYLOAD``).
+
+    Get ``bureau_key_id`` from ``GET /v1/bureau`` once, out of band, and keep it.
+    """
+    if not isinstance(envelope, Mapping):
+        raise VerificationError("MALFORMED_ENVELOPE", "", "an envelope is a JSON object")
+    if envelope.get("payloadType") != REPORT_TYPE:
+        raise VerificationError("UNKNOWN_PAYLOAD_TYPE", "/payloadType",
+                                f"a report's payloadType is {REPORT_TYPE}")
+    signatures = envelope.get("signatures")
+    if not isinstance(signatures, list) or len(signatures) != 1:
+        raise VerificationError("SIGNATURE_COUNT", "/signatures", "exactly one signature")
+    signature = signatures[0]
+    if not isinstance(signature, Mapping) or signature.get("keyid") != bureau_key_id:
+        raise VerificationError("BAD_KEY", "/signatures/0/keyid",
+                                "the report is not signed by the bureau's key")
+    try:
+        public_key = wire.public_key_from_key_id(bureau_key_id)
+    except wire.WireError as exc:
+        raise VerificationError("BAD_KEY", "/signatures/0/keyid", exc.detail) from None
+    payload_text, sig_text = envelope.get("payload"), signature.get("sig")
+    try:
+        if not isinstance(payload_text, str) or not isinstance(sig_text, str):
+            raise wire.WireError("base64", "payload and sig are base64 strings")
+        body = wire.b64decode_canonical(payload_text)
+        sig = wire.b64decode_canonical(sig_text)
+    except wire.WireError as exc:
+        raise VerificationError("MALFORMED_ENVELOPE", "", exc.detail) from None
+    if not wire.verify_signature(public_key, REPORT_TYPE, body, sig):
+        raise VerificationError("BAD_SIGNATURE", "/signatures/0/sig",
+                                "the signature does not verify")
+    try:
+        doc = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise VerificationError("MALFORMED_PAYLOAD", "/payload", str(exc)) from None
+    if not isinstance(doc, dict):
+        raise VerificationError("MALFORMED_PAYLOAD", "/payload", "a report is a JSON object")
+    return doc
