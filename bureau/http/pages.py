@@ -1,0 +1,194 @@
+"""Pages for people: ``GET /`` and ``GET /agents/{agent}`` (SPEC §9).
+
+Rendering is a pure function of the signed report and the bureau's public facts: no
+JavaScript, no external assets, an inline SVG chart with a text equivalent, and a layout
+that reads on a phone. Every piece of text from the ledger is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+_STYLE = """
+:root { color-scheme: light dark; --fg: #1b1f24; --bg: #fdfdfc; --muted: #59636e;
+  --accent: #0b5cad; --bar: #0b5cad; --line: #d0d7de; }
+@media (prefers-color-scheme: dark) { :root { --fg: #e6edf3; --bg: #0d1117;
+  --muted: #9198a1; --accent: #4493f8; --bar: #4493f8; --line: #30363d; } }
+* { box-sizing: border-box; }
+body { margin: 0 auto; max-width: 46rem; padding: 1rem; font: 1rem/1.5 system-ui,
+  -apple-system, "Segoe UI", sans-serif; color: var(--fg); background: var(--bg); }
+h1 { font-size: 1.5rem; margin: .5rem 0; overflow-wrap: anywhere; }
+h2 { font-size: 1.15rem; margin-top: 1.75rem; border-bottom: 1px solid var(--line); }
+.score { font-size: 2.5rem; font-weight: 700; margin: .25rem 0; }
+.muted, figcaption { color: var(--muted); }
+code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: .85rem;
+  overflow-wrap: anywhere; }
+pre { white-space: pre-wrap; background: rgba(127,127,127,.08); padding: .75rem; }
+table { border-collapse: collapse; width: 100%; }
+th, td { text-align: left; padding: .3rem .5rem; border-bottom: 1px solid var(--line); }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+svg text { fill: var(--fg); font-size: 12px; }
+svg rect.bar { fill: var(--bar); }
+a { color: var(--accent); }
+"""
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _layout(title: str, body: str) -> str:
+    return (
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        f"<title>{_e(title)}</title><style>{_STYLE}</style></head>"
+        f"<body><main>{body}</main></body></html>\n"
+    )
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value * 100:.1f}%"
+
+
+def outcome_chart(outcomes: dict[str, int]) -> str:
+    """A horizontal bar chart of outcome counts, as inline SVG with a text equivalent."""
+    rows = [(code, n) for code, n in outcomes.items() if n]
+    if not rows:
+        return "<p class=\"muted\">No scored outcomes yet.</p>"
+    top = max(n for _, n in rows)
+    bar_h, gap, label_w, width = 20, 8, 210, 520
+    height = len(rows) * (bar_h + gap)
+    summary = ", ".join(f"{code}: {n}" for code, n in rows)
+    parts = [f"<svg role=\"img\" aria-labelledby=\"chart-title\" viewBox=\"0 0 {width} "
+             f"{height}\" width=\"100%\" preserveAspectRatio=\"xMinYMin meet\">",
+             f"<title id=\"chart-title\">Outcomes — {_e(summary)}</title>"]
+    for i, (code, n) in enumerate(rows):
+        y = i * (bar_h + gap)
+        w = max(2, round((width - label_w - 50) * n / top))
+        parts.append(
+            f"<text x=\"0\" y=\"{y + 15}\">{_e(code)}</text>"
+            f"<rect class=\"bar\" x=\"{label_w}\" y=\"{y}\" width=\"{w}\" height=\"{bar_h}\""
+            f" rx=\"2\"></rect>"
+            f"<text x=\"{label_w + w + 6}\" y=\"{y + 15}\">{n}</text>")
+    parts.append("</svg>")
+    return "<figure>" + "".join(parts) + "<figcaption>Scored outcomes by code.</figcaption>" \
+        "</figure>"
+
+
+def _score_block(score: dict[str, Any] | None) -> str:
+    if score is None:
+        return ("<p class=\"score\">No score</p><p>No scored evidence yet: the bureau "
+                "does not make up a number.</p>")
+    return (f"<p class=\"score\" id=\"score\">{score['value']:.3f}</p>"
+            f"<p>95% interval <strong>{score['low']:.3f} – {score['high']:.3f}</strong>, "
+            f"from {score['interactions']} scored interactions with total weight "
+            f"{score['weight']:.2f}.</p>")
+
+
+def _reliability(rel: dict[str, Any]) -> str:
+    lat = rel.get("latency_ms") or {}
+    rows = [("Interactions observed", rel.get("observed")),
+            ("Answered", _pct(rel.get("answer_rate"))),
+            ("Well formed", _pct(rel.get("well_formed_rate"))),
+            ("Latency p50", "—" if lat.get("p50") is None else f"{lat['p50']} ms"),
+            ("Latency p95", "—" if lat.get("p95") is None else f"{lat['p95']} ms")]
+    body = "".join(f"<tr><th scope=\"row\">{_e(k)}</th><td class=\"num\">{_e(v)}</td></tr>"
+                   for k, v in rows)
+    promises = rel.get("promises") or {}
+    if promises:
+        body += "".join(
+            f"<tr><th scope=\"row\">Promise <code>{_e(pid)}</code></th><td class=\"num\">"
+            f"{c['kept']} kept, {c['broken']} broken</td></tr>"
+            for pid, c in sorted(promises.items()))
+    return f"<table>{body}</table>"
+
+
+def agent_page(report: dict[str, Any], envelope: bytes, bureau_key: str, base_url: str
+               ) -> str:
+    """The public page of one agent's latest report."""
+    agent = report["agent"]
+    name = report.get("name") or "(not enrolled)"
+    unscored = {k: v for k, v in (report.get("unscored") or {}).items() if v}
+    excluded = report.get("excluded") or {}
+    probes = report.get("probes") or {}
+    verify_snippet = (
+        "import base64, json, urllib.request\n"
+        "from nacl.signing import VerifyKey\n\n"
+        f"env = json.load(urllib.request.urlopen('{base_url}/v1/agents/{agent}/report'))\n"
+        f"key = '{bureau_key}'  # GET {base_url}/v1/bureau\n"
+        "raw = base64.urlsafe_b64decode(key.split(':')[1] + '=')\n"
+        "body = base64.b64decode(env['payload'])\n"
+        "ptype = env['payloadType'].encode()\n"
+        "pae = b'DSSEv1 %d %s %d %s' % (len(ptype), ptype, len(body), body)\n"
+        "VerifyKey(raw).verify(pae, base64.b64decode(env['signatures'][0]['sig']))\n"
+        "print(json.loads(body)['score'])")
+    body = f"""
+<p class="muted">Agent Reputation Bureau · report for epoch {_e(report['epoch'])}</p>
+<h1>{_e(name)}</h1>
+<p><code>{_e(agent)}</code></p>
+<section aria-labelledby="score-h"><h2 id="score-h">Score</h2>
+{_score_block(report.get("score"))}
+<p>Share of weight from value judgments: {_pct(report.get("value_judgment_share"))}.</p>
+</section>
+<section aria-labelledby="outcomes-h"><h2 id="outcomes-h">Outcomes</h2>
+{outcome_chart(report.get("outcomes") or {})}
+<p>Probes: {probes.get("passed", 0)} passed, {probes.get("failed", 0)} failed.
+Unscored: {_e(", ".join(f"{k} {v}" for k, v in unscored.items()) or "none")}.
+Excluded evidence: {excluded.get("self_dealing", 0)} self-dealing,
+{excluded.get("disputed", 0)} after disputes.</p>
+</section>
+<section aria-labelledby="rel-h"><h2 id="rel-h">Reliability</h2>
+{_reliability(report.get("reliability") or {})}
+</section>
+<section aria-labelledby="verify-h"><h2 id="verify-h">Verify this report</h2>
+<p>This page shows a report signed by the bureau. Do not trust the page: check the
+signature. The report is a DSSE envelope signed with the bureau key
+<code>{_e(bureau_key)}</code> over the payload type
+<code>application/vnd.bureau.report.v1+json</code>, computed under scoring policy
+<code>{_e(report.get("policy"))}</code> (<a href="/v1/policy">the policy document</a>)
+from the ledger up to entry {_e(report["ledger"]["seq"])}
+(head <code>{_e(report["ledger"]["head"])}</code>).</p>
+<pre><code>{_e(verify_snippet)}</code></pre>
+<details><summary>The signed envelope</summary><pre><code>{_e(envelope.decode())}</code></pre>
+</details>
+</section>"""
+    return _layout(f"{name} — Agent Reputation Bureau", body)
+
+
+def index_page(bureau_key: str, policy_hash: str, epoch_seconds: int,
+               checkpoint: dict[str, Any] | None) -> str:
+    """The bureau's front page: its key, policy and latest checkpoint."""
+    if checkpoint is None:
+        cp = "<p>No epoch has been sealed yet.</p>"
+    else:
+        cp = (f"<p>Epoch {_e(checkpoint['epoch'])} sealed at entry {_e(checkpoint['seq'])} "
+              f"of {_e(checkpoint['entries'])}; head <code>{_e(checkpoint['head'])}</code>. "
+              "<a href=\"/v1/checkpoints/latest\">Signed checkpoint</a>.</p>")
+    body = f"""
+<h1>Agent Reputation Bureau</h1>
+<p>Reputation for AI agents that scores nothing it cannot trace to a witnessed
+interaction. Reports are signed; check them yourself.</p>
+<h2>This bureau</h2>
+<table>
+<tr><th scope="row">Signing key</th><td><code>{_e(bureau_key)}</code></td></tr>
+<tr><th scope="row">Scoring policy</th><td><a href="/v1/policy"><code>{_e(policy_hash)}</code></a></td></tr>
+<tr><th scope="row">Epoch length</th><td>{epoch_seconds} s</td></tr>
+</table>
+<h2>Latest checkpoint</h2>
+{cp}
+<h2>Read more</h2>
+<p>An agent's page is at <code>/agents/&lt;key id&gt;</code>; its signed report at
+<code>/v1/agents/&lt;key id&gt;/report</code>. The API is described at
+<a href="/openapi.json">/openapi.json</a>.</p>"""
+    return _layout("Agent Reputation Bureau", body)
+
+
+def payload_of(envelope: bytes) -> dict[str, Any]:
+    """The payload of a bureau-signed envelope we stored ourselves."""
+    import base64
+
+    doc = json.loads(envelope)
+    data: dict[str, Any] = json.loads(base64.b64decode(doc["payload"]))
+    return data
