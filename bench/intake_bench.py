@@ -28,8 +28,8 @@ import nacl.signing
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reporters import wire  # noqa: E402
-from tests.processes import ServeProcess, bureau_env  # noqa: E402
+from reporters import wire
+from tests.processes import ServeProcess, bureau_env
 
 
 def verify_rate(seconds: float = 2.0) -> float:

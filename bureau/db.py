@@ -38,7 +38,7 @@ def embedded_database_url(home: Path) -> str:
 
     pgdata = home / "pgdata"
     pgdata.mkdir(parents=True, exist_ok=True)
-    server = pgserver.get_server(pgdata, cleanup_mode="stop")
+    server = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
     url: str = server.get_uri()
     return url
 

@@ -79,13 +79,15 @@ def parse_envelope(doc: Any) -> Envelope:
     if name is None:
         raise BureauError(Code.UNKNOWN_PAYLOAD_TYPE, "/payloadType", f"unknown type {ptype!r}")
     if len(payload_b64) > (MAX_PAYLOAD_BYTES + 2) // 3 * 4:
-        raise BureauError(Code.TOO_LARGE, "/payload", f"a payload is at most {MAX_PAYLOAD_BYTES} bytes")
+        raise BureauError(Code.TOO_LARGE, "/payload",
+                          f"a payload is at most {MAX_PAYLOAD_BYTES} bytes")
     try:
         body = wire.b64decode_canonical(payload_b64)
     except wire.WireError as exc:
         raise BureauError(Code.MALFORMED_ENVELOPE, "/payload", exc.detail) from None
     if len(body) > MAX_PAYLOAD_BYTES:
-        raise BureauError(Code.TOO_LARGE, "/payload", f"a payload is at most {MAX_PAYLOAD_BYTES} bytes")
+        raise BureauError(Code.TOO_LARGE, "/payload",
+                          f"a payload is at most {MAX_PAYLOAD_BYTES} bytes")
     for i, sig in enumerate(signatures):
         if not isinstance(sig, dict) or set(sig) != _SIGNATURE_FIELDS:
             raise BureauError(Code.MALFORMED_ENVELOPE, pointer("signatures", i),

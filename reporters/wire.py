@@ -14,8 +14,8 @@ import functools
 import json
 import math
 import re
-from decimal import Decimal
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
 import blake3

@@ -173,7 +173,8 @@ interaction. Reports are signed; check them yourself.</p>
 <h2>This bureau</h2>
 <table>
 <tr><th scope="row">Signing key</th><td><code>{_e(bureau_key)}</code></td></tr>
-<tr><th scope="row">Scoring policy</th><td><a href="/v1/policy"><code>{_e(policy_hash)}</code></a></td></tr>
+<tr><th scope="row">Scoring policy</th>
+<td><a href="/v1/policy"><code>{_e(policy_hash)}</code></a></td></tr>
 <tr><th scope="row">Epoch length</th><td>{epoch_seconds} s</td></tr>
 </table>
 <h2>Latest checkpoint</h2>

@@ -10,9 +10,8 @@ import pytest
 
 from bureau import metrics
 from bureau.cli import build_parser
-from bureau.errors import Code, Stage
+from bureau.errors import BureauError, Code, Stage
 from bureau.http.errors import status_of
-from bureau.errors import BureauError
 from reporters.models import PAYLOAD_MODELS
 
 DOCS = Path(__file__).resolve().parent.parent.parent / "docs"

@@ -335,7 +335,7 @@ async def test_unavailable_when_intake_queue_is_full(database_url: str, tmp_path
 async def test_client_disconnect_mid_body_writes_nothing(bureau: BureauUnderTest) -> None:
     rep = await bureau.reporter()
     body = json.dumps(wire.sign_payload(rep, "fact", good_fact("cut"))).encode()
-    reader, writer = await __import__("asyncio").open_connection(
+    _, writer = await __import__("asyncio").open_connection(
         *bureau.url.removeprefix("http://").split(":"))
     writer.write(b"POST /v1/evidence HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                  b"Content-Length: %d\r\n\r\n" % len(body) + body[: len(body) // 2])

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import pytest
 import asyncpg
 import nacl.signing
+import pytest
 
 from reporters import wire
 from tests.processes import ServeProcess, bureau_env, run_cli
