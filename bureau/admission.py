@@ -190,6 +190,11 @@ def _admit_fact(p: FactPayload, signer: str, key: str, state: AdmissionState) ->
     if existing is not None and existing.content_key != key:
         raise BureauError(Code.CONFLICTING_FACT, "/interaction",
                           "this reporter already reported a different fact for this interaction")
+    probe = state.probe(signer, p.interaction)
+    if probe is not None and probe.subject != p.subject:
+        # the mirror of a probe naming another subject than the fact (UNWITNESSED there)
+        raise BureauError(Code.CONFLICTING_FACT, "/subject",
+                          "this reporter's probe of the interaction names another subject")
 
 
 def _admit_probe(p: ProbePayload, signer: str, key: str, state: AdmissionState) -> None:

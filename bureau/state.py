@@ -8,8 +8,8 @@ key is a programming error and fails loudly rather than silently answering "abse
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -145,6 +145,7 @@ class GroupState:
                 party_keys.add(p.reporter)
             elif isinstance(p, FactPayload):
                 fact_keys.add((signer, p.interaction))
+                probe_keys.add((signer, p.interaction))
             elif isinstance(p, ProbePayload):
                 fact_keys.add((signer, p.interaction))
                 probe_keys.add((signer, p.interaction))

@@ -1,0 +1,51 @@
+"""The bureau's story end to end, with no person in the loop: a seller agent claims
+success on work its gateway's deliverable check failed, the buyer agent attests, and
+the next buyer looks the seller up before hiring it.
+
+For now the next buyer reads the evidence from the ledger itself (the entries table);
+once reports exist it reads the seller's signed report instead.
+"""
+
+from __future__ import annotations
+
+from reporters import wire
+from tests.agents.support import StoredEntry, attestation, enrollment, stored_entries
+from tests.support import BureauUnderTest, fact_payload, kid
+
+
+def _about(entries: list[StoredEntry], agent: str) -> list[StoredEntry]:
+    return [e for e in entries if e.subject == agent]
+
+
+async def test_a_confident_failure_is_on_record_for_the_next_buyer(
+        bureau: BureauUnderTest) -> None:
+    gateway = await bureau.reporter(("facts",), operator="Agent Gateway Inc")
+    seller, buyer, next_buyer = (wire.generate_key() for _ in range(3))
+    for key, operator, domain in ((seller, "Quickfix AI", "quickfix.example"),
+                                  (buyer, "Buyer One", "buyer-one.example"),
+                                  (next_buyer, "Buyer Two", "buyer-two.example")):
+        await bureau.accepted(key, "enrollment", enrollment(operator, ("domain", domain)))
+
+    # The gateway carried the job: the seller said SUCCESS, the deliverable check FAILed.
+    # It reports the fact; the buyer attests in the same batch, as soon as it can.
+    results = await bureau.batch([
+        wire.sign_payload(gateway, "fact", fact_payload(
+            "job-4711", kid(seller), kid(buyer), claimed="SUCCESS", check="FAIL",
+            derived="SWITCHED_AGENT", latency_ms=1900)),
+        wire.sign_payload(buyer, "attestation",
+                          attestation(gateway, "job-4711", seller, "FAILED_DISCOVERED")),
+    ])
+    assert [r["status"] for r in results] == ["accepted", "accepted"]
+
+    # The next buyer looks the seller up before hiring it.
+    record = _about(await stored_entries(bureau), kid(seller))
+    assert [e.kind for e in record] == ["enrollment", "fact", "attestation"]
+    _, fact, verdict = record
+    assert (fact.signer, fact.payload["claimed"], fact.payload["check"]) == (
+        kid(gateway), "SUCCESS", "FAIL")
+    assert (verdict.signer, verdict.payload["outcome"]) == (kid(buyer), "FAILED_DISCOVERED")
+    assert verdict.payload["interaction"] == fact.payload["interaction"]
+    assert not [e for e in await stored_entries(bureau, "exclusion")
+                if e.body["entry"] in (fact.id, verdict.id)]
+    confident_failure = fact.payload["claimed"] == "SUCCESS" and fact.payload["check"] == "FAIL"
+    assert confident_failure  # so the next buyer hires someone else
