@@ -121,10 +121,12 @@ async def main() -> None:
     ap.add_argument("--single", type=int, default=10_000)
     ap.add_argument("--connections", type=int, default=4)
     ap.add_argument("--rate", type=float, default=1000.0)
+    ap.add_argument("--workers", type=int, default=2, help="bureau serve --workers")
     args = ap.parse_args()
 
     single_core = verify_rate()
     print(f"PyNaCl verify, one core:        {single_core:10,.0f} /s")
+    print(f"bureau serve --workers {args.workers}")
 
     admin, rep = wire.generate_key(), wire.generate_key()
     with tempfile.TemporaryDirectory(prefix="bureau-bench-") as tmp:
@@ -134,7 +136,7 @@ async def main() -> None:
             from bureau.db import embedded_database_url
             url = embedded_database_url(home)
         server = ServeProcess(bureau_env(url, home, wire.signing_key_id(admin)),
-                              home / "serve.log")
+                              home / "serve.log", extra_args=("--workers", str(args.workers)))
         await server.start()
         try:
             env = wire.sign_payload(admin, "reporter", {

@@ -6,6 +6,9 @@ import argparse
 import asyncio
 import json
 import logging
+import os
+import signal
+import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -47,15 +50,54 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from bureau.http.app import create_app
 
     config = _with_default_keys(Config.from_env())
+    if args.max_pending is not None:
+        config = replace(config, max_pending=args.max_pending)
     assert config.signing_key_path is not None
     signing_key, _ = keyfiles.load_or_create(config.signing_key_path)
     print(f"bureau key: {wire.signing_key_id(signing_key)}", flush=True)
     url = database_url(config)
+    workers = _start_workers(args, config, url) if args.workers > 1 else []
     app = create_app(config, url, signing_key)
-    print(f"serving on http://{args.host}:{args.port}", flush=True)
-    web.run_app(app, host=args.host, port=args.port, print=None,
-                access_log=None, handle_signals=True)
+    print(f"serving on http://{args.host}:{args.port}"
+          + (f" with {args.workers} processes" if workers else ""), flush=True)
+    try:
+        web.run_app(app, host=args.host, port=args.port, print=None, access_log=None,
+                    handle_signals=True, reuse_port=args.workers > 1 or args.reuse_port)
+    finally:
+        for proc in workers:
+            proc.terminate()
+        for proc in workers:
+            proc.wait(10)
     return 0
+
+
+def _die_with_parent() -> None:
+    """In a worker: receive SIGTERM when the parent dies, even by SIGKILL (Linux)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def _start_workers(args: argparse.Namespace, config: Config,
+                   url: str) -> list[subprocess.Popen[bytes]]:
+    """Extra ``bureau serve`` processes on the same port (SO_REUSEPORT) and database.
+
+    Each process has its own interpreter, so parsing and verifying use every core; the
+    ledger's row lock keeps their appends one chain.
+    """
+    assert config.signing_key_path is not None
+    env = dict(os.environ, BUREAU_DATABASE_URL=url,
+               BUREAU_ADMIN_KEYS=",".join(sorted(config.admin_keys)),
+               BUREAU_SIGNING_KEY=str(config.signing_key_path.resolve()),
+               BUREAU_HOME=str(config.home.resolve()))
+    cmd = [sys.executable, "-m", "bureau.cli", "serve", "--host", args.host,
+           "--port", str(args.port), "--reuse-port",
+           *(["--max-pending", str(args.max_pending)] if args.max_pending is not None else [])]
+    return [subprocess.Popen(cmd, env=env, preexec_fn=_die_with_parent)
+            for _ in range(args.workers - 1)]
 
 
 def cmd_keygen(args: argparse.Namespace) -> int:
@@ -100,12 +142,69 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return asyncio.run(_verify(database_url(Config.from_env())))
 
 
+async def _rebuild(url: str, signing_path: Path) -> int:
+    from bureau.rebuild import rebuild
+
+    key = keyfiles.read_key(signing_path)
+    conn = await db.connect(url)
+    try:
+        await db.migrate(conn)
+        result = await rebuild(conn, key, lambda msg: print(f"bureau rebuild: {msg}"))
+    finally:
+        await conn.close()
+    print(f"bureau rebuild: {result.entries} entries replayed, {result.reports} reports and "
+          f"{result.epochs} checkpoints signed")
+    if not result.identical:
+        for line in result.differences:
+            print(f"bureau rebuild: DIFFERENT: {line}", file=sys.stderr)
+        return 1
+    print("bureau rebuild: identical: every derived row and every signed byte")
+    return 0
+
+
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    config = Config.from_env()
+    signing = config.signing_key_path or config.home / "signing.key"
+    if not signing.exists():
+        print(f"bureau rebuild: no signing key at {signing} (set BUREAU_SIGNING_KEY): "
+              "reports are signed with the bureau's own key", file=sys.stderr)
+        return 2
+    return asyncio.run(_rebuild(database_url(config), signing))
+
+
+async def _report(url: str, agent: str, epoch: int | None) -> int:
+    from bureau.reports import render_report, report_envelope
+
+    conn = await db.connect(url)
+    try:
+        envelope = await report_envelope(conn, agent, epoch)
+    finally:
+        await conn.close()
+    if envelope is None:
+        where = "at the latest sealed epoch" if epoch is None else f"at epoch {epoch}"
+        print(f"bureau report: no report for {agent} {where}", file=sys.stderr)
+        return 1
+    print(render_report(envelope))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    return asyncio.run(_report(database_url(Config.from_env()), args.agent, args.epoch))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bureau", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the HTTP service")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
     serve.add_argument("--port", type=int, default=8080, help="port to listen on")
+    serve.add_argument("--workers", type=int, default=1,
+                       help="processes serving the same port (default 1)")
+    serve.add_argument("--reuse-port", action="store_true",
+                       help="share the port with other bureau processes (SO_REUSEPORT)")
+    serve.add_argument("--max-pending", type=int, default=None,
+                       help="envelopes waiting for the ledger before intake answers 503 "
+                       "UNAVAILABLE (default 20000)")
     serve.set_defaults(func=cmd_serve)
     keygen = sub.add_parser("keygen", help="write a new Ed25519 key file, print its key id")
     keygen.add_argument("path", help="where to write the PKCS#8 PEM key")
@@ -120,6 +219,17 @@ def build_parser() -> argparse.ArgumentParser:
     sign.set_defaults(func=cmd_sign)
     verify = sub.add_parser("verify", help="recompute every id, link and signature")
     verify.set_defaults(func=cmd_verify)
+    rebuild = sub.add_parser("rebuild", help="re-derive every view and report from the "
+                             "entries; exit 0 when every byte came out identical")
+    rebuild.set_defaults(func=cmd_rebuild)
+    report = sub.add_parser("report", help="print an agent's signed report, readably")
+    report.add_argument("agent", help="the agent's key id")
+    report.add_argument("--epoch", type=int, default=None,
+                        help="a sealed epoch (default: the latest)")
+    report.set_defaults(func=cmd_report)
+    from bureau.simulate.cli import add_command as add_simulate
+
+    add_simulate(sub)  # `bureau simulate`: docs/simulation.md
     return parser
 
 

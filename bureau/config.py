@@ -33,7 +33,11 @@ class Config:
         epoch = int(env.get("BUREAU_EPOCH_SECONDS", str(DEFAULT_EPOCH_SECONDS)))
         if epoch < 1:
             raise ValueError("BUREAU_EPOCH_SECONDS must be a positive number of seconds")
+        settle = float(env.get("BUREAU_SETTLE_INTERVAL", "5"))
+        if not settle > 0:
+            raise ValueError("BUREAU_SETTLE_INTERVAL must be a positive number of seconds")
         return cls(
+            settle_interval=settle,
             home=Path(env.get("BUREAU_HOME", ".bureau")),
             database_url=env.get("BUREAU_DATABASE_URL") or None,
             admin_keys=admins,

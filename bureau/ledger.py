@@ -14,10 +14,11 @@ did commit, because duplicates are recognised by content.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -108,6 +109,8 @@ class GroupTx:
         self.recorded_text = format_timestamp(recorded_at)
         self.epoch = epoch_of(recorded_at, epoch_seconds)
         self.writes = Writes()
+        #: an admin ``seal`` was admitted in this group (see ``Ledger.seal_hook``)
+        self.seal_requested = False
 
     def append(self, kind: str, *, envelope: bytes | None = None,
                body: dict[str, Any] | None = None, signer: str | None = None,
@@ -202,7 +205,7 @@ def _record(tx: GroupTx, sub: Submission, payload: Payload, entry_id: str, seq: 
 
 def _append_exclusion(tx: GroupTx, target: str, reason: str, cause: str) -> None:
     target_rec = tx.state.entry(target) if target in tx.state.entries else None
-    entry_id, seq = tx.append(
+    _, seq = tx.append(
         "exclusion", body={"entry": target, "reason": reason, "cause": cause},
         subject=target_rec.subject if target_rec else None)
     tx.state.excluded[target] = True
@@ -232,6 +235,7 @@ def judge_one(tx: GroupTx, sub: Submission, now: dt.datetime) -> Result:
                 tx.recorded_at, env.canonical))
         return Result("rejected", error=err)
     kind = "seal-request" if env.name == "seal" else env.name
+    tx.seal_requested |= env.name == "seal"
     entry_id, seq = tx.append(
         kind, envelope=env.canonical, signer=sub.signer, content_key=env.content_key,
         subject=_entry_subject(env.name, sub.payload, sub.signer))
@@ -308,7 +312,13 @@ class Ledger:
         self.clock = clock
         self._queue: asyncio.Queue[_Unit] = asyncio.Queue()
         self._pending = 0
+        #: envelopes of requests past their body read and not yet answered (see
+        #: :meth:`admitting`); always at least ``_pending``
+        self._inflight = 0
         self._task: asyncio.Task[None] | None = None
+        #: run under the lock, before the flush, in a group that admitted an admin
+        #: ``seal`` (SPEC §3: it closes every elapsed epoch); set by bureau.settle
+        self.seal_hook: LockedWork | None = None
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="ledger-committer")
@@ -323,6 +333,24 @@ class Ledger:
             if not unit.future.done():
                 unit.future.set_exception(
                     BureauError(Code.UNAVAILABLE, "", "the bureau is shutting down"))
+
+    @contextlib.contextmanager
+    def admitting(self, n: int) -> Iterator[None]:
+        """Hold room for ``n`` envelopes from the moment a request's body is read until
+        it is answered, or refuse at once with ``UNAVAILABLE``.
+
+        The bound ``config.max_pending`` covers the whole intake path, not only the
+        committer's queue: when signature checks are the bottleneck, requests would
+        otherwise pile up, bodies and all, in front of the verify threads without ever
+        reaching the queue. Refusing before parse and verify also spends no CPU on work
+        that will not be written."""
+        if self._inflight + n > self.config.max_pending:
+            raise BureauError(Code.UNAVAILABLE, "", "intake is full; retry later")
+        self._inflight += n
+        try:
+            yield
+        finally:
+            self._inflight -= n
 
     async def submit(self, subs: Sequence[Submission]) -> list[Result]:
         """Judge and append ``subs`` in order, in one transaction; return once durable."""
@@ -385,6 +413,8 @@ class Ledger:
                 results.append([judge_one(tx, s, now) for s in unit.subs])
                 if unit.work is not None:
                     unit.work_result = await unit.work(tx)
+            if tx.seal_requested and self.seal_hook is not None:
+                await self.seal_hook(tx)
             await flush(tx)
             return tx
 
@@ -404,7 +434,8 @@ class Ledger:
                     u.future.set_exception(err)
             return
         metrics.LEDGER_HEAD_SEQ.set(tx.seq)
-        counts = Counter((sub.envelope.name, r.status) for unit, res in zip(units, results)
+        counts = Counter((sub.envelope.name, r.status)
+                         for unit, res in zip(units, results, strict=True)
                          for sub, r in zip(unit.subs, res, strict=True))
         for (name, status), n in counts.items():
             metrics.INTAKE_TOTAL.labels(payload_type=name, result=status).inc(n)

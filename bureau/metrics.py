@@ -43,3 +43,12 @@ INTAKE_QUEUE_DEPTH = Gauge(
     "bureau_intake_queue_envelopes",
     "Envelopes waiting for the group committer.",
 )
+SEALS_TOTAL = Counter(
+    "bureau_seals_total",
+    "Seal entries appended by this process.",
+)
+REPORT_BUILD_SECONDS = Histogram(
+    "bureau_report_build_seconds",
+    "Time to derive, sign and store every report of one sealed epoch.",
+    buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300),
+)

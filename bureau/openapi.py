@@ -75,6 +75,21 @@ def _query(name: str, description: str, maximum: int, default: int, minimum: int
                        "default": default}}
 
 
+def _key_param(name: str) -> Json:
+    return {"name": name, "in": "path", "required": True, "description": "a key id",
+            "schema": {"type": "string"}}
+
+
+def _epoch_param() -> Json:
+    return {"name": "epoch", "in": "query", "required": False,
+            "description": "an epoch number; default: the latest with complete reports",
+            "schema": {"type": "integer", "minimum": 0, "maximum": 10**18 - 1}}
+
+
+def _html_response(description: str) -> Json:
+    return {"description": description, "content": {"text/html": {"schema": {"type": "string"}}}}
+
+
 def _file_operation(party: str, summary: str) -> Json:
     cursor = 10**18 - 1
     return {
@@ -135,6 +150,41 @@ def operations() -> dict[tuple[str, str], Json]:
             "operationId": "readyz", "summary": "Readiness: the database answers",
             "security": public, "responses": {"200": _json("ready", "Status"),
                                               **_errors(503)}},
+        ("GET", "/v1/agents/{agent}/report"): {
+            "operationId": "agent_report", "summary": "The agent's bureau-signed report",
+            "security": public, "parameters": [_key_param("agent"), _epoch_param()],
+            "responses": {"200": _json("the signed report (a DSSE envelope)", "Envelope"),
+                          **_errors(404, 422)}},
+        ("GET", "/v1/checkpoints/latest"): {
+            "operationId": "latest_checkpoint", "summary": "The latest signed checkpoint",
+            "security": public,
+            "responses": {"200": _json("the signed checkpoint (a DSSE envelope)", "Envelope"),
+                          **_errors(404)}},
+        ("GET", "/v1/checkpoints/{epoch}"): {
+            "operationId": "checkpoint", "summary": "The signed checkpoint of one epoch",
+            "security": public, "parameters": [
+                {"name": "epoch", "in": "path", "required": True,
+                 "schema": {"type": "string", "pattern": "^[0-9]{1,18}$"}}],
+            "responses": {"200": _json("the signed checkpoint (a DSSE envelope)", "Envelope"),
+                          **_errors(404)}},
+        ("GET", "/v1/agents/{agent}/explain"): {
+            "operationId": "agent_explain",
+            "summary": "How the agent's score was made, interaction by interaction",
+            "description": "RFC 9421 signed by the agent, or by an admin key.",
+            "security": [{"httpSignature": []}],
+            "parameters": [_key_param("agent"), _epoch_param()],
+            "responses": {"200": {"description": "the explanation", "content": {
+                "application/json": {"schema": {"type": "object"}}}},
+                **_errors(401, 403, 404, 422, 503)}},
+        ("GET", "/"): {
+            "operationId": "index", "summary": "The bureau's front page (HTML)",
+            "security": public, "responses": {"200": _html_response("the front page")}},
+        ("GET", "/agents/{agent}"): {
+            "operationId": "agent_page", "summary": "An agent's latest report, for people",
+            "security": public, "parameters": [
+                {"name": "agent", "in": "path", "required": True,
+                 "schema": {"type": "string"}}],
+            "responses": {"200": _html_response("the page"), **_errors(404)}},
         ("GET", "/metrics"): {
             "operationId": "metrics", "summary": "Prometheus metrics", "security": public,
             "responses": {"200": {"description": "Prometheus text format", "content": {

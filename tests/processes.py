@@ -33,8 +33,10 @@ def bureau_env(database_url: str, home: Path, admin_kid: str, **extra: str) -> d
 class ServeProcess:
     """``bureau serve`` on a fixed port, which survives restarts."""
 
-    def __init__(self, env: dict[str, str], log: Path, port: int | None = None) -> None:
+    def __init__(self, env: dict[str, str], log: Path, port: int | None = None,
+                 extra_args: tuple[str, ...] = ()) -> None:
         self.env = env
+        self.extra_args = extra_args
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
@@ -43,7 +45,7 @@ class ServeProcess:
     async def start(self, timeout: float = 30) -> None:
         with self.log.open("ab") as fh:
             self.proc = subprocess.Popen(
-                [*BUREAU, "serve", "--port", str(self.port)], env=self.env,
+                [*BUREAU, "serve", "--port", str(self.port), *self.extra_args], env=self.env,
                 stdout=fh, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         async with aiohttp.ClientSession() as session:

@@ -7,13 +7,14 @@ from collections.abc import AsyncIterator
 import nacl.signing
 from aiohttp import web
 
-from bureau import db
+from bureau import db, openapi
 from bureau.config import Config
-from bureau.http import intake_routes, ops_routes
+from bureau.http import intake_routes, ops_routes, page_routes, read_routes, report_routes
 from bureau.http.errors import error_middleware
-from bureau.http.keys import CONFIG, INTAKE, LEDGER, POOL, SIGNING_KEY
+from bureau.http.keys import CONFIG, INTAKE, LEDGER, NONCES, POOL, SIGNING_KEY
 from bureau.intake import MAX_BATCH_BYTES, Intake
 from bureau.ledger import Clock, Ledger, utcnow
+from reporters.httpsig import NonceStore
 
 
 def create_app(config: Config, database_url: str, signing_key: nacl.signing.SigningKey,
@@ -22,6 +23,7 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
     app = web.Application(middlewares=[error_middleware], client_max_size=MAX_BATCH_BYTES + 1024)
     app[CONFIG] = config
     app[SIGNING_KEY] = signing_key
+    app[NONCES] = NonceStore()
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
         pool = await db.create_pool(database_url)
@@ -39,6 +41,11 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
             await pool.close()
 
     app.cleanup_ctx.append(resources)
+    app.cleanup_ctx.append(report_routes.settler_ctx)  # seals epochs, builds reports
     app.add_routes(intake_routes.routes)
     app.add_routes(ops_routes.routes)
+    app.add_routes(read_routes.routes)
+    app.add_routes(report_routes.routes)
+    app.add_routes(page_routes.routes)
+    app.on_startup.append(openapi.publish)  # after every route: it describes them all
     return app

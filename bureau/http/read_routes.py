@@ -3,6 +3,7 @@
 * ``GET /v1/bureau``, ``GET /v1/policy``, ``GET /openapi.json`` — public.
 * ``GET /v1/agents/{agent}/entries`` — that agent, or an admin.
 * ``GET /v1/reporters/{reporter}/entries`` — that reporter, or an admin.
+* ``GET /v1/agents/{agent}/explain[?epoch=E]`` — that agent, or an admin.
 
 Authenticated reads check, in this order: the signature (401), the reader (403), the
 key in the path (404 when it is not a key id; only an admin gets that far with one),
@@ -22,6 +23,7 @@ from aiohttp import web
 
 from bureau import reads
 from bureau.errors import BureauError, Code, pointer
+from bureau.explain import explain
 from bureau.http.auth import require_party
 from bureau.http.errors import error_response
 from bureau.http.keys import CONFIG, OPENAPI, POOL, SIGNING_KEY
@@ -108,6 +110,30 @@ async def agent_entries(request: web.Request) -> web.Response:
 async def reporter_entries(request: web.Request) -> web.Response:
     """What the reporter submitted, and its refusals (that reporter or an admin)."""
     return await _file(request, "reporter", reads.reporter_page)
+
+
+@routes.get("/v1/agents/{agent}/explain")
+async def agent_explain(request: web.Request) -> web.Response:
+    """How the agent's score was made (that agent or an admin)."""
+    agent = _party(request, "agent")
+    try:
+        epoch = epoch_query(request)
+    except BureauError as err:
+        return error_response(err)
+    async with request.app[POOL].acquire() as conn:
+        body = await explain(conn, agent, epoch)
+    if body is None:
+        return error_response(BureauError(Code.NOT_FOUND, "", "no report to explain"))
+    return web.json_response(body, headers=_PRIVATE)
+
+
+def epoch_query(request: web.Request) -> int | None:
+    """``?epoch=E``, checked; None when absent."""
+    for name in sorted(set(request.query) - {"epoch"}):
+        raise BureauError(Code.SCHEMA, pointer(name), f"unknown query parameter {name}")
+    if "epoch" not in request.query:
+        return None
+    return _param(request, "epoch", 0, 0, 10**18 - 1)
 
 
 @routes.get("/v1/bureau")

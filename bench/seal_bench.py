@@ -1,0 +1,331 @@
+"""Sealing and report building at scale (docs/epochs-and-reports.md, "Performance").
+
+Seeds a ledger straight into PostgreSQL — real signed envelopes (``wire.sign_payload``),
+chained by the ledger's own ``GroupTx.append`` and written by its own ``flush`` (COPY),
+index rows and all — then measures, in this process:
+
+1. the first seal of a ledger of N entries and every report of that epoch, from cold
+   (target: <= 30 s at 1,000,000 entries over ~10,000 agents and ~2,000 evaluators);
+2. M more entries in the next epoch, then its seal and every report, incrementally
+   (target: <= 2 s for 10,000 entries);
+3. peak RSS of this process (target: < 1 GiB). Seeding runs in child processes so that
+   their memory is not counted.
+
+    python bench/seal_bench.py [--entries 1000000] [--new 10000] [--agents 10000]
+        [--evaluators 2000] [--workers 2] [--check] [--database-url URL]
+
+``--check`` re-derives the second epoch from cold and compares every report byte.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import multiprocessing
+import os
+import random
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import blake3
+import nacl.signing
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bureau import db
+from bureau.config import Config
+from bureau.ledger import GroupTx, Ledger, epoch_of, flush
+from bureau.reports import ReportBuilder, seals
+from bureau.settle import seal_elapsed
+from bureau.state import GroupState
+from reporters import wire
+
+EPOCH_SECONDS = 21600
+T0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)  # the start of the seeded epoch
+REPORTERS = 20
+CHUNK = 20_000  # entries a worker signs, and a GroupTx chains, at a time
+
+Row = tuple[str, bytes, str, str | None, str, tuple[Any, ...]]  # kind, env, signer, ...
+
+
+def key(kind: str, i: int) -> nacl.signing.SigningKey:
+    return nacl.signing.SigningKey(blake3.blake3(f"{kind}-{i}".encode()).digest())
+
+
+class World:
+    """Keys and per-evaluator habits, the same in every worker (derived from seeds)."""
+
+    def __init__(self, agents: int, evaluators: int) -> None:
+        self.reporters = [key("reporter", i) for i in range(REPORTERS)]
+        self.rep_ids = [wire.signing_key_id(k) for k in self.reporters]
+        self.evaluators = [key("evaluator", i) for i in range(evaluators)]
+        self.eval_ids = [wire.signing_key_id(k) for k in self.evaluators]
+        self.agent_ids = [wire.signing_key_id(key("agent", i)) for i in range(agents)]
+        # accuracy per evaluator: some careful, some random, a few constant raters
+        rnd = random.Random(7)
+        self.accuracy = [rnd.choice([0.95, 0.9, 0.8, 0.6, 0.5, -1.0]) for _ in self.evaluators]
+
+
+_world: World | None = None
+
+
+def _init(agents: int, evaluators: int) -> None:
+    global _world
+    _world = World(agents, evaluators)
+
+
+def _signed(k: nacl.signing.SigningKey, name: str, payload: dict[str, Any]) -> tuple[bytes, str]:
+    env = wire.sign_payload(k, name, payload)
+    kid = env["signatures"][0]["keyid"]
+    ptype = wire.payload_type(name)
+    canon = wire.envelope_canonical(ptype, env["payload"], kid, env["signatures"][0]["sig"])
+    return canon, wire.content_key(kid, ptype, wire.canonical_json(payload))
+
+
+def make_chunk(spec: tuple[int, int, str]) -> list[Row]:
+    """``count`` evidence entries for chunk ``index``: facts, attestations by the caller,
+    probes, over random agents. Deterministic in ``(index, tag)``."""
+    index, count, tag = spec
+    w = _world
+    assert w is not None
+    rnd = random.Random(f"{tag}-{index}")
+    rows: list[Row] = []
+    n = 0
+    while len(rows) < count:
+        n += 1
+        r = rnd.randrange(REPORTERS)
+        subject = rnd.choice(w.agent_ids)
+        e = rnd.randrange(len(w.evaluators))
+        ia = f"{tag}{index}-{n}"
+        check = rnd.choice(["PASS", "PASS", "FAIL", None, None, None])
+        fact = {"interaction": ia, "subject": subject, "caller": w.eval_ids[e],
+                "observed_at": "2026-11-01T00:00:00Z", "answered": rnd.random() < 0.97,
+                "latency_ms": rnd.randrange(20, 4000), "well_formed": rnd.random() < 0.95,
+                "promises": [{"promise": "p95-under-2s", "kept": rnd.random() < 0.9}],
+                "claimed": rnd.choice([None, "SUCCESS", "SUCCESS", "FAILURE"]),
+                "check": check, "derived": None, "engagement": None}
+        env, ck = _signed(w.reporters[r], "fact", fact)
+        rows.append(("fact", env, w.rep_ids[r], subject, ck,
+                     (w.rep_ids[r], ia, subject, w.eval_ids[e], None)))
+        passed = rnd.random() < 0.7 if check is None else check == "PASS"
+        if rnd.random() < 0.15:
+            probe = {"interaction": ia, "subject": subject, "probe": "kat-1",
+                     "passed": passed, "observed_at": "2026-11-01T00:00:00Z"}
+            env, ck = _signed(w.reporters[r], "probe", probe)
+            rows.append(("probe", env, w.rep_ids[r], subject, ck, (w.rep_ids[r], ia, subject)))
+        if rnd.random() < 0.6:
+            acc = w.accuracy[e]
+            right = acc < 0 or rnd.random() < acc
+            says_pass = True if acc < 0 else (passed if right else not passed)
+            outcome = rnd.choice(["ACCEPTED", "ACCEPTED_AFTER_CORRECTIONS"]) if says_pass \
+                else rnd.choice(["FAILED_ADMITTED", "FAILED_DISCOVERED"])
+            att = {"reporter": w.rep_ids[r], "interaction": ia, "subject": subject,
+                   "outcome": outcome,
+                   "corrections": 1 if outcome == "ACCEPTED_AFTER_CORRECTIONS" else 0}
+            env, ck = _signed(w.evaluators[e], "attestation", att)
+            rows.append(("attestation", env, w.eval_ids[e], subject, ck,
+                         (w.rep_ids[r], ia, subject)))
+    return rows[:count]
+
+
+def parties(agents: int, evaluators: int, admin: nacl.signing.SigningKey) -> list[Row]:
+    """Reporter registrations and every enrollment."""
+    rows: list[Row] = []
+    for i in range(REPORTERS):
+        kid = wire.signing_key_id(key("reporter", i))
+        body: dict[str, Any] = {"reporter": kid, "name": f"gw-{i}",
+                                "operator": f"gateway {i}", "roles": ["facts", "probes"]}
+        env, ck = _signed(admin, "reporter", body)
+        rows.append(("reporter", env, wire.signing_key_id(admin), None, ck, (kid, body)))
+    for kind, n in (("agent", agents), ("evaluator", evaluators)):
+        for i in range(n):
+            k = key(kind, i)
+            body = {
+                "name": f"{kind} {i}", "anchor": {"kind": "domain", "value": f"{kind}{i}.example"},
+                "operator": f"{kind} operator {i}", "promises": []}
+            env, ck = _signed(k, "enrollment", body)
+            kid = wire.signing_key_id(k)
+            rows.append(("enrollment", env, kid, kid, ck, (body,)))
+    return rows
+
+
+async def write_rows(conn: asyncpg.Connection, rows: list[Row], at: dt.datetime) -> None:
+    """Chain ``rows`` after the head with the ledger's own GroupTx, index rows included,
+    and flush them (COPY) in one transaction."""
+    async with conn.transaction():
+        head = await conn.fetchrow("SELECT seq, head FROM ledger_head FOR UPDATE")
+        tx = GroupTx(conn, GroupState(frozenset()), head["seq"], head["head"], at,
+                     EPOCH_SECONDS)
+        w = tx.writes
+        for kind, env, signer, subject, ck, extra in rows:
+            entry_id, seq = tx.append(kind, envelope=env, signer=signer, subject=subject,
+                                      content_key=ck)
+            if kind == "fact":
+                rep, ia, subj, caller, eng = extra
+                w.facts.append((rep, ia, seq, ck, subj, caller, eng))
+            elif kind == "probe":
+                w.probes.append((extra[0], extra[1], seq, ck, extra[2]))
+            elif kind == "attestation":
+                w.verdicts.append((seq, entry_id, kind, signer, extra[0], extra[1], extra[2],
+                                   ck))
+            elif kind == "reporter":
+                kid, body = extra
+                w.reporters.append((kid, body["name"], body["operator"], body["roles"], seq))
+            elif kind == "enrollment":
+                body = extra[0]
+                w.agents.append((signer, body["name"], body["operator"], "domain",
+                                 body["anchor"]["value"], False, seq))
+        await flush(tx)
+
+
+async def seed(url: str, total: int, agents: int, evaluators: int, workers: int,
+               tag: str, at: dt.datetime, with_parties: bool) -> None:
+    conn = await asyncpg.connect(url)
+    try:
+        if with_parties:
+            await write_rows(conn, parties(agents, evaluators, key("admin", 0)), at)
+            total -= REPORTERS + agents + evaluators
+        specs = [(i, min(CHUNK, total - i * CHUNK), tag) for i in range(-(-total // CHUNK))]
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(workers, initializer=_init, initargs=(agents, evaluators)) as pool:
+            done = 0
+            for rows in pool.imap(make_chunk, specs):
+                await write_rows(conn, rows, at)
+                done += len(rows)
+                print(f"\r  seeded {done:,}/{total:,}", end="", flush=True)
+        print()
+    finally:
+        await conn.close()
+
+
+def seed_in_child(*args: Any) -> None:
+    """Seed from a child process: its memory must not count against the measurement."""
+    ctx = multiprocessing.get_context("spawn")
+    proc = ctx.Process(target=_seed_main, args=args)
+    proc.start()
+    proc.join()
+    if proc.exitcode != 0:
+        raise SystemExit(f"seeding failed ({proc.exitcode})")
+
+
+def _seed_main(*args: Any) -> None:
+    asyncio.run(seed(*args))
+
+
+def rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+async def seal_and_build(url: str, builder: ReportBuilder, now: dt.datetime) -> tuple[float,
+                                                                                     float, int]:
+    pool = await db.create_pool(url, min_size=1, max_size=2)
+    ledger = Ledger(pool, Config(epoch_seconds=EPOCH_SECONDS), clock=lambda: now)
+    await ledger.start()
+    try:
+        start, cpu = time.perf_counter(), time.process_time()
+        sealed = await ledger.run_locked(seal_elapsed)
+        t_seal = time.perf_counter() - start
+        async with pool.acquire() as conn:
+            built = await builder.build_pending(conn)
+            reports = await conn.fetchval("SELECT count(*) FROM reports WHERE epoch = ANY($1)",
+                                          built)
+        t_all = time.perf_counter() - start
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        print(f"  sealed {sealed}, built {built}: {reports:,} reports; this process used "
+              f"{time.process_time() - cpu:.2f} s of CPU; load average {load} "
+              f"on {os.cpu_count()} CPUs")
+        return t_seal, t_all, reports
+    finally:
+        await ledger.stop()
+        await pool.close()
+
+
+async def check(url: str, builder: ReportBuilder) -> None:
+    """Re-derive the latest epoch from cold and compare every report byte."""
+    cold = ReportBuilder(builder.key)
+    conn = await asyncpg.connect(url)
+    try:
+        seal = (await seals(conn))[-1]
+        agents, envelopes, _ = await cold.sign_epoch(conn, seal)
+        stored = {r["agent"]: bytes(r["envelope"]) for r in await conn.fetch(
+            "SELECT agent, envelope FROM reports WHERE epoch = $1", seal.epoch)}
+        same = all(stored.get(a) == e for a, e in zip(agents, envelopes, strict=True))
+        print(f"  check: cold re-derivation of epoch {seal.epoch}: "
+              f"{'identical' if same and len(stored) == len(agents) else 'DIFFERENT'}")
+    finally:
+        cold.close()
+        await conn.close()
+
+
+async def measure(url: str, args: argparse.Namespace) -> None:
+    signing = key("bureau", 0)
+    builder = ReportBuilder(signing)
+    e0 = epoch_of(T0, EPOCH_SECONDS)
+    print(f"1. first seal of {args.entries:,} entries and every report (cold)")
+    t_seal, t1, n1 = await seal_and_build(
+        url, builder, T0 + dt.timedelta(seconds=EPOCH_SECONDS + 1))
+    print(f"   seal {t_seal:.2f} s; seal + {n1:,} reports {t1:.2f} s   (target <= 30 s)")
+    print(f"   peak RSS so far {rss_mib():.0f} MiB")
+    print(f"2. {args.new:,} new entries in epoch {e0 + 1}, seeded")
+    seed_in_child(url, args.new, args.agents, args.evaluators, args.workers, "new",
+                  T0 + dt.timedelta(seconds=EPOCH_SECONDS + 2), False)
+    t_seal, t2, n2 = await seal_and_build(
+        url, builder, T0 + dt.timedelta(seconds=2 * EPOCH_SECONDS + 1))
+    print(f"   seal {t_seal:.2f} s; seal + {n2:,} reports {t2:.2f} s   (target <= 2 s)")
+    ru = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(f"3. peak RSS (ru_maxrss) {ru:,} KiB = {ru / 1024:.0f} MiB   (target < 1024 MiB)")
+    if args.check:
+        await check(url, builder)
+    builder.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--entries", type=int, default=1_000_000)
+    parser.add_argument("--new", type=int, default=10_000)
+    parser.add_argument("--agents", type=int, default=10_000)
+    parser.add_argument("--evaluators", type=int, default=2_000)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--check", action="store_true")
+    parser.add_argument("--database-url", default=os.environ.get("BUREAU_DATABASE_URL"))
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="seal-bench-") as tmp:
+        server = None
+        if args.database_url:
+            url = args.database_url
+        else:
+            import pgserver
+
+            pgdata = Path(tmp) / "pgdata"
+            server = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
+            url = server.get_uri()
+
+        async def prepare() -> None:
+            conn = await asyncpg.connect(url)
+            try:
+                await db.migrate(conn)
+                if await conn.fetchval("SELECT seq FROM ledger_head") != 0:
+                    raise SystemExit("the database is not empty: give the bench a fresh one")
+            finally:
+                await conn.close()
+
+        asyncio.run(prepare())
+        start = time.perf_counter()
+        print(f"seeding {args.entries:,} entries ({args.agents:,} agents, "
+              f"{args.evaluators:,} evaluators, {args.workers} workers)")
+        seed_in_child(url, args.entries, args.agents, args.evaluators, args.workers, "s",
+                      T0 + dt.timedelta(seconds=1), True)
+        print(f"  seeded in {time.perf_counter() - start:.0f} s")
+        asyncio.run(measure(url, args))
+        if server is not None:
+            server.cleanup()
+
+
+if __name__ == "__main__":
+    main()

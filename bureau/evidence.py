@@ -1,0 +1,269 @@
+"""Ledger entries -> scoring inputs (SPEC §1.4: views are pure functions of the ledger).
+
+Scoring (:mod:`bureau.scoring`) reads frozen dataclasses; this module makes them from
+stored entries and nothing else: the entry's canonical bytes, its seq, its id, its kind
+and its signer. No clock, no other table. Payloads were validated when they were
+admitted, so they are decoded here with the plain JSON parser; ``bureau verify`` is what
+re-checks every id, link and signature.
+
+Entries are read in seq ranges (:func:`read_items`), a chunk at a time, so that a
+million-entry ledger never sits in memory as raw bytes.
+"""
+
+from __future__ import annotations
+
+import binascii
+import json
+import sys
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+
+from bureau.scoring.inputs import (
+    Attestation,
+    Engagement,
+    Evidence,
+    Exclusion,
+    Fact,
+    Probe,
+    Promise,
+    ValueJudgment,
+)
+
+#: The kinds derivation reads; every other kind (reporter, dispute, resolution,
+#: seal-request, seal, withdrawal) says nothing a report needs.
+EVIDENCE_KINDS = ("fact", "probe", "attestation", "value-judgment", "exclusion",
+                  "enrollment", "amendment")
+CHUNK = 20_000
+
+# Canonical JSON sorts keys, so an envelope entry always starts like this and its
+# payload runs to the next quote (base64 has none). Anything else takes the slow path.
+_ENVELOPE_PREFIX = b'{"envelope":{"payload":"'
+_intern = sys.intern
+
+
+@dataclass(frozen=True, slots=True)
+class AgentName:
+    """An enrollment (``enrolled``) or an amendment that renames the agent."""
+
+    seq: int
+    agent: str
+    name: str | None
+    enrolled: bool
+
+
+Item = Fact | Probe | Attestation | ValueJudgment | Exclusion | AgentName
+
+
+def _payload(raw: bytes) -> dict[str, Any]:
+    if raw.startswith(_ENVELOPE_PREFIX):
+        end = raw.index(b'"', len(_ENVELOPE_PREFIX))
+        body = binascii.a2b_base64(raw[len(_ENVELOPE_PREFIX):end])
+    else:  # pragma: no cover - canonical entries always take the fast path
+        body = binascii.a2b_base64(json.loads(raw)["envelope"]["payload"])
+    doc: dict[str, Any] = json.loads(body)
+    return doc
+
+
+def _opt_key(value: str | None) -> str | None:
+    return None if value is None else _intern(value)
+
+
+def _fact(seq: int, entry_id: str, signer: str, p: dict[str, Any]) -> Fact:
+    eng = p.get("engagement")
+    engagement = None if eng is None else Engagement(
+        id=eng["id"], arrangement=eng["arrangement"], cap=eng["cap"], spent=eng["spent"],
+        currency=eng["currency"],
+        units=tuple((u["unit"], u["quantity"]) for u in eng.get("units", ())),
+        concluded=eng.get("concluded"))
+    promises = p.get("promises") or ()
+    return Fact(
+        seq, entry_id, _intern(signer), _intern(p["interaction"]), _intern(p["subject"]),
+        _opt_key(p.get("caller")), p["answered"], p.get("latency_ms"), p.get("well_formed"),
+        tuple(Promise(_intern(x["promise"]), x["kept"]) for x in promises) if promises else (),
+        p.get("claimed"), p.get("check"), p.get("derived"), engagement)
+
+
+def decode_entry(seq: int, entry_id: str, kind: str, signer: str | None,
+                 raw: bytes) -> Item | None:
+    """The scoring input one stored entry contributes, or None."""
+    if kind == "exclusion":
+        body = json.loads(raw)["body"]
+        return Exclusion(target=body["entry"], reason=body["reason"])
+    if signer is None or kind not in EVIDENCE_KINDS:
+        return None
+    p = _payload(raw)
+    if kind == "fact":
+        return _fact(seq, entry_id, signer, p)
+    if kind == "attestation":
+        return Attestation(seq, entry_id, _intern(signer), _intern(p["reporter"]),
+                           _intern(p["interaction"]), _intern(p["subject"]), p["outcome"],
+                           p["corrections"])
+    if kind == "probe":
+        return Probe(seq, entry_id, _intern(signer), _intern(p["interaction"]),
+                     _intern(p["subject"]), p["probe"], p["passed"])
+    if kind == "value-judgment":
+        return ValueJudgment(seq, entry_id, _intern(signer), _intern(p["reporter"]),
+                             p["engagement"], _intern(p["subject"]), p["judgment"], p["spent"])
+    if kind == "enrollment":
+        return AgentName(seq, _intern(signer), p["name"], True)
+    if kind == "amendment" and "name" in p:
+        return AgentName(seq, _intern(signer), p["name"], False)
+    return None
+
+
+# Evidence payloads are decoded by PostgreSQL, in its own process (so on another core
+# than this one): slice the payload's base64 out of the canonical entry, decode it, parse
+# it once as jsonb (OFFSET 0 keeps the planner from parsing it once per column), and
+# hand back typed columns. :func:`decode_entry` is the same decoding in Python; a test
+# holds the two equal. Names (enrollment, amendment) and exclusions stay in Python:
+# free text is not asked to survive jsonb, and they are few.
+_EVIDENCE_SQL = r"""
+SELECT seq, id, kind, signer, p->>'interaction' AS ia, p->>'subject' AS subject,
+  p->>'caller' AS caller, (p->>'answered')::boolean AS answered,
+  (p->>'latency_ms')::bigint AS latency, (p->>'well_formed')::boolean AS well_formed,
+  (p->'promises')::text AS promises, p->>'claimed' AS claimed, p->>'check' AS chk,
+  p->>'derived' AS derived, (p->'engagement')::text AS engagement,
+  p->>'reporter' AS reporter, p->>'outcome' AS outcome,
+  (p->>'corrections')::bigint AS corrections, p->>'probe' AS probe,
+  (p->>'passed')::boolean AS passed, p->>'judgment' AS judgment,
+  (p->>'spent')::bigint AS spent, NULL::bigint AS target_seq
+FROM (SELECT seq, id, kind, signer, convert_from(decode(split_part(convert_from(
+        substring(entry from 25), 'UTF8'), '"', 1), 'base64'), 'UTF8')::jsonb AS p
+      FROM entries WHERE seq > $1 AND seq <= $2
+      AND kind IN ('fact', 'probe', 'attestation', 'value-judgment') OFFSET 0) e
+UNION ALL
+SELECT seq, id, kind, signer, convert_from(entry, 'UTF8'), NULL, NULL, NULL, NULL, NULL,
+  NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+  CASE WHEN kind = 'exclusion' THEN (SELECT t.seq FROM entries t WHERE t.id =
+    convert_from(e.entry, 'UTF8')::jsonb->'body'->>'entry') END
+FROM entries e WHERE seq > $1 AND seq <= $2
+  AND kind IN ('exclusion', 'enrollment', 'amendment')
+ORDER BY seq
+"""
+assert len(_ENVELOPE_PREFIX) == 24  # "substring(entry from 25)" above
+
+
+def _engagement(text: str) -> Engagement | None:
+    if text == "null":
+        return None
+    eng = json.loads(text)
+    return Engagement(id=eng["id"], arrangement=eng["arrangement"], cap=eng["cap"],
+                      spent=eng["spent"], currency=eng["currency"],
+                      units=tuple((u["unit"], u["quantity"]) for u in eng.get("units", ())),
+                      concluded=eng.get("concluded"))
+
+
+def seq_ref(seq: int) -> str:
+    """An entry's short name: within one ledger, seq and id name the same entry."""
+    return f"#{seq}"
+
+
+_PROMISES: dict[str, tuple[Promise, ...]] = {"[]": ()}
+
+
+def _promises(text: str | None) -> tuple[Promise, ...]:
+    """Promise tallies repeat endlessly: share one frozen tuple per distinct JSON text."""
+    got = _PROMISES.get(text or "[]")
+    if got is None:
+        assert text is not None
+        got = tuple(Promise(_intern(x["promise"]), x["kept"]) for x in json.loads(text))
+        if len(_PROMISES) < 4096:
+            _PROMISES[text] = got
+    return got
+
+
+def _from_row(r: asyncpg.Record, short: bool) -> Item | None:
+    kind, seq, signer = r["kind"], r["seq"], r["signer"]
+    entry_id = seq_ref(seq) if short else r["id"]
+    if kind == "fact":
+        return Fact(
+            seq, entry_id, _intern(signer), _intern(r["ia"]), _intern(r["subject"]),
+            _opt_key(r["caller"]), r["answered"], r["latency"], r["well_formed"],
+            _promises(r["promises"]), r["claimed"], r["chk"], r["derived"],
+            _engagement(r["engagement"] or "null"))
+    if kind == "attestation":
+        return Attestation(seq, entry_id, _intern(signer), _intern(r["reporter"]),
+                           _intern(r["ia"]), _intern(r["subject"]), r["outcome"],
+                           r["corrections"])
+    if kind == "probe":
+        return Probe(seq, entry_id, _intern(signer), _intern(r["ia"]), _intern(r["subject"]),
+                     r["probe"], r["passed"])
+    if kind == "value-judgment":
+        return ValueJudgment(seq, entry_id, _intern(signer), _intern(r["reporter"]),
+                             r["engagement"] and json.loads(r["engagement"]),
+                             _intern(r["subject"]), r["judgment"], r["spent"])
+    item = decode_entry(seq, entry_id, kind, signer, r["ia"].encode("utf-8"))
+    if short and isinstance(item, Exclusion) and r["target_seq"] is not None:
+        return Exclusion(seq_ref(r["target_seq"]), item.reason)
+    return item
+
+
+async def read_items(conn: asyncpg.Connection, after: int, upto: int, chunk: int = CHUNK,
+                     *, short_ids: bool = False) -> AsyncIterator[list[tuple[int, Item]]]:
+    """Decoded items of the entries with ``after < seq <= upto``, in seq order, a chunk
+    of entries at a time (each item with the seq of the entry it came from).
+
+    With ``short_ids`` every item's ``entry_id``, and every exclusion's target, is
+    :func:`seq_ref` of the entry's seq instead of its 64-character id: the same
+    identity at half the memory, for the report builder, which never shows an id."""
+    bounds = [(low, min(upto, low + chunk)) for low in range(after, upto, chunk)]
+    for low, high in bounds:
+        rows = await conn.fetch(_EVIDENCE_SQL, low, high)
+        out: list[tuple[int, Item]] = []
+        for r in rows:
+            item = _from_row(r, short_ids)
+            if item is not None:
+                out.append((r["seq"], item))
+        del rows
+        yield out
+
+
+@dataclass
+class LedgerEvidence:
+    """Everything reports need from entries up to one seq, in whole-ledger form."""
+
+    facts: list[Fact] = field(default_factory=list)
+    probes: list[Probe] = field(default_factory=list)
+    attestations: list[Attestation] = field(default_factory=list)
+    value_judgments: list[ValueJudgment] = field(default_factory=list)
+    exclusions: list[Exclusion] = field(default_factory=list)
+    #: every enrolled agent -> its current name (None: observed, never enrolled)
+    names: dict[str, str | None] = field(default_factory=dict)
+
+    def add(self, items: Iterable[tuple[int, Item]]) -> None:
+        for _, item in items:
+            if isinstance(item, Fact):
+                self.facts.append(item)
+            elif isinstance(item, Probe):
+                self.probes.append(item)
+            elif isinstance(item, Attestation):
+                self.attestations.append(item)
+            elif isinstance(item, ValueJudgment):
+                self.value_judgments.append(item)
+            elif isinstance(item, Exclusion):
+                self.exclusions.append(item)
+            elif item.enrolled or item.agent in self.names:
+                self.names[item.agent] = item.name
+
+    def evidence(self) -> Evidence:
+        return Evidence(tuple(self.facts), tuple(self.probes), tuple(self.attestations),
+                        tuple(self.value_judgments), tuple(self.exclusions))
+
+    def agents(self) -> list[str]:
+        """Every agent enrolled or observed (subject of a fact, probe, attestation or
+        value judgment), sorted."""
+        seen: set[str] = set(self.names)
+        for group in (self.facts, self.probes, self.attestations, self.value_judgments):
+            seen.update(x.subject for x in group)
+        return sorted(seen)
+
+
+async def load_evidence(conn: asyncpg.Connection, upto: int) -> LedgerEvidence:
+    """Whole-ledger evidence as of entry ``upto``: the reference (non-incremental) path."""
+    ev = LedgerEvidence()
+    async for chunk in read_items(conn, 0, upto):
+        ev.add(chunk)
+    return ev
