@@ -143,7 +143,7 @@ class GroupState:
             party_keys.add(signer)
             if isinstance(p, ReporterPayload):
                 party_keys.add(p.reporter)
-            elif isinstance(p, FactPayload) or isinstance(p, ProbePayload):
+            elif isinstance(p, FactPayload | ProbePayload):
                 fact_keys.add((signer, p.interaction))
                 probe_keys.add((signer, p.interaction))
             elif isinstance(p, AttestationPayload):
