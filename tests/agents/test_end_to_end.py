@@ -2,13 +2,16 @@
 success on work its gateway's deliverable check failed, the buyer agent attests, and
 the next buyer looks the seller up before hiring it.
 
-For now the next buyer reads the evidence from the ledger itself (the entries table);
-once reports exist it reads the seller's signed report instead.
+The next buyer can see the evidence in the ledger itself, and, once the epoch is sealed,
+reads the seller's bureau-signed report — checking the signature first.
 """
 
 from __future__ import annotations
 
-from reporters import wire
+import json
+
+from bureau.http.report_routes import SETTLER
+from reporters import verify_report, wire
 from tests.agents.support import StoredEntry, attestation, enrollment, stored_entries
 from tests.support import BureauUnderTest, fact_payload, kid
 
@@ -49,3 +52,18 @@ async def test_a_confident_failure_is_on_record_for_the_next_buyer(
                 if e.body["entry"] in (fact.id, verdict.id)]
     confident_failure = fact.payload["claimed"] == "SUCCESS" and fact.payload["check"] == "FAIL"
     assert confident_failure  # so the next buyer hires someone else
+
+    # The epoch ends; the bureau seals it and signs every report. The next buyer reads the
+    # seller's report, as anyone may, and checks the bureau's signature before using it.
+    bureau.clock.advance(bureau.config.epoch_seconds)
+    assert await bureau.app[SETTLER].settle_once()
+    async with bureau.session.get(f"{bureau.url}/v1/bureau") as resp:
+        bureau_key = (await resp.json())["key"]
+    async with bureau.session.get(f"{bureau.url}/v1/agents/{kid(seller)}/report") as resp:
+        assert resp.status == 200
+        report = verify_report(json.loads(await resp.read()), bureau_key)
+    assert report["outcomes"]["FAILED_DISCOVERED"] == 1
+    assert report["outcomes"]["ACCEPTED"] == 0
+    # one confident failure against the prior of 2 at 0.5: (1*0 + 1) / (1 + 2)
+    assert report["score"]["value"] == round(1 / 3, 6)
+    assert kid(buyer) not in json.dumps(report)  # reports name no caller or evaluator
