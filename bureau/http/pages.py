@@ -29,7 +29,7 @@ pre { white-space: pre-wrap; background: rgba(127,127,127,.08); padding: .75rem;
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; padding: .3rem .5rem; border-bottom: 1px solid var(--line); }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-svg text { fill: var(--fg); font-size: 12px; }
+svg text { fill: var(--fg); font-size: 13px; }
 svg rect.bar { fill: var(--bar); }
 a { color: var(--accent); }
 """
@@ -58,11 +58,13 @@ def outcome_chart(outcomes: dict[str, int]) -> str:
     if not rows:
         return "<p class=\"muted\">No scored outcomes yet.</p>"
     top = max(n for _, n in rows)
-    bar_h, gap, label_w, width = 20, 8, 210, 520
+    # a narrow viewBox keeps labels legible on a phone; max-width keeps them sane on a desk
+    bar_h, gap, label_w, width = 20, 8, 190, 360
     height = len(rows) * (bar_h + gap)
     summary = ", ".join(f"{code}: {n}" for code, n in rows)
     parts = [f"<svg role=\"img\" aria-labelledby=\"chart-title\" viewBox=\"0 0 {width} "
-             f"{height}\" width=\"100%\" preserveAspectRatio=\"xMinYMin meet\">",
+             f"{height}\" width=\"100%\" style=\"max-width:34rem\" "
+             "preserveAspectRatio=\"xMinYMin meet\">",
              f"<title id=\"chart-title\">Outcomes — {_e(summary)}</title>"]
     for i, (code, n) in enumerate(rows):
         y = i * (bar_h + gap)
