@@ -4,16 +4,13 @@ names one), a fresh database per test, and the bureau served over real loopback 
 from __future__ import annotations
 
 import os
-import secrets
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
-import asyncpg
 import pytest
 
-from tests.support import BureauUnderTest, start_bureau
+from tests.support import BureauUnderTest, fresh_database, start_bureau
 
 
 @pytest.fixture(scope="session")
@@ -31,26 +28,11 @@ def pg_server_url() -> Iterator[str]:
         server.cleanup()
 
 
-def _with_database(url: str, name: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path="/" + name))
-
-
 @pytest.fixture
 async def database_url(pg_server_url: str) -> AsyncIterator[str]:
     """A new, empty database for this test; dropped afterwards."""
-    name = "bureau_test_" + secrets.token_hex(6)
-    admin = await asyncpg.connect(pg_server_url)
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
-    yield _with_database(pg_server_url, name)
-    admin = await asyncpg.connect(pg_server_url)
-    try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await admin.close()
+    async with fresh_database(pg_server_url) as url:
+        yield url
 
 
 @pytest.fixture

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import secrets
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
+import asyncpg
 import nacl.signing
 from aiohttp import web
 
@@ -102,6 +105,26 @@ class BureauUnderTest:
 
 def kid(key: nacl.signing.SigningKey) -> str:
     return wire.signing_key_id(key)
+
+
+@asynccontextmanager
+async def fresh_database(pg_server_url: str, prefix: str = "bureau_test_"
+                         ) -> AsyncIterator[str]:
+    """A new, empty database on the test server, dropped afterwards; yields its URL."""
+    name = prefix + secrets.token_hex(6)
+    admin = await asyncpg.connect(pg_server_url)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    try:
+        yield urlunsplit(urlsplit(pg_server_url)._replace(path="/" + name))
+    finally:
+        admin = await asyncpg.connect(pg_server_url)
+        try:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await admin.close()
 
 
 @asynccontextmanager
