@@ -19,7 +19,7 @@ import datetime as dt
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import asyncpg
@@ -28,6 +28,7 @@ from bureau import admission, db, metrics
 from bureau.config import Config
 from bureau.errors import BureauError, Code
 from bureau.state import GroupState, Submission, engagement_fact_of
+from bureau.writes import Writes, write_group
 from reporters import wire
 from reporters.models import (
     AmendmentPayload,
@@ -46,9 +47,6 @@ from reporters.models import (
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], dt.datetime]
-
-_ENTRY_COLUMNS = ("seq", "id", "prev", "kind", "recorded_at", "epoch", "signer", "subject",
-                  "content_key", "entry")
 
 
 def utcnow() -> dt.datetime:
@@ -78,22 +76,6 @@ class Result:
         if self.error is not None:
             return self.error.as_body()
         return {"status": self.status, "id": self.id, "seq": self.seq}
-
-
-@dataclass
-class Writes:
-    """Rows to write when the group's transaction ends, by table."""
-
-    entries: list[tuple[Any, ...]] = field(default_factory=list)
-    facts: list[tuple[Any, ...]] = field(default_factory=list)
-    probes: list[tuple[Any, ...]] = field(default_factory=list)
-    reporters: list[tuple[Any, ...]] = field(default_factory=list)
-    agents: list[tuple[Any, ...]] = field(default_factory=list)
-    verdicts: list[tuple[Any, ...]] = field(default_factory=list)
-    exclusions: list[tuple[Any, ...]] = field(default_factory=list)
-    disputes: list[tuple[Any, ...]] = field(default_factory=list)
-    resolutions: list[tuple[Any, ...]] = field(default_factory=list)
-    refusals: list[tuple[Any, ...]] = field(default_factory=list)
 
 
 class GroupTx:
@@ -246,47 +228,8 @@ def judge_one(tx: GroupTx, sub: Submission, now: dt.datetime) -> Result:
 
 
 async def flush(tx: GroupTx) -> None:
-    """Write the group's rows. Entries first: the index tables refer to them."""
-    c, w = tx.conn, tx.writes
-    if w.entries:
-        await c.copy_records_to_table("entries", records=w.entries, columns=_ENTRY_COLUMNS)
-    if w.facts:
-        await c.copy_records_to_table("facts", records=w.facts, columns=(
-            "reporter", "interaction", "seq", "content_key", "subject", "caller", "engagement"))
-    if w.probes:
-        await c.copy_records_to_table("probes", records=w.probes, columns=(
-            "reporter", "interaction", "seq", "content_key", "subject"))
-    if w.reporters:
-        await c.executemany(
-            "INSERT INTO reporters (key, name, operator, roles, seq) VALUES ($1,$2,$3,$4,$5)"
-            " ON CONFLICT (key) DO UPDATE SET name = EXCLUDED.name,"
-            " operator = EXCLUDED.operator, roles = EXCLUDED.roles, seq = EXCLUDED.seq",
-            w.reporters)
-    if w.agents:
-        await c.executemany(
-            "INSERT INTO agents (key, name, operator, anchor_kind, anchor_value, withdrawn, seq)"
-            " VALUES ($1,$2,$3,$4,$5,$6,$7) ON CONFLICT (key) DO UPDATE SET"
-            " name = EXCLUDED.name, operator = EXCLUDED.operator,"
-            " anchor_kind = EXCLUDED.anchor_kind, anchor_value = EXCLUDED.anchor_value,"
-            " withdrawn = EXCLUDED.withdrawn, seq = EXCLUDED.seq", w.agents)
-    if w.verdicts:
-        await c.copy_records_to_table("verdicts", records=w.verdicts, columns=(
-            "seq", "entry_id", "kind", "evaluator", "reporter", "ref", "subject", "content_key"))
-    if w.exclusions:
-        await c.copy_records_to_table("exclusions", records=w.exclusions,
-                                      columns=("target", "seq", "reason"))
-    if w.disputes:
-        await c.copy_records_to_table("disputes", records=w.disputes,
-                                      columns=("entry_id", "target", "signer", "seq"))
-    if w.resolutions:
-        await c.copy_records_to_table("resolutions", records=w.resolutions,
-                                      columns=("dispute", "entry_id", "decision", "seq"))
-    if w.refusals:
-        await c.executemany(
-            "INSERT INTO refusals (content_key, signer, kind, code, path, detail, refused_at,"
-            " envelope) VALUES ($1,$2,$3,$4,$5,$6,$7,$8) ON CONFLICT DO NOTHING", w.refusals)
-    await c.execute("UPDATE ledger_head SET seq = $1, head = $2, recorded_at = $3",
-                    tx.seq, tx.head, tx.recorded_at)
+    """Write the group's rows and move the head (one statement, see bureau.writes)."""
+    await write_group(tx.conn, tx.writes, tx.seq, tx.head, tx.recorded_at)
 
 
 # --------------------------------------------------------------------------- committer

@@ -183,15 +183,19 @@ class GroupState:
         wanted = sorted(keys)
         self.reporters.update(dict.fromkeys(wanted))
         self.agents.update(dict.fromkeys(wanted))
+        # reporters and agents in one round trip
         for r in await conn.fetch(
-                "SELECT key, roles FROM reporters WHERE key = ANY($1::text[])", wanted):
-            self.reporters[r["key"]] = ReporterRecord(r["key"], frozenset(r["roles"]))
-        for r in await conn.fetch(
-                "SELECT key, name, operator, anchor_kind, anchor_value, withdrawn FROM agents"
-                " WHERE key = ANY($1::text[])", wanted):
-            self.agents[r["key"]] = AgentRecord(
-                r["key"], r["name"], r["operator"], r["anchor_kind"], r["anchor_value"],
-                r["withdrawn"])
+                "SELECT 'reporter' AS t, key, roles, NULL AS name, NULL AS operator,"
+                " NULL AS anchor_kind, NULL AS anchor_value, NULL::boolean AS withdrawn"
+                " FROM reporters WHERE key = ANY($1::text[])"
+                " UNION ALL SELECT 'agent', key, NULL, name, operator, anchor_kind,"
+                " anchor_value, withdrawn FROM agents WHERE key = ANY($1::text[])", wanted):
+            if r["t"] == "reporter":
+                self.reporters[r["key"]] = ReporterRecord(r["key"], frozenset(r["roles"]))
+            else:
+                self.agents[r["key"]] = AgentRecord(
+                    r["key"], r["name"], r["operator"], r["anchor_kind"], r["anchor_value"],
+                    r["withdrawn"])
 
     async def _load_facts(self, conn: asyncpg.Connection, fact_keys: set[tuple[str, str]],
                           probe_keys: set[tuple[str, str]],
@@ -199,22 +203,22 @@ class GroupState:
         self.facts.update(dict.fromkeys(fact_keys))
         self.probes.update(dict.fromkeys(probe_keys))
         self.engagements.update(dict.fromkeys(engagement_keys))
-        if fact_keys:
-            reps, ints = _pairs(fact_keys)
+        if fact_keys or probe_keys:
+            # facts and probes in one round trip: the common group is all facts
+            f_reps, f_ints = _pairs(fact_keys)
+            p_reps, p_ints = _pairs(probe_keys)
             for r in await conn.fetch(
-                    "SELECT f.reporter, f.interaction, f.content_key, f.subject, f.caller"
-                    " FROM facts f JOIN unnest($1::text[], $2::text[]) AS k(rep, ia)"
-                    " ON f.reporter = k.rep AND f.interaction = k.ia", reps, ints):
-                self.facts[(r["reporter"], r["interaction"])] = FactRecord(
+                    "SELECT 'fact' AS t, f.reporter, f.interaction, f.content_key, f.subject,"
+                    " f.caller FROM facts f JOIN unnest($1::text[], $2::text[]) AS k(rep, ia)"
+                    " ON f.reporter = k.rep AND f.interaction = k.ia"
+                    " UNION ALL SELECT 'probe', p.reporter, p.interaction, p.content_key,"
+                    " p.subject, NULL FROM probes p"
+                    " JOIN unnest($3::text[], $4::text[]) AS k(rep, ia)"
+                    " ON p.reporter = k.rep AND p.interaction = k.ia",
+                    f_reps, f_ints, p_reps, p_ints):
+                table = self.facts if r["t"] == "fact" else self.probes
+                table[(r["reporter"], r["interaction"])] = FactRecord(
                     r["content_key"], r["subject"], r["caller"])
-        if probe_keys:
-            reps, ints = _pairs(probe_keys)
-            for r in await conn.fetch(
-                    "SELECT p.reporter, p.interaction, p.content_key, p.subject"
-                    " FROM probes p JOIN unnest($1::text[], $2::text[]) AS k(rep, ia)"
-                    " ON p.reporter = k.rep AND p.interaction = k.ia", reps, ints):
-                self.probes[(r["reporter"], r["interaction"])] = FactRecord(
-                    r["content_key"], r["subject"], None)
         for reporter, engagement in sorted(engagement_keys):
             row = await conn.fetchrow(
                 "SELECT e.entry FROM facts f JOIN entries e ON e.seq = f.seq"

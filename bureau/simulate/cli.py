@@ -1,0 +1,64 @@
+"""``bureau simulate`` (docs/simulation.md): argument parsing and the command itself,
+kept here so that bureau/cli.py only registers it."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from pathlib import Path
+
+from bureau.simulate.driver import Options, Target, simulate
+from bureau.simulate.progress import Progress
+from bureau.simulate.render import findings, render
+from reporters import BureauClientError, load_key
+
+
+def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("simulate", help="drive a simulated population through the "
+                       "reporting proxy and print every agent's report")
+    p.add_argument("--url", help="a running bureau (default: start one in this process, "
+                   "on the embedded database in a temporary BUREAU_HOME)")
+    p.add_argument("--admin-key", help="with --url: an admin key file of that bureau "
+                   "(default: $BUREAU_HOME/admin.key)")
+    p.add_argument("--agents", type=int, default=8, help="agents behind the proxy (≥ 4)")
+    p.add_argument("--interactions", type=int, default=400,
+                   help="sessions in all, spread over the epochs")
+    p.add_argument("--epochs", type=int, default=3, help="epochs to run and seal")
+    p.add_argument("--seed", type=int, default=1, help="fixes every random choice")
+    p.add_argument("--epoch-seconds", type=int, default=3,
+                   help="epoch length of the in-process bureau")
+    p.set_defaults(func=run)
+
+
+async def _main(args: argparse.Namespace) -> int:
+    options = Options(agents=args.agents, interactions=args.interactions,
+                      epochs=args.epochs, seed=args.seed)
+    progress = Progress()
+    try:
+        if args.url:
+            home = Path(os.environ.get("BUREAU_HOME", ".bureau"))
+            admin = load_key(args.admin_key or home / "admin.key")
+            result = await simulate(options, Target(args.url.rstrip("/"), admin), progress)
+        else:
+            from bureau.simulate.local import local_bureau
+
+            async with local_bureau(args.epoch_seconds) as target:
+                result = await simulate(options, target, progress)
+    finally:
+        progress.finish()
+    print(render(result))
+    return 0 if all(findings(result).values()) else 1
+
+
+def run(args: argparse.Namespace) -> int:
+    # The bureau's and the proxy's own logs would tear the progress bar.
+    for name in ("bureau", "reporters", "aiohttp.access"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    try:
+        return asyncio.run(_main(args))
+    except (ValueError, OSError, TimeoutError, BureauClientError) as exc:
+        print(f"bureau simulate: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,52 @@
+"""A bureau in this process, for ``bureau simulate`` without ``--url``: the embedded
+PostgreSQL in a temporary BUREAU_HOME, short epochs, thrown away afterwards."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import warnings
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from bureau.config import Config
+from bureau.http.app import create_app
+from bureau.simulate.driver import Target
+from reporters import wire
+
+
+def _start_postgres(home: Path) -> Any:
+    with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
+        warnings.simplefilter("ignore")
+        import pgserver
+
+    return pgserver.get_server(home / "pgdata", cleanup_mode="stop")  # type: ignore[attr-defined]
+
+
+@asynccontextmanager
+async def local_bureau(epoch_seconds: int) -> AsyncIterator[Target]:
+    with tempfile.TemporaryDirectory(prefix="bureau-sim-home-") as tmp:
+        home = Path(tmp)
+        server = await asyncio.to_thread(_start_postgres, home)
+        try:
+            url: str = server.get_uri()
+            admin, signing = wire.generate_key(), wire.generate_key()
+            config = Config(home=home, database_url=url,
+                            admin_keys=frozenset({wire.signing_key_id(admin)}),
+                            epoch_seconds=epoch_seconds,
+                            settle_interval=min(1.0, epoch_seconds / 4))
+            runner = web.AppRunner(create_app(config, url, signing), access_log=None)
+            await runner.setup()
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            try:
+                yield Target(f"http://127.0.0.1:{port}", admin)
+            finally:
+                await runner.cleanup()
+        finally:
+            await asyncio.to_thread(server.cleanup)

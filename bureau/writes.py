@@ -1,0 +1,101 @@
+"""The rows one group commit writes, and the single statement that writes them.
+
+A group's inserts — entries, their index rows, kept refusals — and the move of the
+ledger head go to PostgreSQL as ONE statement of data-modifying CTEs over ``unnest``ed
+arrays: one round trip whatever the group's size, where a statement (or a COPY, with
+its column introspection) per table would cost a round trip each. Foreign keys from the
+index tables to ``entries`` are checked at the end of the statement, when every row is in.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+
+# table -> (column, PostgreSQL type) in row order, and the conflict clause if any
+_TABLES: dict[str, tuple[tuple[tuple[str, str], ...], str]] = {
+    "entries": ((("seq", "bigint"), ("id", "text"), ("prev", "text"), ("kind", "text"),
+                 ("recorded_at", "timestamptz"), ("epoch", "bigint"), ("signer", "text"),
+                 ("subject", "text"), ("content_key", "text"), ("entry", "bytea")), ""),
+    "facts": ((("reporter", "text"), ("interaction", "text"), ("seq", "bigint"),
+               ("content_key", "text"), ("subject", "text"), ("caller", "text"),
+               ("engagement", "text")), ""),
+    "probes": ((("reporter", "text"), ("interaction", "text"), ("seq", "bigint"),
+                ("content_key", "text"), ("subject", "text")), ""),
+    "agents": ((("key", "text"), ("name", "text"), ("operator", "text"),
+                ("anchor_kind", "text"), ("anchor_value", "text"), ("withdrawn", "boolean"),
+                ("seq", "bigint")),
+               " ON CONFLICT (key) DO UPDATE SET name = EXCLUDED.name,"
+               " operator = EXCLUDED.operator, anchor_kind = EXCLUDED.anchor_kind,"
+               " anchor_value = EXCLUDED.anchor_value, withdrawn = EXCLUDED.withdrawn,"
+               " seq = EXCLUDED.seq"),
+    "verdicts": ((("seq", "bigint"), ("entry_id", "text"), ("kind", "text"),
+                  ("evaluator", "text"), ("reporter", "text"), ("ref", "text"),
+                  ("subject", "text"), ("content_key", "text")), ""),
+    "exclusions": ((("target", "text"), ("seq", "bigint"), ("reason", "text")), ""),
+    "disputes": ((("entry_id", "text"), ("target", "text"), ("signer", "text"),
+                  ("seq", "bigint")), ""),
+    "resolutions": ((("dispute", "text"), ("entry_id", "text"), ("decision", "text"),
+                     ("seq", "bigint")), ""),
+    "refusals": ((("content_key", "text"), ("signer", "text"), ("kind", "text"),
+                  ("code", "text"), ("path", "text"), ("detail", "text"),
+                  ("refused_at", "timestamptz"), ("envelope", "bytea")),
+                 " ON CONFLICT DO NOTHING"),
+}
+
+
+@dataclass
+class Writes:
+    """Rows to write when the group's transaction ends, by table (tuples in the column
+    order of ``_TABLES``)."""
+
+    entries: list[tuple[Any, ...]] = field(default_factory=list)
+    facts: list[tuple[Any, ...]] = field(default_factory=list)
+    probes: list[tuple[Any, ...]] = field(default_factory=list)
+    reporters: list[tuple[Any, ...]] = field(default_factory=list)
+    agents: list[tuple[Any, ...]] = field(default_factory=list)
+    verdicts: list[tuple[Any, ...]] = field(default_factory=list)
+    exclusions: list[tuple[Any, ...]] = field(default_factory=list)
+    disputes: list[tuple[Any, ...]] = field(default_factory=list)
+    resolutions: list[tuple[Any, ...]] = field(default_factory=list)
+    refusals: list[tuple[Any, ...]] = field(default_factory=list)
+
+
+def _statement(tables: list[str]) -> str:
+    """The one statement for these non-empty tables; ``$1..$3`` move the head."""
+    ctes, n = [], 3
+    for table in tables:
+        columns, conflict = _TABLES[table]
+        params = []
+        for _, pgtype in columns:
+            n += 1
+            params.append(f"${n}::{pgtype}[]")
+        names = ", ".join(c for c, _ in columns)
+        ctes.append(f"w_{table} AS (INSERT INTO {table} ({names}) "
+                    f"SELECT * FROM unnest({', '.join(params)}){conflict})")
+    head = "UPDATE ledger_head SET seq = $1, head = $2, recorded_at = $3"
+    return (f"WITH {', '.join(ctes)} {head}") if ctes else head
+
+
+async def write_group(conn: asyncpg.Connection, w: Writes, seq: int, head: str,
+                      recorded_at: dt.datetime) -> None:
+    """Write every row of ``w`` and move the head to (seq, head), in one statement."""
+    tables = [t for t in _TABLES if getattr(w, t)]
+    args: list[Any] = [seq, head, recorded_at]
+    for table in tables:
+        rows = getattr(w, table)
+        if table == "agents":
+            # each row is the agent's whole new state, so the last one per key wins; one
+            # upsert may not touch a row twice
+            rows = list({row[0]: row for row in rows}.values())
+        args.extend(list(col) for col in zip(*rows, strict=True))
+    await conn.execute(_statement(tables), *args)
+    if w.reporters:  # rare, and roles is an array column, which unnest would flatten
+        await conn.executemany(
+            "INSERT INTO reporters (key, name, operator, roles, seq) VALUES ($1,$2,$3,$4,$5)"
+            " ON CONFLICT (key) DO UPDATE SET name = EXCLUDED.name,"
+            " operator = EXCLUDED.operator, roles = EXCLUDED.roles, seq = EXCLUDED.seq",
+            w.reporters)

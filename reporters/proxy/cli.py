@@ -1,0 +1,109 @@
+"""``bureau-reporter``: the reporting proxy's command (docs/proxy.md).
+
+    bureau-reporter proxy --config proxy.toml
+    bureau-reporter proxy --key gw.key --bureau http://127.0.0.1:8080 --spool ./spool \\
+        --route /alpha=ed25519:…@http://127.0.0.1:9001 --promise ed25519:…=p95-under-2s:2000
+
+Flags given override the file's values; ``--route`` and ``--promise`` add to its lists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from reporters import load_key
+from reporters._internal.errors import BureauClientError
+from reporters.proxy.app import Proxy
+from reporters.proxy.config import ConfigError, from_mapping, read_file
+
+
+def _route_flag(text: str) -> dict[str, Any]:
+    prefix, eq, rest = text.partition("=")
+    agent, at, upstream = rest.partition("@")
+    if not (eq and at):
+        raise ConfigError(f"--route {text!r}: PREFIX=AGENT_KEY_ID@UPSTREAM_URL is needed")
+    return {"prefix": prefix, "agent": agent, "upstream": upstream}
+
+
+def _promise_flag(text: str, agents: dict[str, Any]) -> None:
+    agent, eq, rest = text.partition("=")
+    promise, colon, max_ms = rest.rpartition(":")
+    if not (eq and colon and max_ms.isdigit()):
+        raise ConfigError(f"--promise {text!r}: AGENT_KEY_ID=PROMISE_ID:MAX_MS is needed")
+    agents.setdefault(agent, {"promises": []})["promises"].append(
+        {"promise": promise, "max_ms": int(max_ms)})
+
+
+def build_config(args: argparse.Namespace) -> dict[str, Any]:
+    """The file (if any) with the flags laid over it."""
+    raw: dict[str, Any] = read_file(Path(args.config)) if args.config else {}
+    for flag, name in (("key", "key_file"), ("bureau", "bureau_url"), ("spool", "spool_dir"),
+                       ("proxy_id", "proxy_id"), ("listen", "listen"),
+                       ("settle_seconds", "settle_seconds"), ("quiet_seconds", "quiet_seconds")):
+        value = getattr(args, flag)
+        if value is not None:
+            raw[name] = value
+    raw["routes"] = list(raw.get("routes", [])) + [_route_flag(r) for r in args.route]
+    agents = {k: {"promises": list(v.get("promises", []))}
+              for k, v in raw.get("agents", {}).items()}
+    for p in args.promise:
+        _promise_flag(p, agents)
+    raw["agents"] = agents
+    return raw
+
+
+def cmd_proxy(args: argparse.Namespace) -> int:
+    base = Path(args.config).parent if args.config else Path(".")
+    try:
+        config = from_mapping(build_config(args), base)
+        key = load_key(config.key_file)
+        proxy = Proxy(config, key)
+    except (ConfigError, OSError, ValueError, BureauClientError) as exc:
+        print(f"bureau-reporter proxy: {exc}", file=sys.stderr)
+        return 2
+    print(f"bureau-reporter proxy {proxy.proxy_id} as reporter {proxy.reporter.key_id}, "
+          f"{len(config.routes)} route(s), on http://{config.host}:{config.port}", flush=True)
+    web.run_app(proxy.app(), host=config.host, port=config.port, print=None, access_log=None)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bureau-reporter", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    proxy = sub.add_parser("proxy", help="run the reporting reverse proxy")
+    proxy.add_argument("--config", help="a JSON or TOML config file (.toml: TOML)")
+    proxy.add_argument("--key", help="the reporter's key file (PKCS#8 PEM)")
+    proxy.add_argument("--bureau", help="the bureau's base URL")
+    proxy.add_argument("--spool", help="the spool directory (facts wait here, durably)")
+    proxy.add_argument("--proxy-id", help="interaction ids are PROXY_ID:N")
+    proxy.add_argument("--listen", help="HOST:PORT to listen on (default 127.0.0.1:8081)")
+    proxy.add_argument("--route", action="append", default=[],
+                       help="PREFIX=AGENT_KEY_ID@UPSTREAM_URL (repeatable)")
+    proxy.add_argument("--promise", action="append", default=[],
+                       help="AGENT_KEY_ID=PROMISE_ID:MAX_MS (repeatable)")
+    proxy.add_argument("--settle-seconds", type=float,
+                       help="window for a retry or a switch to count (default 30)")
+    proxy.add_argument("--quiet-seconds", type=float,
+                       help="silence after a failed call that means ABANDONED (default 300)")
+    proxy.set_defaults(func=cmd_proxy)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    result: int = args.func(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

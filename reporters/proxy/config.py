@@ -1,0 +1,200 @@
+"""The proxy's configuration: frozen values, read from a JSON or TOML file and/or flags.
+
+The file (docs/proxy.md has the full reference)::
+
+    bureau_url = "http://127.0.0.1:8080"
+    key_file = "gateway.key"          # the reporter's key (role "facts")
+    spool_dir = "./spool"
+    proxy_id = "gw-eu-1"              # optional; interaction ids are "<proxy_id>:<n>"
+    listen = "127.0.0.1:8081"
+    settle_seconds = 30               # the retry/switch window
+    quiet_seconds = 300               # silence after a failure that means ABANDONED
+
+    [agents."ed25519:…"]
+    promises = [{promise = "p95-under-2s", max_ms = 2000}]
+
+    [[routes]]
+    prefix = "/alpha"
+    agent = "ed25519:…"
+    upstream = "http://127.0.0.1:9001"
+    timeout_seconds = 30
+    schema_file = "alpha.response.schema.json"   # or an inline `schema` table
+    claim = {pointer = "/status", values = {ok = "SUCCESS", declined = "DECLINED"}}
+    check = "mygateway.checks:alpha"             # module:function, a DeliverableCheck
+
+Relative paths in a file are relative to the file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reporters.proxy.measure import CLAIMS, Claimed
+from reporters.wire import WireError, public_key_from_key_id
+
+_PREFIX_RE = re.compile(r"^(/[A-Za-z0-9._~!$&'()*+,;=:@%-]+)+$")
+_PROXY_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_PROMISE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be used; the message names the field."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Where the agent states its own result in its answer, and what the values mean."""
+
+    pointer: str
+    values: Mapping[str, Claimed]
+
+
+@dataclass(frozen=True)
+class Route:
+    prefix: str  # "/alpha": matches "/alpha" and "/alpha/…", never "/alphabet"
+    agent: str  # the key id of the agent behind it: the facts' subject
+    upstream: str  # base URL; the path below the prefix is appended to it
+    timeout_seconds: float = 30.0
+    schema: Mapping[str, Any] | None = None
+    claim: Claim | None = None
+    check: str | None = None  # "module:function", resolved when the app starts
+
+
+@dataclass(frozen=True)
+class ProxyConfig:
+    bureau_url: str
+    key_file: Path
+    spool_dir: Path
+    routes: tuple[Route, ...]
+    #: agent key id -> {promise id: max_ms}
+    promises: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    proxy_id: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8081
+    settle_seconds: float = 30.0
+    quiet_seconds: float = 300.0
+    #: largest request or response body forwarded, in bytes
+    max_body: int = 16 * 1024 * 1024
+
+    def __post_init__(self) -> None:
+        if not self.routes:
+            raise ConfigError("routes: at least one route is needed")
+        prefixes = [r.prefix for r in self.routes]
+        if len(set(prefixes)) != len(prefixes):
+            raise ConfigError("routes: a prefix appears twice")
+        if not 0 < self.settle_seconds <= self.quiet_seconds:
+            raise ConfigError("settle_seconds must be positive and at most quiet_seconds")
+        if self.proxy_id is not None and not _PROXY_ID_RE.match(self.proxy_id):
+            raise ConfigError("proxy_id: letters, digits, '.', '_', '-'; at most 64")
+
+    def route_for(self, path: str) -> Route | None:
+        """The route with the longest prefix matching ``path`` on a segment boundary."""
+        best: Route | None = None
+        for route in self.routes:
+            if (path == route.prefix or path.startswith(route.prefix + "/")) and (
+                    best is None or len(route.prefix) > len(best.prefix)):
+                best = route
+        return best
+
+
+def _key_id(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: a key id (ed25519:…) is needed")
+    try:
+        public_key_from_key_id(value)
+    except WireError as exc:
+        raise ConfigError(f"{where}: {exc.detail}") from None
+    return value
+
+
+def _route(raw: Mapping[str, Any], base: Path, i: int) -> Route:
+    where = f"routes[{i}]"
+    unknown = set(raw) - {"prefix", "agent", "upstream", "timeout_seconds", "schema",
+                          "schema_file", "claim", "check"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown field(s) {sorted(unknown)}")
+    prefix = str(raw.get("prefix", "")).rstrip("/")
+    if not _PREFIX_RE.match(prefix):
+        raise ConfigError(f"{where}.prefix: a path like /alpha is needed")
+    upstream = str(raw.get("upstream", "")).rstrip("/")
+    if not upstream.startswith(("http://", "https://")):
+        raise ConfigError(f"{where}.upstream: an http(s) base URL is needed")
+    schema = raw.get("schema")
+    if "schema_file" in raw:
+        schema = json.loads((base / str(raw["schema_file"])).read_text())
+    if schema is not None and not isinstance(schema, dict):
+        raise ConfigError(f"{where}.schema: a JSON Schema object is needed")
+    claim = None
+    if raw.get("claim") is not None:
+        c = raw["claim"]
+        values = dict(c.get("values", {}))
+        if not isinstance(c.get("pointer"), str) or not all(v in CLAIMS for v in values.values()):
+            raise ConfigError(f"{where}.claim: pointer and values -> SUCCESS|FAILURE|DECLINED")
+        claim = Claim(c["pointer"], values)
+    check = raw.get("check")
+    if check is not None and (not isinstance(check, str) or ":" not in check):
+        raise ConfigError(f"{where}.check: module:function is needed")
+    return Route(prefix, _key_id(raw.get("agent"), f"{where}.agent"), upstream,
+                 float(raw.get("timeout_seconds", 30.0)), schema, claim, check)
+
+
+def _promises(raw: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for agent, spec in raw.items():
+        kid = _key_id(agent, f"agents.{agent}")
+        bounds: dict[str, int] = {}
+        for j, p in enumerate(spec.get("promises", [])):
+            pid, max_ms = p.get("promise"), p.get("max_ms")
+            if not isinstance(pid, str) or not _PROMISE_RE.match(pid) or \
+                    not isinstance(max_ms, int) or max_ms < 0:
+                raise ConfigError(f"agents.{agent}.promises[{j}]: "
+                                  "{promise: id, max_ms: whole milliseconds} is needed")
+            bounds[pid] = max_ms
+        out[kid] = bounds
+    return out
+
+
+def from_mapping(raw: Mapping[str, Any], base: Path = Path(".")) -> ProxyConfig:
+    """A :class:`ProxyConfig` from a parsed file (``base``: its directory)."""
+    unknown = set(raw) - {"bureau_url", "key_file", "spool_dir", "proxy_id", "listen",
+                          "settle_seconds", "quiet_seconds", "max_body", "agents", "routes"}
+    if unknown:
+        raise ConfigError(f"unknown field(s) {sorted(unknown)}")
+    for name in ("bureau_url", "key_file", "spool_dir"):
+        if not isinstance(raw.get(name), str):
+            raise ConfigError(f"{name}: required")
+    host, port = parse_listen(str(raw.get("listen", "127.0.0.1:8081")))
+    return ProxyConfig(
+        bureau_url=raw["bureau_url"].rstrip("/"),
+        key_file=base / raw["key_file"],
+        spool_dir=base / raw["spool_dir"],
+        routes=tuple(_route(r, base, i) for i, r in enumerate(raw.get("routes", []))),
+        promises=_promises(raw.get("agents", {})),
+        proxy_id=raw.get("proxy_id"),
+        host=host, port=port,
+        settle_seconds=float(raw.get("settle_seconds", 30.0)),
+        quiet_seconds=float(raw.get("quiet_seconds", 300.0)),
+        max_body=int(raw.get("max_body", 16 * 1024 * 1024)),
+    )
+
+
+def read_file(path: Path) -> dict[str, Any]:
+    """A config file as a mapping: TOML when it ends in ``.toml``, else JSON."""
+    text = path.read_text()
+    doc = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{path}: a table/object is needed at the top")
+    return doc
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"listen: HOST:PORT is needed, not {text!r}")
+    return host, int(port)

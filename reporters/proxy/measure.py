@@ -1,0 +1,157 @@
+"""What the proxy can measure of one answer: well-formedness, the agent's own claim,
+the latency promises, and the optional deliverable check. Pure functions."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import jsonschema
+
+Claimed = Literal["SUCCESS", "FAILURE", "DECLINED"]
+Check = Literal["PASS", "FAIL"]
+CLAIMS: frozenset[str] = frozenset({"SUCCESS", "FAILURE", "DECLINED"})
+
+#: Nesting deeper than this is not "well-formed" (and keeps ``json`` off its recursion limit).
+MAX_DEPTH = 128
+#: Statuses with no body to judge: well_formed is null for them.
+_BODILESS = frozenset({204, 304})
+
+
+class _NotStrict(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _NotStrict(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotStrict(f"{name} is not JSON")
+
+
+def _depth(value: Any, limit: int) -> bool:
+    """True when ``value`` nests no deeper than ``limit`` (iteratively: no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return False
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return True
+
+
+def parse_strict(body: bytes) -> tuple[bool, Any]:
+    """``(True, document)`` when ``body`` is strict JSON: UTF-8, no duplicate keys, no
+    ``NaN``/``Infinity``, no byte-order mark, bounded nesting (PITFALLS: Python's
+    ``json`` accepts all of those); ``(False, None)`` otherwise."""
+    try:
+        text = body.decode("utf-8")
+        if text.startswith("\ufeff"):
+            return False, None
+        doc = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        return False, None
+    return (True, doc) if _depth(doc, MAX_DEPTH) else (False, None)
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One forwarded call as a deliverable check sees it."""
+
+    method: str
+    path: str  # below the route prefix, e.g. "/solve"
+    query: str
+    request_body: bytes
+    status: int
+    response_body: bytes
+    document: Any  # the parsed response body; None when not JSON
+
+
+#: A deliverable check: PASS, FAIL, or None (this call is not checked).
+DeliverableCheck = Callable[[Exchange], Check | None]
+
+
+def task_hash(method: str, path: str, query: str, body: bytes) -> str:
+    """What "the same task" means (reporters.proxy.tracker): method, sub-path, query
+    and body; the route prefix is left out so a task sent to another agent matches."""
+    h = hashlib.sha256()
+    for part in (method.upper().encode(), path.encode(), query.encode()):
+        h.update(len(part).to_bytes(8, "big") + part)
+    h.update(body)
+    return h.hexdigest()
+
+
+def compile_schema(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
+    """A validator for a route's response schema (its draft read from ``$schema``,
+    default 2020-12); raises ``jsonschema.SchemaError`` for a bad schema at startup."""
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls.check_schema(schema)
+    validator: jsonschema.protocols.Validator = cls(schema)
+    return validator
+
+
+def well_formed(status: int, body: bytes,
+                validator: jsonschema.protocols.Validator | None) -> tuple[bool | None, Any]:
+    """Whether the answer is well-formed, and its parsed document.
+
+    Well-formed: the body is strict JSON and, when the route has a schema, valid
+    against it. The status does not enter (a ``500`` with a JSON body that fits the
+    schema is well-formed; it is still not a *satisfactory* answer). ``204``/``304``
+    have no body to judge: ``None``.
+    """
+    if status in _BODILESS and not body:
+        return None, None
+    ok, doc = parse_strict(body)
+    if not ok:
+        return False, None
+    if validator is not None and not validator.is_valid(doc):
+        return False, doc
+    return True, doc
+
+
+def resolve_pointer(doc: Any, pointer: str) -> Any:
+    """RFC 6901 lookup; ``None`` when the pointer does not resolve."""
+    if pointer == "":
+        return doc
+    if not pointer.startswith("/"):
+        return None
+    for raw in pointer[1:].split("/"):
+        token = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(doc, dict) and token in doc:
+            doc = doc[token]
+        elif isinstance(doc, list) and token.isdigit() and int(token) < len(doc):
+            doc = doc[int(token)]
+        else:
+            return None
+    return doc
+
+
+def claimed(doc: Any, pointer: str | None, values: Mapping[str, Claimed]) -> Claimed | None:
+    """What the agent said of its own work, read where the route says it states it:
+    the JSON value at ``pointer``, looked up in ``values``. ``None`` when the route
+    declares no claim, or the answer states none we know."""
+    if pointer is None:
+        return None
+    value = resolve_pointer(doc, pointer)
+    if not isinstance(value, str | bool | int) or isinstance(value, float):
+        return None
+    return values.get(json.dumps(value) if not isinstance(value, str) else value)
+
+
+def promises_kept(answered: bool, latency_ms: int | None,
+                  bounds: Mapping[str, int]) -> dict[str, bool]:
+    """Each latency promise: kept when the answer came within its bound. No answer
+    keeps no promise."""
+    return {promise: answered and latency_ms is not None and latency_ms <= max_ms
+            for promise, max_ms in bounds.items()}

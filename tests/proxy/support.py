@@ -1,0 +1,107 @@
+"""Helpers for the proxy tests: real upstream servers on loopback, a proxy in front of
+them reporting to the real bureau, and the facts as the ledger stored them."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import asyncpg
+import nacl.signing
+from aiohttp import web
+
+from reporters import wire
+from reporters.httpsig import sign_request_headers
+from reporters.proxy import INTERACTION_HEADER, DeliverableCheck, Proxy, from_mapping
+from tests.support import BureauUnderTest
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+async def _port(runner: web.AppRunner, host: str = "127.0.0.1") -> tuple[web.TCPSite, int]:
+    site = web.TCPSite(runner, host, 0)
+    await site.start()
+    port: int = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    return site, port
+
+
+@asynccontextmanager
+async def upstream(handler: Handler) -> AsyncIterator[str]:
+    """An agent's HTTP endpoint on 127.0.0.1, port 0; yields its base URL."""
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    _, port = await _port(runner)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+@dataclass
+class RunningProxy:
+    url: str
+    proxy: Proxy
+    session: aiohttp.ClientSession
+
+    async def call(self, method: str, path: str, body: Any = None,
+                   signer: nacl.signing.SigningKey | None = None,
+                   headers: Mapping[str, str] | None = None) -> tuple[int, bytes, str]:
+        """One call through the proxy; returns (status, body, interaction id)."""
+        all_headers = dict(headers or {})
+        url = self.url + path
+        if signer is not None:
+            all_headers.update(sign_request_headers(signer, method, url))
+        data = json.dumps(body).encode() if body is not None else None
+        async with self.session.request(method, url, data=data, headers=all_headers) as resp:
+            return resp.status, await resp.read(), resp.headers[INTERACTION_HEADER]
+
+
+@asynccontextmanager
+async def running_proxy(bureau: BureauUnderTest, tmp: Path, routes: list[dict[str, Any]],
+                        *, agents: Mapping[str, Any] | None = None, settle: float = 0.3,
+                        quiet: float = 0.8, proxy_id: str = "px-test",
+                        checks: Mapping[str, DeliverableCheck] | None = None,
+                        reporter: nacl.signing.SigningKey | None = None,
+                        ) -> AsyncIterator[RunningProxy]:
+    key = reporter if reporter is not None else await bureau.reporter(("facts",))
+    config = from_mapping({
+        "bureau_url": bureau.url, "key_file": "unused.key", "spool_dir": str(tmp / "spool"),
+        "proxy_id": proxy_id, "settle_seconds": settle, "quiet_seconds": quiet,
+        "routes": routes, "agents": dict(agents or {})}, tmp)
+    proxy = Proxy(config, key, checks=checks)
+    runner = web.AppRunner(proxy.app())
+    await runner.setup()
+    _, port = await _port(runner)
+    async with aiohttp.ClientSession() as session:
+        try:
+            yield RunningProxy(f"http://127.0.0.1:{port}", proxy, session)
+        finally:
+            await runner.cleanup()
+
+
+async def stored_facts(database_url: str, reporter: str) -> dict[str, dict[str, Any]]:
+    """Every fact entry signed by ``reporter``: interaction -> decoded payload."""
+    conn = await asyncpg.connect(database_url)
+    try:
+        rows = await conn.fetch("SELECT entry FROM entries WHERE kind = 'fact' AND signer = $1"
+                                " ORDER BY seq", reporter)
+    finally:
+        await conn.close()
+    out: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        payload = json.loads(base64.b64decode(json.loads(row["entry"])["envelope"]["payload"]))
+        out[payload["interaction"]] = payload
+    return out
+
+
+def new_agent() -> str:
+    """A key id for an agent behind the proxy (facts need no enrollment)."""
+    return wire.signing_key_id(wire.generate_key())

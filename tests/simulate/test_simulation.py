@@ -1,0 +1,24 @@
+"""The simulation at a small size against the real bureau: its findings must hold."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from bureau.simulate import Options, Target, findings, render, simulate
+from tests.support import start_bureau
+
+
+async def test_small_simulation_ranks_as_it_should(database_url: str, tmp_path: Path) -> None:
+    started = time.monotonic()
+    async with start_bureau(database_url, tmp_path, epoch_seconds=2,
+                            settle_interval=0.2) as bureau:
+        result = await simulate(Options(agents=4, interactions=150, epochs=2, seed=7),
+                                Target(bureau.url, bureau.admin))
+    text = render(result)
+    print(text)
+    assert all(findings(result).values()), text
+    assert result.derived["RETRY_ACCEPTED"] > 0 and result.derived["SWITCHED_AGENT"] > 0
+    assert result.derived["ABANDONED"] > 0
+    assert all(r.report and not r.report.get("computed") for r in result.agents)
+    assert time.monotonic() - started < 60
