@@ -65,10 +65,13 @@ async def migrate(conn: asyncpg.Connection) -> list[str]:
     applied: list[str] = []
     await conn.execute("SELECT pg_advisory_lock($1)", _MIGRATION_LOCK)
     try:
-        await conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations ("
-            " name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
-        )
+        # Checked first: CREATE ... IF NOT EXISTS needs CREATE on the schema even when the
+        # table exists, and the least-privilege role (migrations/0004_roles.sql) has none.
+        if await conn.fetchval("SELECT to_regclass('schema_migrations')") is None:
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                " name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
         done = {r["name"] for r in await conn.fetch("SELECT name FROM schema_migrations")}
         for path in migration_files():
             if path.name in done:

@@ -99,6 +99,9 @@ def parse_envelope(doc: Any) -> Envelope:
         raise BureauError(Code.SIGNATURE_COUNT, "/signatures",
                           f"exactly one signature, not {len(signatures)}")
     keyid, sig_b64 = signatures[0]["keyid"], signatures[0]["sig"]
+    if not keyid.isascii():
+        # Checked here, not in verify: the content key below hashes the key id as ASCII.
+        raise BureauError(Code.BAD_KEY, "/signatures/0/keyid", "a key id is ASCII text")
     try:
         sig_bytes = wire.b64decode_canonical(sig_b64)
     except wire.WireError as exc:

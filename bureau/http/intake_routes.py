@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
-from aiohttp import web
+from aiohttp import http_exceptions, web
 
 from bureau import strictjson
 from bureau.envelope import MAX_ENVELOPE_BYTES
 from bureau.errors import Code
 from bureau.http.errors import RequestError, error_response
-from bureau.http.keys import INTAKE
+from bureau.http.keys import INTAKE, LEDGER
 from bureau.intake import MAX_BATCH_BYTES, MAX_BATCH_LINES
 
 routes = web.RouteTableDef()
 
 NDJSON = "application/x-ndjson"
+
+#: The whole body must arrive within this many seconds (aiohttp has no body timeout).
+#: A client trickling a byte a second (slow loris) holds a connection and a handler
+#: only this long, and is answered ``408 MALFORMED_ENVELOPE``. 8 MiB in 60 s needs
+#: about 1.1 Mbit/s; a slower gateway sends smaller batches.
+BODY_TIMEOUT_SECONDS = 60.0
 
 
 def _require_type(request: web.Request, expected: str) -> None:
@@ -31,11 +38,22 @@ async def _read_capped(request: web.Request, limit: int) -> bytes:
         raise RequestError(Code.TOO_LARGE, 413, f"the body is limited to {limit} bytes")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.content.iter_any():
-        size += len(chunk)
-        if size > limit:
-            raise RequestError(Code.TOO_LARGE, 413, f"the body is limited to {limit} bytes")
-        chunks.append(chunk)
+    try:
+        async with asyncio.timeout(BODY_TIMEOUT_SECONDS):
+            async for chunk in request.content.iter_any():
+                size += len(chunk)
+                if size > limit:
+                    raise RequestError(Code.TOO_LARGE, 413,
+                                       f"the body is limited to {limit} bytes")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise RequestError(Code.MALFORMED_ENVELOPE, 408, "the body did not arrive within "
+                           f"{BODY_TIMEOUT_SECONDS:g} s") from None
+    except (ConnectionError, http_exceptions.HttpProcessingError) as exc:
+        # Cut short (fewer bytes than Content-Length, a broken chunk): nothing is
+        # judged. Usually no one is left to hear the answer, but it is not a 500.
+        raise RequestError(Code.MALFORMED_ENVELOPE, 400,
+                           f"the body was cut short: {exc}") from None
     return b"".join(chunks)
 
 
@@ -49,7 +67,8 @@ async def post_evidence(request: web.Request) -> web.Response:
     except strictjson.StrictJSONError as exc:
         raise RequestError(Code.MALFORMED_ENVELOPE, 400, f"the body is not JSON: {exc}") \
             from None
-    [result] = await request.app[INTAKE].submit([raw])
+    with request.app[LEDGER].admitting(1):
+        [result] = await request.app[INTAKE].submit([raw])
     if result.error is not None:
         return error_response(result.error)
     status = 201 if result.status == "accepted" else 200
@@ -72,7 +91,8 @@ async def post_batch(request: web.Request) -> web.Response:
     lines = split_lines(body)
     if len(lines) > MAX_BATCH_LINES:
         raise RequestError(Code.TOO_LARGE, 413, f"a batch is at most {MAX_BATCH_LINES} lines")
-    results = await request.app[INTAKE].submit(lines)
+    with request.app[LEDGER].admitting(len(lines)):
+        results = await request.app[INTAKE].submit(lines)
     out = "".join(
         json.dumps({**r.as_body(), "index": i}, separators=(",", ":")) + "\n"
         for i, r in enumerate(results))
