@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 MAX_INT_DIGITS = 19  # every integer in the protocol fits in a signed 64-bit value
@@ -69,6 +70,23 @@ def _check_text(text: str) -> None:
         raise StrictJSONError("string holds a lone surrogate") from None
 
 
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_no_duplicates,
+    parse_constant=_refuse_constant,
+    parse_int=_bounded_int,
+    parse_float=_finite_float,
+)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _needs_walk(text: str) -> bool:
+    """Only a text with that many brackets can nest too deeply, and only a \\uD800–
+    \\uDFFF escape can make a lone surrogate (raw surrogates cannot be valid UTF-8):
+    skip the walk over the decoded value when neither can happen."""
+    brackets = text.count("[") + text.count("{")
+    return brackets > MAX_DEPTH or _SURROGATE_ESCAPE.search(text) is not None
+
+
 def loads(data: bytes | str) -> Any:
     """Decode UTF-8 JSON strictly. Raises :class:`StrictJSONError` and nothing else."""
     if isinstance(data, bytes):
@@ -79,18 +97,13 @@ def loads(data: bytes | str) -> Any:
     else:
         text = data
     try:
-        value = json.loads(
-            text,
-            object_pairs_hook=_no_duplicates,
-            parse_constant=_refuse_constant,
-            parse_int=_bounded_int,
-            parse_float=_finite_float,
-        )
+        value = _DECODER.decode(text)
     except StrictJSONError:
         raise
     except RecursionError:
         raise StrictJSONError("nested too deeply") from None
     except ValueError as exc:  # JSONDecodeError, and int() past the digit limit
         raise StrictJSONError(f"not JSON: {exc}") from None
-    _check(value, 0)
+    if _needs_walk(text):
+        _check(value, 0)
     return value
