@@ -45,7 +45,8 @@ async def test_explanation_adds_up_to_the_report(bureau: BureauUnderTest) -> Non
     assert (body["epoch"], body["ledger"], body["policy"]) == (
         report["epoch"], report["ledger"], report["policy"])
     codes = [row["outcome"] for row in body["interactions"]]
-    assert codes.count("ACCEPTED") == 2 and codes.count("FAILED_DISCOVERED") == 1
+    # two facts per ground truth (one per evaluator): the checks decide those six
+    assert codes.count("ACCEPTED") == 4 and codes.count("FAILED_DISCOVERED") == 2
     assert "ACCEPTED_AFTER_CORRECTIONS" in codes and "DECLINED" in codes
     # evaluators appear as pseudonyms only: the subject never learns who they are
     text = json.dumps(body)
