@@ -12,47 +12,16 @@ from hypothesis import strategies as st
 from bureau.scoring.evaluators import evaluator_table
 from bureau.scoring.grouping import split_by_agent
 from bureau.scoring.inputs import (
-    Attestation,
     Engagement,
     Evidence,
     Exclusion,
-    Fact,
     Probe,
     ValueJudgment,
 )
 from bureau.scoring.policy import policy_hash, policy_v1
 from bureau.scoring.report import build_explain_payload, build_report_payload
 from reporters.wire import canonical_json
-
-A = "ed25519:agent-a"
-B = "ed25519:agent-b"
-REP = "ed25519:reporter"
-HEAD = "ab" * 32
-
-
-def fact(seq: int, subject: str = A, **kw: Any) -> Fact:
-    base = Fact(
-        seq=seq,
-        entry_id=f"f{seq}",
-        reporter=REP,
-        interaction=f"i{seq}",
-        subject=subject,
-        caller=f"ed25519:caller{seq % 3}",
-    )
-    return replace(base, **kw)
-
-
-def att(seq: int, of: int, outcome: str, subject: str = A, corrections: int = 0) -> Attestation:
-    return Attestation(
-        seq=seq,
-        entry_id=f"a{seq}",
-        evaluator=f"ed25519:caller{of % 3}",
-        reporter=REP,
-        interaction=f"i{of}",
-        subject=subject,
-        outcome=outcome,
-        corrections=corrections,
-    )
+from tests.scoring.builders import HEAD, REP, A, B, att, fact
 
 
 def _mixed_evidence() -> Evidence:

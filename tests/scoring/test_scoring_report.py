@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -15,7 +14,6 @@ from bureau.scoring.inputs import (
     Engagement,
     Evidence,
     Exclusion,
-    Fact,
     Probe,
     Promise,
     ValueJudgment,
@@ -30,36 +28,7 @@ from bureau.scoring.report import (
     wilson_interval,
 )
 from reporters.wire import canonical_json
-
-A = "ed25519:agent-a"
-B = "ed25519:agent-b"
-REP = "ed25519:reporter"
-HEAD = "ab" * 32
-
-
-def fact(seq: int, subject: str = A, **kw: Any) -> Fact:
-    base = Fact(
-        seq=seq,
-        entry_id=f"f{seq}",
-        reporter=REP,
-        interaction=f"i{seq}",
-        subject=subject,
-        caller=f"ed25519:caller{seq % 3}",
-    )
-    return replace(base, **kw)
-
-
-def att(seq: int, of: int, outcome: str, subject: str = A, corrections: int = 0) -> Attestation:
-    return Attestation(
-        seq=seq,
-        entry_id=f"a{seq}",
-        evaluator=f"ed25519:caller{of % 3}",
-        reporter=REP,
-        interaction=f"i{of}",
-        subject=subject,
-        outcome=outcome,
-        corrections=corrections,
-    )
+from tests.scoring.builders import HEAD, REP, A, att, fact
 
 
 def report(evidence: Evidence, agent: str = A) -> dict[str, Any]:
