@@ -92,7 +92,7 @@ async def test_twice_the_capacity_keeps_memory_flat(database_url: str, tmp_path:
 
             # 1. Throughput, closed loop: eight posters, each waits for its answer;
             # the first WARMUP_SECONDS are not counted.
-            queue = signed_batches(rep, "warm", 60 * BATCH)
+            queue = signed_batches(rep, "warm", 100 * BATCH)
             warmup, measured = Tally(), Tally()
             start = time.monotonic()
 
@@ -102,8 +102,10 @@ async def test_twice_the_capacity_keeps_memory_flat(database_url: str, tmp_path:
                     await post(session, server.url, queue.pop(), warmup if warm else measured)
 
             await asyncio.gather(*(poster() for _ in range(8)))
+            # The window ends when time is up or the pre-signed batches run out, whichever
+            # comes first (a faster server may use them all).
             capacity = measured.accepted / (time.monotonic() - start - WARMUP_SECONDS)
-            assert capacity > 0 and queue, (measured.statuses, len(queue))
+            assert capacity > 0, (measured.statuses, len(queue))
             baseline = rss_mb(pid)
 
             # 2. Twice that, open loop: a batch every BATCH / (2·capacity) seconds,
