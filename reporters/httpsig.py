@@ -26,7 +26,7 @@ import time
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 import nacl.signing
@@ -91,6 +91,12 @@ class HttpSignatureError(ValueError):
 
 
 # --------------------------------------------------------------------------- nonces
+
+
+class NonceChecker(Protocol):
+    """Anything that can record a nonce as used, refusing one seen before."""
+
+    def use(self, keyid: str, nonce: str, *, expires_at: float, now: float) -> None: ...
 
 
 class NonceStore:
@@ -272,7 +278,7 @@ def verify_request(
     headers: Mapping[str, str],
     *,
     now: float,
-    nonces: NonceStore,
+    nonces: NonceChecker,
     max_age: int = MAX_AGE_SECONDS,
     max_skew: int = MAX_FUTURE_SKEW_SECONDS,
 ) -> str:

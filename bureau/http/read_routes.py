@@ -70,10 +70,10 @@ def page_query(request: web.Request) -> PageQuery:
                      refusals_after=_param(request, "refusals_after", 0, 0, cursor_max))
 
 
-def _party(request: web.Request, name: str) -> str:
+async def _party(request: web.Request, name: str) -> str:
     """The key the path names, once the reader may read it."""
     party = request.match_info[name]
-    require_party(request, party)
+    await require_party(request, party)
     try:
         wire.public_key_from_key_id(party)
     except wire.WireError:
@@ -87,7 +87,7 @@ class Reader(Protocol):
 
 
 async def _file(request: web.Request, name: str, read: Reader) -> web.Response:
-    party = _party(request, name)
+    party = await _party(request, name)
     try:
         query = page_query(request)
     except BureauError as err:
@@ -115,7 +115,7 @@ async def reporter_entries(request: web.Request) -> web.Response:
 @routes.get("/v1/agents/{agent}/explain")
 async def agent_explain(request: web.Request) -> web.Response:
     """How the agent's score was made (that agent or an admin)."""
-    agent = _party(request, "agent")
+    agent = await _party(request, "agent")
     try:
         epoch = epoch_query(request)
     except BureauError as err:
