@@ -13,7 +13,7 @@ but pays, at each seal, for what changed since the previous one:
 * **Evaluators.** An evaluator's record is a sum over the interactions it attested.
   Each ``(evaluator, interaction)`` contribution is kept, so a new attestation, a new
   ground truth or an exclusion swaps one contribution; the statistics themselves come
-  from the library's ``_stats``.
+  from the library's ``evaluator_stats``.
 * **Agents** (:mod:`bureau.report_view`): the report's counters take a re-resolved
   cluster out and put it back; the score is re-summed for agents whose clusters changed
   and for agents judged by an evaluator whose weight or offset moved; every report's
@@ -39,7 +39,7 @@ from bureau.report_view import (
     compact,
     seal_part,
 )
-from bureau.scoring.evaluators import EvaluatorStats, _Acc, _stats
+from bureau.scoring.evaluators import EvaluatorRecord, EvaluatorStats, evaluator_stats
 from bureau.scoring.inputs import (
     SELF_DEALING,
     Attestation,
@@ -84,9 +84,9 @@ class _EvalAcc:
             self.tn += sign * (not called_pass)
         self.errors[value - (1.0 if truth else 0.0)] += sign
 
-    def as_acc(self) -> _Acc:
+    def as_acc(self) -> EvaluatorRecord:
         errors = [e for e, n in sorted(self.errors.items()) for _ in range(n)]
-        return _Acc(attestations=self.attestations,
+        return EvaluatorRecord(attestations=self.attestations,
                     subjects={s for s, n in self.subjects.items() if n > 0},
                     outcomes={o for o, n in self.outcomes.items() if n > 0},
                     positives=self.positives, negatives=self.negatives, tp=self.tp,
@@ -309,7 +309,8 @@ class Deriver:
                 self.weights.pop(evaluator, None)
                 after = None
             else:
-                after = self.evaluators[evaluator] = _stats(evaluator, acc.as_acc(), policy)
+                after = evaluator_stats(evaluator, acc.as_acc(), policy)
+                self.evaluators[evaluator] = after
                 self.weights[evaluator] = (after.weight, after.offset)
             if _weighs(before) != _weighs(after):
                 changed.add(evaluator)

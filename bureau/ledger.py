@@ -127,7 +127,8 @@ def _entry_subject(kind: str, payload: Payload, signer: str) -> str | None:
     return None
 
 
-def _record(tx: GroupTx, sub: Submission, payload: Payload, entry_id: str, seq: int) -> None:
+def record_admitted(tx: GroupTx, sub: Submission, payload: Payload, entry_id: str,
+                    seq: int) -> None:
     """Update the in-group state and queue the index rows for an admitted submission."""
     st, w, signer, key = tx.state, tx.writes, sub.signer, sub.envelope.content_key
     st.admitted[key] = (entry_id, seq)
@@ -221,7 +222,7 @@ def judge_one(tx: GroupTx, sub: Submission, now: dt.datetime) -> Result:
     entry_id, seq = tx.append(
         kind, envelope=env.canonical, signer=sub.signer, content_key=env.content_key,
         subject=_entry_subject(env.name, sub.payload, sub.signer))
-    _record(tx, sub, sub.payload, entry_id, seq)
+    record_admitted(tx, sub, sub.payload, entry_id, seq)
     for target, reason in decision.exclusions:
         _append_exclusion(tx, target, reason, entry_id)
     return Result("accepted", entry_id, seq)

@@ -7,7 +7,7 @@ same bytes. In one transaction, holding the ledger head lock (intake and sealing
 2. empty them all: the admission indexes (reporters, facts, probes, agents, verdicts,
    exclusions, disputes, resolutions) and seals, reports, checkpoints;
 3. replay the entries, in seq order, a chunk at a time, through the very function that
-   wrote the admission indexes at intake (``bureau.ledger._record``, flushed by
+   wrote the admission indexes at intake (``bureau.ledger.record_admitted``, flushed by
    ``bureau.ledger.flush``); ``exclusion`` and ``seal`` entries give back their rows;
 4. derive and sign every sealed epoch's reports and checkpoint with a fresh
    :class:`~bureau.reports.ReportBuilder` (no state carried over);
@@ -27,7 +27,7 @@ import asyncpg
 import nacl.signing
 
 from bureau.envelope import decode_payload, parse_envelope
-from bureau.ledger import GroupTx, _record, flush
+from bureau.ledger import GroupTx, flush, record_admitted
 from bureau.reports import ReportBuilder, seals
 from bureau.state import GroupState, Submission
 
@@ -71,7 +71,7 @@ async def _replay_indexes(conn: asyncpg.Connection, head: asyncpg.Record) -> int
             sub = subs.get(r["seq"])
             if sub is not None:
                 assert sub.payload is not None
-                _record(tx, sub, sub.payload, r["id"], r["seq"])
+                record_admitted(tx, sub, sub.payload, r["id"], r["seq"])
             elif r["kind"] == "exclusion":
                 body = doc["body"]
                 tx.state.excluded[body["entry"]] = True

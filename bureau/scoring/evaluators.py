@@ -39,7 +39,10 @@ class EvaluatorStats:
 
 
 @dataclass(slots=True)
-class _Acc:
+class EvaluatorRecord:
+    """What the evaluator table adds up per evaluator; the incremental report builder
+    keeps these sums too and turns them into weights with :func:`evaluator_stats`."""
+
     attestations: int = 0
     subjects: set[str] = field(default_factory=set)
     outcomes: set[str] = field(default_factory=set)
@@ -73,13 +76,13 @@ def evaluator_table(evidence: Evidence, policy: Policy) -> dict[str, EvaluatorSt
         if prev is None or a.seq < prev[0]:
             first[key] = (a.seq, a.outcome, a.corrections)
 
-    accs: dict[str, _Acc] = {}
+    accs: dict[str, EvaluatorRecord] = {}
     for (evaluator, ikey), (_, outcome, corrections) in first.items():
         if outcome in unscored:
             continue  # DECLINED takes no part
         acc = accs.get(evaluator)
         if acc is None:
-            acc = accs[evaluator] = _Acc()
+            acc = accs[evaluator] = EvaluatorRecord()
         acc.attestations += 1
         acc.subjects.add(ikey[2])
         acc.outcomes.add(outcome)
@@ -96,10 +99,10 @@ def evaluator_table(evidence: Evidence, policy: Policy) -> dict[str, EvaluatorSt
             acc.tn += not called_pass
         acc.errors.append(value - (1.0 if passed else 0.0))
 
-    return {e: _stats(e, acc, policy) for e, acc in sorted(accs.items())}
+    return {e: evaluator_stats(e, acc, policy) for e, acc in sorted(accs.items())}
 
 
-def _stats(evaluator: str, acc: _Acc, policy: Policy) -> EvaluatorStats:
+def evaluator_stats(evaluator: str, acc: EvaluatorRecord, policy: Policy) -> EvaluatorStats:
     rules = policy.evaluators
     k = rules.prior_samples
     n = len(acc.errors)
