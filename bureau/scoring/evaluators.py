@@ -103,6 +103,7 @@ def evaluator_table(evidence: Evidence, policy: Policy) -> dict[str, EvaluatorSt
 
 
 def evaluator_stats(evaluator: str, acc: EvaluatorRecord, policy: Policy) -> EvaluatorStats:
+    """An evaluator's weight and recentring offset from its sums (SPEC §7)."""
     rules = policy.evaluators
     k = rules.prior_samples
     n = len(acc.errors)
