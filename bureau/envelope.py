@@ -24,6 +24,11 @@ _ENVELOPE_FIELDS = {"payloadType", "payload", "signatures"}
 _SIGNATURE_FIELDS = {"keyid", "sig"}
 
 
+class NotJSON(BureauError):
+    """``MALFORMED_ENVELOPE`` for bytes that are not JSON at all, as opposed to JSON
+    that is not an envelope (the HTTP layer answers the first 400, the second 422)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Envelope:
     """A DSSE envelope whose shape is right (stage 1, parse)."""
@@ -56,7 +61,7 @@ def parse_envelope_bytes(raw: bytes) -> Envelope:
     try:
         doc = strictjson.loads(raw)
     except strictjson.StrictJSONError as exc:
-        raise BureauError(Code.MALFORMED_ENVELOPE, "", f"envelope is not JSON: {exc}") from None
+        raise NotJSON(Code.MALFORMED_ENVELOPE, "", f"envelope is not JSON: {exc}") from None
     return parse_envelope(doc)
 
 

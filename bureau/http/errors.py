@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from bureau import metrics
+from bureau.envelope import NotJSON
 from bureau.errors import BureauError, Code, Stage
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,8 @@ class RequestError(BureauError):
 def status_of(err: BureauError) -> int:
     if isinstance(err, RequestError):
         return err.status
+    if isinstance(err, NotJSON):
+        return 400
     if err.internal:
         return 500
     return _STATUS_BY_CODE.get(err.code, 422)

@@ -7,7 +7,6 @@ import json
 
 from aiohttp import http_exceptions, web
 
-from bureau import strictjson
 from bureau.envelope import MAX_ENVELOPE_BYTES
 from bureau.errors import Code
 from bureau.http.errors import RequestError, error_response
@@ -62,11 +61,6 @@ async def post_evidence(request: web.Request) -> web.Response:
     """One envelope: 201 accepted, 200 duplicate, 4xx rejected."""
     _require_type(request, "application/json")
     raw = await _read_capped(request, MAX_ENVELOPE_BYTES)
-    try:
-        strictjson.loads(raw)
-    except strictjson.StrictJSONError as exc:
-        raise RequestError(Code.MALFORMED_ENVELOPE, 400, f"the body is not JSON: {exc}") \
-            from None
     with request.app[LEDGER].admitting(1):
         [result] = await request.app[INTAKE].submit([raw])
     if result.error is not None:
