@@ -10,9 +10,8 @@ from typing import Any
 
 import pydantic
 
-from bureau import strictjson
 from bureau.errors import BureauError, Code, pointer
-from reporters import wire
+from reporters import strictjson, wire
 from reporters.models import PAYLOAD_MODELS, Payload
 
 MAX_PAYLOAD_BYTES = 64 * 1024

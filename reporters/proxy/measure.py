@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 import jsonschema
 
+from reporters import strictjson
+
 Claimed = Literal["SUCCESS", "FAILURE", "DECLINED"]
 Check = Literal["PASS", "FAIL"]
 CLAIMS: frozenset[str] = frozenset({"SUCCESS", "FAILURE", "DECLINED"})
@@ -21,48 +23,15 @@ MAX_DEPTH = 128
 _BODILESS = frozenset({204, 304})
 
 
-class _NotStrict(ValueError):
-    pass
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _NotStrict(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
-def _no_constant(name: str) -> Any:
-    raise _NotStrict(f"{name} is not JSON")
-
-
-def _depth(value: Any, limit: int) -> bool:
-    """True when ``value`` nests no deeper than ``limit`` (iteratively: no recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict | list):
-            if depth > limit:
-                return False
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children)
-    return True
-
-
 def parse_strict(body: bytes) -> tuple[bool, Any]:
     """``(True, document)`` when ``body`` is strict JSON: UTF-8, no duplicate keys, no
-    ``NaN``/``Infinity``, no byte-order mark, bounded nesting (PITFALLS: Python's
-    ``json`` accepts all of those); ``(False, None)`` otherwise."""
+    ``NaN``/``Infinity``, no byte-order mark, bounded nesting (the same parser the bureau
+    decodes payloads with, with the looser bounds an agent's answer deserves);
+    ``(False, None)`` otherwise."""
     try:
-        text = body.decode("utf-8")
-        if text.startswith("\ufeff"):
-            return False, None
-        doc = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
-    except (ValueError, RecursionError):
+        return True, strictjson.loads(body, max_depth=MAX_DEPTH, bounded_ints=False)
+    except strictjson.StrictJSONError:
         return False, None
-    return (True, doc) if _depth(doc, MAX_DEPTH) else (False, None)
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,8 @@ import rfc8785
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bureau import strictjson
 from bureau.envelope import parse_envelope
-from reporters import wire
+from reporters import strictjson, wire
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1)

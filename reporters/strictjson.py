@@ -5,6 +5,10 @@ wins), parses ``NaN``/``Infinity``, turns ``1e400`` into ``inf``, accepts lone s
 escapes and raises ``RecursionError`` on deep nesting. Signed payloads must mean exactly
 one thing, so each of these is refused here with a :class:`StrictJSONError` that callers
 turn into their stage's reason code.
+
+One parser for both sides: the service decodes submissions with the protocol's bounds
+(the defaults); the reporting proxy judges whether an agent's answer is well formed with
+looser ones (deeper nesting, integers of any length).
 """
 
 from __future__ import annotations
@@ -48,19 +52,19 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def _check(value: Any, depth: int) -> None:
+def _check(value: Any, depth: int, max_depth: int) -> None:
     """Refuse nesting deeper than MAX_DEPTH and strings that are not valid Unicode."""
-    if depth > MAX_DEPTH:
+    if depth > max_depth:
         raise StrictJSONError("nested too deeply")
     if isinstance(value, str):
         _check_text(value)
     elif isinstance(value, dict):
         for key, item in value.items():
             _check_text(key)
-            _check(item, depth + 1)
+            _check(item, depth + 1, max_depth)
     elif isinstance(value, list):
         for item in value:
-            _check(item, depth + 1)
+            _check(item, depth + 1, max_depth)
 
 
 def _check_text(text: str) -> None:
@@ -70,25 +74,31 @@ def _check_text(text: str) -> None:
         raise StrictJSONError("string holds a lone surrogate") from None
 
 
-_DECODER = json.JSONDecoder(
-    object_pairs_hook=_no_duplicates,
-    parse_constant=_refuse_constant,
-    parse_int=_bounded_int,
-    parse_float=_finite_float,
-)
+_DECODERS = {  # bounded_ints -> decoder; built once, reused for every call
+    bounded: json.JSONDecoder(
+        object_pairs_hook=_no_duplicates,
+        parse_constant=_refuse_constant,
+        parse_int=_bounded_int if bounded else int,
+        parse_float=_finite_float,
+    )
+    for bounded in (True, False)
+}
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-def _needs_walk(text: str) -> bool:
+def _needs_walk(text: str, max_depth: int) -> bool:
     """Only a text with that many brackets can nest too deeply, and only a \\uD800–
     \\uDFFF escape can make a lone surrogate (raw surrogates cannot be valid UTF-8):
     skip the walk over the decoded value when neither can happen."""
     brackets = text.count("[") + text.count("{")
-    return brackets > MAX_DEPTH or _SURROGATE_ESCAPE.search(text) is not None
+    return brackets > max_depth or _SURROGATE_ESCAPE.search(text) is not None
 
 
-def loads(data: bytes | str) -> Any:
-    """Decode UTF-8 JSON strictly. Raises :class:`StrictJSONError` and nothing else."""
+def loads(data: bytes | str, *, max_depth: int = MAX_DEPTH, bounded_ints: bool = True) -> Any:
+    """Decode UTF-8 JSON strictly. Raises :class:`StrictJSONError` and nothing else.
+
+    ``max_depth`` bounds nesting; ``bounded_ints`` refuses integers of more than
+    :data:`MAX_INT_DIGITS` digits (the protocol's rule)."""
     if isinstance(data, bytes):
         try:
             text = data.decode("utf-8")
@@ -97,13 +107,13 @@ def loads(data: bytes | str) -> Any:
     else:
         text = data
     try:
-        value = _DECODER.decode(text)
+        value = _DECODERS[bounded_ints].decode(text)
     except StrictJSONError:
         raise
     except RecursionError:
         raise StrictJSONError("nested too deeply") from None
     except ValueError as exc:  # JSONDecodeError, and int() past the digit limit
         raise StrictJSONError(f"not JSON: {exc}") from None
-    if _needs_walk(text):
-        _check(value, 0)
+    if _needs_walk(text, max_depth):
+        _check(value, 0, max_depth)
     return value
