@@ -8,11 +8,12 @@ index rows and all — then measures, in this process:
    (target: <= 30 s at 1,000,000 entries over ~10,000 agents and ~2,000 evaluators);
 2. M more entries in the next epoch, then its seal and every report, incrementally
    (target: <= 2 s for 10,000 entries);
-3. peak RSS of this process (target: < 1 GiB). Seeding runs in child processes so that
-   their memory is not counted.
+3. peak RSS of this process and of each report worker process (target: < 1 GiB each).
+   Seeding runs in child processes so that their memory is not counted.
 
     python bench/seal_bench.py [--entries 1000000] [--new 10000] [--agents 10000]
-        [--evaluators 2000] [--workers 2] [--check] [--database-url URL]
+        [--evaluators 2000] [--workers 2] [--report-workers N] [--check]
+        [--database-url URL]
 
 ``--check`` re-derives the second epoch from cold and compares every report byte.
 """
@@ -39,7 +40,7 @@ import nacl.signing
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bureau import db
-from bureau.config import Config
+from bureau.config import Config, default_report_workers
 from bureau.ledger import GroupTx, Ledger, epoch_of, flush
 from bureau.reports import ReportBuilder, seals
 from bureau.settle import seal_elapsed
@@ -222,6 +223,14 @@ def rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def peak_mib(pid: int) -> float:
+    """A live process's peak resident set (VmHWM), in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 async def seal_and_build(url: str, builder: ReportBuilder, now: dt.datetime) -> tuple[float,
                                                                                      float, int]:
     pool = await db.create_pool(url, min_size=1, max_size=2)
@@ -265,7 +274,8 @@ async def check(url: str, builder: ReportBuilder) -> None:
 
 async def measure(url: str, args: argparse.Namespace) -> None:
     signing = key("bureau", 0)
-    builder = ReportBuilder(signing)
+    builder = ReportBuilder(signing, workers=args.report_workers, dsn=url)
+    print(f"report workers: {args.report_workers}")
     e0 = epoch_of(T0, EPOCH_SECONDS)
     print(f"1. first seal of {args.entries:,} entries and every report (cold)")
     t_seal, t1, n1 = await seal_and_build(
@@ -280,6 +290,8 @@ async def measure(url: str, args: argparse.Namespace) -> None:
     print(f"   seal {t_seal:.2f} s; seal + {n2:,} reports {t2:.2f} s   (target <= 2 s)")
     ru = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(f"3. peak RSS (ru_maxrss) {ru:,} KiB = {ru / 1024:.0f} MiB   (target < 1024 MiB)")
+    for pid in builder.worker_pids():
+        print(f"   report worker {pid}: peak RSS {peak_mib(pid):.0f} MiB   (target < 1024 MiB)")
     if args.check:
         await check(url, builder)
     builder.close()
@@ -292,6 +304,8 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=10_000)
     parser.add_argument("--evaluators", type=int, default=2_000)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--report-workers", type=int, default=default_report_workers(),
+                        help="processes deriving and signing reports (as serve's flag)")
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--database-url", default=os.environ.get("BUREAU_DATABASE_URL"))
     args = parser.parse_args()

@@ -52,6 +52,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     config = _with_default_keys(Config.from_env())
     if args.max_pending is not None:
         config = replace(config, max_pending=args.max_pending)
+    if args.report_workers is not None:
+        config = replace(config, report_workers=args.report_workers)
     assert config.signing_key_path is not None
     signing_key, _ = keyfiles.load_or_create(config.signing_key_path)
     print(f"bureau key: {wire.signing_key_id(signing_key)}", flush=True)
@@ -95,7 +97,8 @@ def _start_workers(args: argparse.Namespace, config: Config,
                BUREAU_HOME=str(config.home.resolve()))
     cmd = [sys.executable, "-m", "bureau.cli", "serve", "--host", args.host,
            "--port", str(args.port), "--reuse-port",
-           *(["--max-pending", str(args.max_pending)] if args.max_pending is not None else [])]
+           *(["--max-pending", str(args.max_pending)] if args.max_pending is not None else []),
+           "--report-workers", str(config.report_workers)]
     return [subprocess.Popen(cmd, env=env, preexec_fn=_die_with_parent)
             for _ in range(args.workers - 1)]
 
@@ -192,6 +195,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     return asyncio.run(_report(database_url(Config.from_env()), args.agent, args.epoch))
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bureau", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -205,6 +215,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-pending", type=int, default=None,
                        help="envelopes waiting for the ledger before intake answers 503 "
                        "UNAVAILABLE (default 20000)")
+    serve.add_argument("--report-workers", type=_positive, default=None,
+                       help="processes that derive and sign reports at each seal "
+                       "(default BUREAU_REPORT_WORKERS, else one per core up to 4; "
+                       "1 = in the serving process)")
     serve.set_defaults(func=cmd_serve)
     keygen = sub.add_parser("keygen", help="write a new Ed25519 key file, print its key id")
     keygen.add_argument("path", help="where to write the PKCS#8 PEM key")

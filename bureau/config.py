@@ -22,6 +22,8 @@ class Config:
     max_group: int = 5_000
     #: how often the settler looks for elapsed epochs, in seconds
     settle_interval: float = 5.0
+    #: processes that derive and sign reports (1: in the serving process itself)
+    report_workers: int = 1
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Config:
@@ -33,6 +35,9 @@ class Config:
         epoch = int(env.get("BUREAU_EPOCH_SECONDS", str(DEFAULT_EPOCH_SECONDS)))
         if epoch < 1:
             raise ValueError("BUREAU_EPOCH_SECONDS must be a positive number of seconds")
+        workers = int(env.get("BUREAU_REPORT_WORKERS", str(default_report_workers())))
+        if workers < 1:
+            raise ValueError("BUREAU_REPORT_WORKERS must be at least 1")
         settle = float(env.get("BUREAU_SETTLE_INTERVAL", "5"))
         if not settle > 0:
             raise ValueError("BUREAU_SETTLE_INTERVAL must be a positive number of seconds")
@@ -43,4 +48,10 @@ class Config:
             admin_keys=admins,
             signing_key_path=Path(signing) if signing else None,
             epoch_seconds=epoch,
+            report_workers=workers,
         )
+
+
+def default_report_workers() -> int:
+    """One report worker process per core, up to 4 (a seal is the only time they work)."""
+    return max(1, min(4, os.cpu_count() or 1))

@@ -29,6 +29,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain, repeat
+from typing import Any
 
 from bureau.evidence import AgentName, Item
 from bureau.report_view import (
@@ -56,6 +58,21 @@ _KIND_LABEL = {Fact: "fact", Probe: "probe", Attestation: "attestation",
                ValueJudgment: "value_judgment"}
 
 
+@dataclass(frozen=True, slots=True)
+class EvaluatorPart:
+    """One shard's sums for one evaluator, as handed to the :class:`EvaluatorBook`.
+    A subject belongs to one shard only, so distinct subjects add up across shards."""
+
+    attestations: int
+    subjects: int
+    outcomes: frozenset[str]
+    positives: int
+    negatives: int
+    tp: int
+    tn: int
+    errors: tuple[tuple[float, int], ...]  # (value - truth, how many times)
+
+
 @dataclass
 class _EvalAcc:
     """Counters whose multiset semantics let one contribution be taken out again."""
@@ -69,10 +86,12 @@ class _EvalAcc:
     tp: int = 0
     tn: int = 0
 
-    def apply(self, c: tuple[str, float, bool | None], sign: int, threshold: float) -> None:
+    def apply(self, c: tuple[str, float, bool | None], subject: str, sign: int,
+              threshold: float) -> None:
         outcome, value, truth = c
         self.attestations += sign
-        self.outcomes[outcome] += sign
+        _bump(self.subjects, subject, sign)
+        _bump(self.outcomes, outcome, sign)
         if truth is None:
             return
         called_pass = value >= threshold
@@ -82,15 +101,77 @@ class _EvalAcc:
         else:
             self.negatives += sign
             self.tn += sign * (not called_pass)
-        self.errors[value - (1.0 if truth else 0.0)] += sign
+        _bump(self.errors, value - (1.0 if truth else 0.0), sign)
 
-    def as_acc(self) -> EvaluatorRecord:
-        errors = [e for e, n in sorted(self.errors.items()) for _ in range(n)]
-        return EvaluatorRecord(attestations=self.attestations,
-                    subjects={s for s, n in self.subjects.items() if n > 0},
-                    outcomes={o for o, n in self.outcomes.items() if n > 0},
-                    positives=self.positives, negatives=self.negatives, tp=self.tp,
-                    tn=self.tn, errors=errors)
+    def part(self) -> EvaluatorPart:
+        return EvaluatorPart(self.attestations, len(self.subjects),
+                             frozenset(self.outcomes), self.positives, self.negatives,
+                             self.tp, self.tn, tuple(self.errors.items()))
+
+
+def _bump(counter: Counter[Any], key: Any, sign: int) -> None:
+    """Add ``sign`` to a count, dropping it at zero (so ``len`` counts what is there)."""
+    n = counter[key] + sign
+    if n:
+        counter[key] = n
+    else:
+        del counter[key]
+
+
+def _record(parts: list[EvaluatorPart]) -> EvaluatorRecord:
+    """The whole record of one evaluator from the parts of every shard."""
+    return EvaluatorRecord(
+        attestations=sum(p.attestations for p in parts),
+        subjects=sum(p.subjects for p in parts),
+        outcomes=set().union(*(p.outcomes for p in parts)),
+        positives=sum(p.positives for p in parts), negatives=sum(p.negatives for p in parts),
+        tp=sum(p.tp for p in parts), tn=sum(p.tn for p in parts),
+        errors=list(chain.from_iterable(repeat(e, n) for p in parts for e, n in p.errors)))
+
+
+class EvaluatorBook:
+    """Evaluator records summed over the shards of the agents, and the weights they give.
+
+    An evaluator's record is a sum over the interactions it attested, and every
+    interaction belongs to one agent, so derivers that each hold some of the agents
+    (in this process or in others, see :mod:`bureau.derive_shards`) each keep their part
+    of the sums; the book adds the parts up. Only the parts of evaluators a shard
+    reports as touched are recomputed.
+    """
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self._parts: dict[int, dict[str, EvaluatorPart]] = {}
+        self.stats: dict[str, EvaluatorStats] = {}
+
+    def update(self, reports: Iterable[tuple[int, dict[str, EvaluatorPart | None]]],
+               ) -> dict[str, tuple[float, float] | None]:
+        """Take (shard, its sums for the evaluators it touched) and return every
+        evaluator whose (weight, offset) changed, with the new value (None: the evaluator
+        has no record any more, so it weighs the policy's default)."""
+        touched: set[str] = set()
+        for shard, sums in reports:
+            mine = self._parts.setdefault(shard, {})
+            for evaluator, part in sums.items():
+                if part is None:
+                    mine.pop(evaluator, None)
+                else:
+                    mine[evaluator] = part
+                touched.add(evaluator)
+        changed: dict[str, tuple[float, float] | None] = {}
+        for evaluator in sorted(touched):
+            parts = [p[evaluator] for p in self._parts.values() if evaluator in p]
+            before = self.stats.get(evaluator)
+            if not parts:
+                self.stats.pop(evaluator, None)
+                after = None
+            else:
+                after = self.stats[evaluator] = evaluator_stats(evaluator, _record(parts),
+                                                                self.policy)
+            weighs = None if after is None else (after.weight, after.offset)
+            if (None if before is None else (before.weight, before.offset)) != weighs:
+                changed[evaluator] = weighs
+        return changed
 
 
 class Deriver:
@@ -105,7 +186,8 @@ class Deriver:
         self.ikey_cluster: dict[InteractionKey, ClusterKey] = {}
         #: global exclusions, with the library's reason precedence
         self.excluded: dict[str, str] = {}
-        self.evaluators: dict[str, EvaluatorStats] = {}
+        #: this deriver's evaluator sums as one shard of the whole (see EvaluatorBook)
+        self.book = EvaluatorBook(policy)
         self.weights: dict[str, tuple[float, float]] = {}  # evaluator -> (w_e, offset)
         self._accs: dict[str, _EvalAcc] = {}
         #: evaluator -> interaction -> (outcome, value, truth) it adds to the record
@@ -114,8 +196,7 @@ class Deriver:
         # pending work, cleared by settle()
         self._dirty_clusters: dict[str, set[ClusterKey]] = {}
         self._dirty_agents: set[str] = set()
-        self._dirty_pairs: set[tuple[str, InteractionKey]] = set()
-        self._dirty_ikeys: set[InteractionKey] = set()
+        self._touched: set[str] = set()  # evaluators whose sums changed
 
     # ----------------------------------------------------------------- intake
 
@@ -172,11 +253,6 @@ class Deriver:
                 self._touch(item.subject, ckey).absorb(orphan)
                 self._dirty_clusters.get(item.subject, set()).discard(("i", *ikey))
         self._touch(item.subject, self.cluster_key(item)).add(item)
-        if isinstance(item, Fact | Probe):
-            self._dirty_ikeys.add((item.reporter, item.interaction, item.subject))
-        elif isinstance(item, Attestation):
-            self._dirty_pairs.add((item.evaluator, (item.reporter, item.interaction,
-                                                    item.subject)))
 
     def _exclude(self, ex: Exclusion, target: tuple[int, Item | None] | None) -> None:
         if self.excluded.get(ex.target) != SELF_DEALING:
@@ -189,32 +265,41 @@ class Deriver:
         st = self.agent(item.subject)
         st.excluded[ex.target] = (seq, _KIND_LABEL[type(item)])
         self._touch(item.subject, self.cluster_key(item))
-        if isinstance(item, Fact | Probe):
-            self._dirty_ikeys.add((item.reporter, item.interaction, item.subject))
-        elif isinstance(item, Attestation):
-            self._dirty_pairs.add((item.evaluator, (item.reporter, item.interaction,
-                                                    item.subject)))
 
     # ----------------------------------------------------------------- settle
 
     def settle(self) -> None:
         """Bring clusters, evaluators and agents up to date with everything applied."""
+        self.finish(self.book.update([(0, self.settle_local())]))
+
+    def settle_local(self) -> dict[str, EvaluatorPart | None]:
+        """The first half of :meth:`settle`: re-resolve what changed and return this
+        deriver's sums for every evaluator whose contributions moved (None: it has none
+        left here). A deriver that holds one shard of the agents hands these to the
+        :class:`EvaluatorBook` that sums all shards."""
         for agent, ckeys in self._dirty_clusters.items():
             self._resolve(agent, ckeys)
         self._dirty_clusters.clear()
+        touched, self._touched = self._touched, set()
+        sums: dict[str, EvaluatorPart | None] = {}
+        for evaluator in touched:
+            acc = self._accs[evaluator]
+            if acc.attestations == 0:
+                del self._accs[evaluator]
+                sums[evaluator] = None
+            else:
+                sums[evaluator] = acc.part()
+        return sums
 
-        pairs = self._dirty_pairs
-        for ikey in self._dirty_ikeys:
-            cl = self._cluster_of(ikey)
-            if cl is not None:
-                pairs.update((a.evaluator, ikey) for a in cl.atts
-                             if (a.reporter, a.interaction, a.subject) == ikey)
-        changed = self._update_contributions(pairs)
-        self._dirty_ikeys.clear()
-        pairs.clear()
-
+    def finish(self, changed: dict[str, tuple[float, float] | None]) -> None:
+        """The second half of :meth:`settle`: take the evaluators whose (weight, offset)
+        changed, everywhere, and re-encode and re-score the agents that depend on them."""
         rescore: set[str] = set(self._dirty_agents)
-        for evaluator in changed:
+        for evaluator, weighs in changed.items():
+            if weighs is None:
+                self.weights.pop(evaluator, None)
+            else:
+                self.weights[evaluator] = weighs
             rescore.update(self._judged.get(evaluator, ()))
         for agent in self._dirty_agents:
             self._restatic(agent)
@@ -233,88 +318,79 @@ class Deriver:
         atts: list[Attestation] = []
         vjs: list[ValueJudgment] = []
         for cl in clusters:
-            st.count(cl, -1)
+            if cl.fixed or cl.verdicts or cl.counted_facts or cl.counted_probes:
+                st.count(cl, -1)  # (a new cluster has nothing counted yet)
             facts.extend(cl.facts)
             probes.extend(cl.probes)
             atts.extend(cl.atts)
             vjs.extend(cl.vjs)
-            cl.res = ()
+            cl.fixed, cl.verdicts = (), ()
         ev = Evidence(tuple(facts), tuple(probes), tuple(atts), tuple(vjs), ())
         for r in resolve_all(ev, self.policy, {}, excluded):
             key = r.unit.key
             home = key if key[0] == "e" else self.ikey_cluster.get(
                 (key[1], key[2], key[3]), key)
-            st.clusters[home].res += (compact(r),)
+            fixed, verdict = compact(r)
+            if fixed is not None:
+                st.clusters[home].fixed += (fixed,)
+            elif verdict is not None:
+                st.clusters[home].verdicts += (verdict,)
             if r.scored and r.evaluator is not None:
                 self._judged.setdefault(r.evaluator, set()).add(agent)
         for cl in clusters:
-            cl.counted_facts = cl.facts if not any(
-                f.entry_id in excluded for f in cl.facts) else tuple(
-                f for f in cl.facts if f.entry_id not in excluded)
-            cl.counted_probes = cl.probes if not any(
-                p.entry_id in excluded for p in cl.probes) else tuple(
-                p for p in cl.probes if p.entry_id not in excluded)
+            if excluded and any(x.entry_id in excluded for x in cl.facts + cl.probes):
+                cl.counted_facts = tuple(f for f in cl.facts if f.entry_id not in excluded)
+                cl.counted_probes = tuple(p for p in cl.probes if p.entry_id not in excluded)
+            else:
+                cl.counted_facts, cl.counted_probes = cl.facts, cl.probes
             st.count(cl, +1)
-        for x in facts:
-            st.truth.pop((x.reporter, x.interaction, x.subject), None)
-        for y in probes:
-            st.truth.pop((y.reporter, y.interaction, y.subject), None)
+        if st.truth:
+            for x in facts:
+                st.truth.pop((x.reporter, x.interaction, x.subject), None)
+            for y in probes:
+                st.truth.pop((y.reporter, y.interaction, y.subject), None)
         st.truth.update(truth_index(facts, probes, excluded))
+        for cl in clusters:
+            if cl.atts:
+                self._contribute(cl, st.truth)
 
-    def _cluster_of(self, ikey: InteractionKey) -> Cluster | None:
-        st = self.agents.get(ikey[2])
-        if st is None:
-            return None
-        return st.clusters.get(self.ikey_cluster.get(ikey, ("i", *ikey)))
-
-    def _update_contributions(self, pairs: set[tuple[str, InteractionKey]]) -> set[str]:
-        """Swap the contribution of each (evaluator, interaction); return evaluators
-        whose weight or offset changed."""
-        policy, excluded, touched = self.policy, self.excluded, set[str]()
-        for pair in pairs:
-            evaluator, ikey = pair
-            cl = self._cluster_of(ikey)
-            first: Attestation | None = None
-            for a in cl.atts if cl is not None else ():
-                if (a.evaluator == evaluator and (a.reporter, a.interaction, a.subject) == ikey
-                        and a.entry_id not in excluded and (first is None or a.seq < first.seq)):
-                    first = a
+    def _contribute(self, cl: Cluster, truth: dict[InteractionKey, bool]) -> None:
+        """Re-work what one cluster's attestations add to their evaluators' sums: per
+        (evaluator, interaction), the first attestation not excluded stands, and it
+        counts against the interaction's ground truth, if any. Every contribution that
+        changed is swapped; its evaluator is marked touched."""
+        policy, excluded = self.policy, self.excluded
+        firsts: dict[tuple[str, InteractionKey], Attestation | None] = {}
+        for a in cl.atts:
+            pair = (a.evaluator, (a.reporter, a.interaction, a.subject))
+            if a.entry_id in excluded:
+                firsts.setdefault(pair, None)
+                continue
+            first = firsts.get(pair)
+            if first is None or a.seq < first.seq:
+                firsts[pair] = a
+        threshold = policy.evaluators.polarity_threshold
+        for (evaluator, ikey), first in firsts.items():
             new = None
             if first is not None and not policy.is_unscored(first.outcome):
-                assert cl is not None
                 new = (first.outcome, policy.outcome_value(first.outcome, first.corrections),
-                       self.agents[ikey[2]].truth.get(ikey))
-            mine = self._contrib.setdefault(evaluator, {})
+                       truth.get(ikey))
+            mine = self._contrib.get(evaluator)
+            if mine is None:
+                mine = self._contrib[evaluator] = {}
             old = mine.get(ikey)
             if old == new:
                 continue
-            acc = self._accs.setdefault(evaluator, _EvalAcc())
-            threshold = policy.evaluators.polarity_threshold
+            acc = self._accs.get(evaluator)
+            if acc is None:
+                acc = self._accs[evaluator] = _EvalAcc()
             if old is not None:
-                acc.apply(old, -1, threshold)
-                acc.subjects[ikey[2]] -= 1
+                acc.apply(old, ikey[2], -1, threshold)
                 del mine[ikey]
             if new is not None:
-                acc.apply(new, +1, threshold)
-                acc.subjects[ikey[2]] += 1
+                acc.apply(new, ikey[2], +1, threshold)
                 mine[ikey] = new
-            touched.add(evaluator)
-        changed: set[str] = set()
-        for evaluator in touched:
-            acc = self._accs[evaluator]
-            before = self.evaluators.get(evaluator)
-            if acc.attestations == 0:
-                del self._accs[evaluator]
-                self.evaluators.pop(evaluator, None)
-                self.weights.pop(evaluator, None)
-                after = None
-            else:
-                after = evaluator_stats(evaluator, acc.as_acc(), policy)
-                self.evaluators[evaluator] = after
-                self.weights[evaluator] = (after.weight, after.offset)
-            if _weighs(before) != _weighs(after):
-                changed.add(evaluator)
-        return changed
+            self._touched.add(evaluator)
 
     def _restatic(self, agent: str) -> None:
         self.agents[agent].restatic(agent, self.policy, self.policy_hash, self.excluded)
@@ -329,8 +405,4 @@ class Deriver:
         part = seal_part(epoch, seq, head)
         for agent in sorted(self.agents):
             yield agent, self.agents[agent].payload(part)
-
-
-def _weighs(stats: EvaluatorStats | None) -> tuple[float, float] | None:
-    return None if stats is None else (stats.weight, stats.offset)
 

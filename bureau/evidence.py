@@ -133,17 +133,24 @@ SELECT seq, id, kind, signer, p->>'interaction' AS ia, p->>'subject' AS subject,
 FROM (SELECT seq, id, kind, signer, convert_from(decode(split_part(convert_from(
         substring(entry from 25), 'UTF8'), '"', 1), 'base64'), 'UTF8')::jsonb AS p
       FROM entries WHERE seq > $1 AND seq <= $2
-      AND kind IN ('fact', 'probe', 'attestation', 'value-judgment') OFFSET 0) e
+      AND kind IN ('fact', 'probe', 'attestation', 'value-judgment') {shard} OFFSET 0) e
 UNION ALL
 SELECT seq, id, kind, signer, convert_from(entry, 'UTF8'), NULL, NULL, NULL, NULL, NULL,
   NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
   CASE WHEN kind = 'exclusion' THEN (SELECT t.seq FROM entries t WHERE t.id =
     convert_from(e.entry, 'UTF8')::jsonb->'body'->>'entry') END
 FROM entries e WHERE seq > $1 AND seq <= $2
-  AND kind IN ('exclusion', 'enrollment', 'amendment')
+  AND kind IN ('exclusion', 'enrollment', 'amendment') {shard}
 ORDER BY seq
 """
 assert len(_ENVELOPE_PREFIX) == 24  # "substring(entry from 25)" above
+
+#: An entry's shard of ``$4`` (see bureau.derive_shards): by its ``subject`` column, which
+#: for every entry a report reads is the agent it is about — for an exclusion, its
+#: target's subject; for an enrollment or amendment, the agent itself.
+SHARD_OF_ENTRY = "(hashtext(coalesce(subject, '')) & 2147483647) % $4"
+_ALL_SQL = _EVIDENCE_SQL.format(shard="")
+_SHARD_SQL = _EVIDENCE_SQL.format(shard=f"AND {SHARD_OF_ENTRY} = $3")
 
 
 def _engagement(text: str) -> Engagement | None:
@@ -202,16 +209,20 @@ def _from_row(r: asyncpg.Record, short: bool) -> Item | None:
 
 
 async def read_items(conn: asyncpg.Connection, after: int, upto: int, chunk: int = CHUNK,
-                     *, short_ids: bool = False) -> AsyncIterator[list[tuple[int, Item]]]:
+                     *, short_ids: bool = False, shard: tuple[int, int] | None = None,
+                     ) -> AsyncIterator[list[tuple[int, Item]]]:
     """Decoded items of the entries with ``after < seq <= upto``, in seq order, a chunk
     of entries at a time (each item with the seq of the entry it came from).
 
     With ``short_ids`` every item's ``entry_id``, and every exclusion's target, is
     :func:`seq_ref` of the entry's seq instead of its 64-character id: the same
-    identity at half the memory, for the report builder, which never shows an id."""
+    identity at half the memory, for the report builder, which never shows an id.
+
+    With ``shard=(i, n)``, only the entries about agents of shard ``i`` of ``n``."""
     bounds = [(low, min(upto, low + chunk)) for low in range(after, upto, chunk)]
     for low, high in bounds:
-        rows = await conn.fetch(_EVIDENCE_SQL, low, high)
+        rows = await (conn.fetch(_ALL_SQL, low, high) if shard is None
+                      else conn.fetch(_SHARD_SQL, low, high, *shard))
         out: list[tuple[int, Item]] = []
         for r in rows:
             item = _from_row(r, short_ids)

@@ -25,6 +25,7 @@ import bisect
 import json
 import math
 from collections import Counter
+from itertools import chain, repeat
 from typing import Any
 
 from bureau.scoring.inputs import (
@@ -80,21 +81,61 @@ def encode(value: Any) -> bytes:
                       allow_nan=False).encode("utf-8")
 
 
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
+                      allow_nan=False).encode("utf-8")
+
+
+def number(x: float) -> bytes:
+    """RFC 8785 bytes of one float (what ``wire.canonical_json`` writes for it)."""
+    if x.is_integer() and abs(x) < 2**53:
+        return b"%d" % int(x)  # JCS writes 1.0 as 1 (and -0.0 as 0)
+    if 1e-4 <= abs(x) < 1e16:
+        return repr(x).encode()  # plain decimal here: the same digits as ECMAScript
+    return wire.canonical_json(x)
+
+
+class _Odd(float):
+    """A float the C encoder would not write as RFC 8785 does (tiny or huge)."""
+
+
+def _plain(x: float) -> float | int:
+    """A rate for the C encoder: an integer-valued float as an int, a tiny one marked."""
+    if x.is_integer():
+        return int(x)
+    return x if 1e-4 <= abs(x) < 1e16 else _Odd(x)
+
+
+def _unodd(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _unodd(v) for k, v in value.items()}
+    return float(value) if isinstance(value, _Odd) else value
+
+
 ClusterKey = tuple[str, str, str, str]  # ("i"|"e", reporter, interaction|engagement, subject)
-#: what a resolution not decided by an evaluator leaves: (code, scored, weight, value,
-#: rule). There are a few dozen distinct ones, so they are shared (see :func:`compact`)
+#: What a resolution not decided by an evaluator adds to the report: (code, scored,
+#: weight, value, rule). There are a few dozen distinct ones, so they are shared
 #: instead of keeping ~0.2 KiB of Resolution and Unit per interaction.
-Compact = tuple[str | None, bool, float, float, int]
-_COMPACT: dict[Compact, Compact] = {}
+Fixed = tuple[str | None, bool, float, float, int]
+#: What a scored resolution decided by an evaluator (rules 3 and 4) adds: (code, rule,
+#: evaluator, raw value, spent — for a value judgment, else None). Its weight and value
+#: follow the evaluator's current (weight, offset), so they are worked out at rescore.
+Verdict = tuple[str, int, str, float, int | None]
+_SHARED: dict[tuple[Any, ...], Any] = {}
 
 
-def compact(r: Resolution) -> Resolution | Compact:
-    """Keep an evaluator-decided resolution whole (its weight moves); reduce any other
-    to the shared tuple of what it adds to the report."""
+def compact(r: Resolution) -> tuple[Fixed, None] | tuple[None, Verdict]:
+    """A resolution as the (shared) tuple of what it adds to the report: a Fixed, or a
+    Verdict for one an evaluator decided."""
     if r.scored and r.rule in (3, 4):
-        return r
+        assert r.code is not None and r.evaluator is not None and r.raw_value is not None
+        vj = r.unit.value_judgment
+        v = (r.code, r.rule, r.evaluator, r.raw_value, vj.spent if r.rule == 4 and vj else None)
+        return None, _SHARED.setdefault(v, v)
     c = (r.code, r.scored, r.weight, r.value if r.value is not None else 0.0, r.rule)
-    return _COMPACT.setdefault(c, c)
+    return _SHARED.setdefault(c, c), None
+
+
 Evidential = Fact | Probe | Attestation | ValueJudgment
 
 
@@ -102,14 +143,17 @@ class Cluster:
     """Entries about one interaction (or one engagement) of one agent: nothing outside
     a cluster changes how its units resolve."""
 
-    __slots__ = ("atts", "counted_facts", "counted_probes", "facts", "probes", "res", "vjs")
+    __slots__ = ("atts", "counted_facts", "counted_probes", "facts", "fixed", "probes",
+                 "verdicts", "vjs")
 
     def __init__(self) -> None:
         self.facts: tuple[Fact, ...] = ()
         self.probes: tuple[Probe, ...] = ()
         self.atts: tuple[Attestation, ...] = ()
         self.vjs: tuple[ValueJudgment, ...] = ()
-        self.res: tuple[Resolution | Compact, ...] = ()
+        # what its units resolved to, last time (see compact)
+        self.fixed: tuple[Fixed, ...] = ()
+        self.verdicts: tuple[Verdict, ...] = ()
         # what the agent's counters hold of this cluster: its non-excluded facts and
         # probes as of its last resolution (the same tuples when none is excluded)
         self.counted_facts: tuple[Fact, ...] = ()
@@ -152,10 +196,10 @@ class AgentState:
         self.observed = self.answered = self.wf_seen = self.wf_ok = 0
         self.latencies: list[int] = []  # sorted
         self.promises: dict[str, list[int]] = {}  # promise -> [kept, broken]
-        # score inputs: (weight, value, rule) not decided by an evaluator, and the
-        # scored resolutions that an evaluator decided (rules 3 and 4)
-        self.fixed: Counter[tuple[float, float, int]] = Counter()  # term -> how many
-        self.verdicts: list[Resolution] = []  # a plain list of references: small
+        # score inputs, each with how many units gave it: (weight, value, rule) not
+        # decided by an evaluator, and the verdicts of evaluators (rules 3 and 4)
+        self.fixed: Counter[tuple[float, float, int]] = Counter()
+        self.verdicts: Counter[Verdict] = Counter()
         self.static_bytes: tuple[bytes, bytes, bytes, bytes] = (b"", b"", b"", b"")
         self.score_bytes = (b"null", b"0")
 
@@ -163,21 +207,14 @@ class AgentState:
 
     def count(self, cl: Cluster, sign: int) -> None:
         """Add (``sign`` 1) or take out (-1) one cluster's counted contribution."""
-        for r in cl.res:
-            if isinstance(r, Resolution):  # scored, rule 3 or 4
-                assert r.code is not None
-                self.codes[(r.code, True)] += sign
-                if sign > 0:
-                    self.verdicts.append(r)
-                else:  # by identity: equal-valued resolutions may be distinct units
-                    vs = self.verdicts
-                    del vs[next(i for i, x in enumerate(vs) if x is r)]
-                continue
-            code, scored, weight, value, rule = r
+        for code, scored, weight, value, rule in cl.fixed:
             if code is not None:
                 self.codes[(code, scored)] += sign
             if scored:
                 self.fixed[(weight, value, rule)] += sign
+        for v in cl.verdicts:
+            self.codes[(v[0], True)] += sign
+            self.verdicts[v] += sign
         for p in cl.counted_probes:
             self.probe_counts[0 if p.passed else 1] += sign
         for f in cl.counted_facts:  # as bureau.scoring.report._reliability
@@ -215,8 +252,9 @@ class AgentState:
         rnd, obs = policy.round, self.observed
         reliability = {
             "observed": obs,
-            "answer_rate": rnd(self.answered / obs) if obs else None,
-            "well_formed_rate": rnd(self.wf_ok / self.wf_seen) if self.wf_seen else None,
+            "answer_rate": _plain(rnd(self.answered / obs)) if obs else None,
+            "well_formed_rate": _plain(rnd(self.wf_ok / self.wf_seen)) if self.wf_seen
+            else None,
             "latency_ms": {"p50": nearest_rank(self.latencies, 50),
                            "p95": nearest_rank(self.latencies, 95)},
             "promises": {k: {"kept": v[0], "broken": v[1]}
@@ -226,11 +264,16 @@ class AgentState:
         # One encoder call for the whole payload, with markers where the per-seal and
         # per-score parts go ("\u0000" cannot occur otherwise: no free text holds
         # control characters, and key ids and codes are plain ASCII).
-        whole = encode({"agent": agent, "epoch": "\x000", "excluded": excluded,
-                        "ledger": "\x001", "name": self.name, "outcomes": outcomes,
-                        "policy": policy_hash, "probes": probes, "reliability": reliability,
-                        "score": "\x002", "unscored": unscored,
-                        "value_judgment_share": "\x003"})
+        doc = {"agent": agent, "epoch": "\x000", "excluded": excluded, "ledger": "\x001",
+               "name": self.name, "outcomes": outcomes, "policy": policy_hash,
+               "probes": probes, "reliability": reliability, "score": "\x002",
+               "unscored": unscored, "value_judgment_share": "\x003"}
+        # Every number here is an int or a rate made plain by _plain, and every key but
+        # the promises' is a fixed ASCII word: the C encoder writes RFC 8785 as is.
+        fast = all(k.isascii() for k in self.promises) and not any(
+            isinstance(r, _Odd) for r in (reliability["answer_rate"],
+                                          reliability["well_formed_rate"]))
+        whole = _dumps(doc) if fast else wire.canonical_json(_unodd(doc))
         parts = whole.split(b'"\\u0000')
         assert len(parts) == 5 and all(p[:2] == b'%d"' % i for i, p in enumerate(parts[1:]))
         self.static_bytes = (parts[0], parts[1][2:], parts[2][2:], parts[3][2:])
@@ -238,22 +281,26 @@ class AgentState:
 
     def rescore(self, policy: Policy, weights: dict[str, tuple[float, float]]) -> None:
         """Re-sum the score with the evaluators' current (weight, offset)."""
-        terms = [t for t, n in self.fixed.items() for _ in range(n)]
+        terms = [(w, v, rule, n) for (w, v, rule), n in self.fixed.items() if n]
         default = (policy.evaluators.default_weight, 0.0)
-        for r in self.verdicts:
-            assert r.evaluator is not None and r.raw_value is not None
-            w_e, offset = weights.get(r.evaluator, default)
-            if r.rule == 3:  # as bureau.scoring.outcomes.resolve, rule 3
-                terms.append((w_e, min(1.0, max(0.0, r.raw_value - offset)), 3))
+        for (_, rule, evaluator, raw, spent), n in self.verdicts.items():
+            if not n:
+                continue
+            w_e, offset = weights.get(evaluator, default)
+            if rule == 3:  # as bureau.scoring.outcomes.resolve, rule 3
+                terms.append((w_e, min(1.0, max(0.0, raw - offset)), 3, n))
             else:  # rule 4
-                vj = r.unit.value_judgment
-                assert vj is not None
-                weight = policy.weights.value_judgment * w_e * policy.spend_factor(vj.spent)
-                terms.append((weight, r.raw_value, 4))
+                assert spent is not None
+                weight = policy.weights.value_judgment * w_e * policy.spend_factor(spent)
+                terms.append((weight, raw, 4, n))
         score, share = score_terms(terms, policy)
-        both = encode({"s": score, "v": policy.round(share)})  # one encoder call
-        cut = both.rindex(b',"v":')
-        self.score_bytes = (both[5:cut], both[cut + 5:-1])
+        if score is None:
+            score_bytes = b"null"
+        else:
+            score_bytes = b'{"high":%s,"interactions":%d,"low":%s,"value":%s,"weight":%s}' % (
+                number(score["high"]), score["interactions"], number(score["low"]),
+                number(score["value"]), number(score["weight"]))
+        self.score_bytes = (score_bytes, number(policy.round(share)))
 
     def payload(self, seal_part: tuple[bytes, bytes]) -> bytes:
         """The canonical payload bytes, given the epoch's (epoch, ledger) bytes."""
@@ -266,21 +313,24 @@ def seal_part(epoch: int, seq: int, head: str) -> tuple[bytes, bytes]:
     return encode(epoch), encode({"seq": seq, "head": head})
 
 
-def score_terms(terms: list[tuple[float, float, int]],
+def score_terms(terms: list[tuple[float, float, int, int]],
                 policy: Policy) -> tuple[dict[str, Any] | None, float]:
     """The score arithmetic of :func:`bureau.scoring.report.score_agent`, over
-    (weight, value, rule) terms: exact sums, so term order does not matter."""
+    (weight, value, rule, how many units) terms. ``math.fsum`` is exact, so the sums do
+    not depend on term order, and repeating a term n times inside fsum gives exactly
+    the library's sum over n separate units."""
     if not terms:
         return None, 0.0
-    total_w = math.fsum(w for w, _, _ in terms)
-    vj_w = math.fsum(w for w, _, rule in terms if rule == 4)
+    total_w = math.fsum(chain.from_iterable(repeat(w, n) for w, _, _, n in terms))
+    vj_w = math.fsum(chain.from_iterable(repeat(w, n) for w, _, rule, n in terms
+                                         if rule == 4))
     share = vj_w / total_w if total_w > 0 else 0.0
     if total_w <= 0:
         return None, share
     rules, rnd = policy.score, policy.round
-    weighted = math.fsum(w * v for w, v, _ in terms)
+    weighted = math.fsum(chain.from_iterable(repeat(w * v, n) for w, v, _, n in terms))
     k = rules.prior_observations
     p = (weighted + k * rules.prior_value) / (total_w + k)
     low, high = wilson_interval(p, total_w, rules.wilson_z)
     return {"value": rnd(p), "low": rnd(low), "high": rnd(high), "weight": rnd(total_w),
-            "interactions": len(terms)}, share
+            "interactions": sum(n for _, _, _, n in terms)}, share

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import binascii
+import contextlib
 import gc
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,7 @@ import nacl.signing
 
 from bureau import metrics
 from bureau.derive import Deriver
+from bureau.derive_shards import ShardPool
 from bureau.evidence import Item, decode_entry, load_evidence, read_items, seq_ref
 from bureau.report_view import encode as encode_payload
 from bureau.scoring import (
@@ -118,42 +120,60 @@ async def _targets(conn: asyncpg.Connection,
 
 
 async def _with_targets(conn: asyncpg.Connection, after: int, upto: int,
+                        shard: tuple[int, int] | None,
                         ) -> AsyncIterator[tuple[list[tuple[int, Item]],
                                                  dict[str, tuple[int, Item | None]]]]:
-    async for chunk in read_items(conn, after, upto, short_ids=True):
+    async for chunk in read_items(conn, after, upto, short_ids=True, shard=shard):
         yield chunk, await _targets(conn, chunk)
 
 
-async def advance(conn: asyncpg.Connection, deriver: Deriver, upto: int) -> int:
-    """Feed the deriver every entry after its seq up to ``upto``; return how many
-    evidence items that was.
+@contextlib.contextmanager
+def long_lived_objects() -> Iterator[None]:
+    """The deriver holds millions of long-lived objects: keep the cyclic collector from
+    walking them over and over while they are made (it makes nothing cyclic), then
+    freeze them out of every later collection."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+        gc.freeze()
+
+
+async def feed(conn: asyncpg.Connection, deriver: Deriver, upto: int, *,
+               shard: tuple[int, int] | None = None) -> int:
+    """Apply every entry after the deriver's seq up to ``upto`` (only those of one
+    shard of the agents, with ``shard=(i, n)``); return how many evidence items that
+    was. The caller settles.
 
     The next chunk is fetched (PostgreSQL decodes its payloads, in its own process)
     while this one is applied in a worker thread, and the event loop keeps serving."""
     count = 0
-    # The deriver holds millions of long-lived objects: keep the cyclic collector from
-    # walking them over and over while they are made (it makes nothing cyclic), then
-    # freeze them out of every later collection.
-    collecting = gc.isenabled()
-    gc.disable()
-    chunks = _with_targets(conn, deriver.seq, upto)
-    assert isinstance(chunks, AsyncGenerator)
-    pending = asyncio.ensure_future(anext(chunks, None))
-    try:
-        while (got := await pending) is not None:
-            pending = asyncio.ensure_future(anext(chunks, None))
-            await asyncio.to_thread(deriver.apply, *got)
-            count += len(got[0])
-        deriver.seq = upto
+    with long_lived_objects():
+        chunks = _with_targets(conn, deriver.seq, upto, shard)
+        assert isinstance(chunks, AsyncGenerator)
+        pending = asyncio.ensure_future(anext(chunks, None))
+        try:
+            while (got := await pending) is not None:
+                pending = asyncio.ensure_future(anext(chunks, None))
+                await asyncio.to_thread(deriver.apply, *got)
+                count += len(got[0])
+            deriver.seq = upto
+        finally:
+            if not pending.done():
+                pending.cancel()
+            await asyncio.gather(pending, return_exceptions=True)
+            await chunks.aclose()
+    return count
+
+
+async def advance(conn: asyncpg.Connection, deriver: Deriver, upto: int) -> int:
+    """Feed the deriver everything up to ``upto`` and settle it."""
+    count = await feed(conn, deriver, upto)
+    with long_lived_objects():
         await asyncio.to_thread(deriver.settle)
-    finally:
-        if not pending.done():
-            pending.cancel()
-        await asyncio.gather(pending, return_exceptions=True)
-        await chunks.aclose()
-        if collecting:
-            gc.enable()
-        gc.freeze()
     return count
 
 
@@ -180,25 +200,51 @@ async def reference_reports(conn: asyncpg.Connection, seal: Seal) -> list[tuple[
 
 
 class ReportBuilder:
-    """Builds and stores the reports of sealed epochs, in order, incrementally."""
+    """Builds and stores the reports of sealed epochs, in order, incrementally.
 
-    def __init__(self, signing_key: nacl.signing.SigningKey) -> None:
+    With ``workers`` > 1 the deriving and signing happen in that many worker processes
+    (:mod:`bureau.derive_shards`), which read the entries themselves from ``dsn``;
+    otherwise in this process."""
+
+    def __init__(self, signing_key: nacl.signing.SigningKey, *, workers: int = 1,
+                 dsn: str | None = None) -> None:
         self.key = signing_key
         self.deriver = Deriver(policy_v1(), policy_hash())
         self._threads = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sign")
+        self._shards: ShardPool | None = None
+        if workers > 1:
+            if dsn is None:
+                raise ValueError("report workers read the entries themselves: give a dsn")
+            self._shards = ShardPool(dsn, workers, signing_key)
+
+    def worker_pids(self) -> list[int]:
+        """The report worker processes, if any are running."""
+        return [] if self._shards is None else self._shards.pids()
 
     def close(self) -> None:
         self._threads.shutdown(wait=False)
+        if self._shards is not None:
+            self._shards.close()
 
     def reset(self) -> None:
         self.deriver = Deriver(policy_v1(), policy_hash())
+        if self._shards is not None:
+            self._shards.reset()
 
     async def sign_epoch(self, conn: asyncpg.Connection,
                          seal: Seal) -> tuple[list[str], list[bytes], bytes]:
         """Agents, their signed report envelopes, and the checkpoint envelope."""
+        cp = encode_payload(checkpoint_payload(seal.epoch, seal.last_seq, seal.head))
+        checkpoint = sign_many(self.key, CHECKPOINT_TYPE, [cp])[0]
+        t0 = time.perf_counter()
+        if self._shards is not None:
+            agents, envelopes = await self._shards.sign_epoch(seal.last_seq, seal.epoch,
+                                                              seal.head)
+            log.info("epoch %d: derived and signed in %d processes in %.2f s", seal.epoch,
+                     self._shards.shards, time.perf_counter() - t0)
+            return agents, envelopes, checkpoint
         if self.deriver.seq > seal.last_seq:
             self.reset()  # epochs are only ever built in order; start again from 0
-        t0 = time.perf_counter()
         await advance(conn, self.deriver, seal.last_seq)
         t1 = time.perf_counter()
 
@@ -211,8 +257,7 @@ class ReportBuilder:
             envelopes = sign_many(self.key, REPORT_TYPE, bodies, self._threads)
             log.info("epoch %d: derive %.2f s, payloads %.2f s, sign %.2f s", seal.epoch,
                      t1 - t0, t2 - t1, time.perf_counter() - t2)
-            cp = encode_payload(checkpoint_payload(seal.epoch, seal.last_seq, seal.head))
-            return agents, envelopes, sign_many(self.key, CHECKPOINT_TYPE, [cp])[0]
+            return agents, envelopes, checkpoint
 
         return await asyncio.to_thread(sign)
 

@@ -11,7 +11,7 @@ from bureau import db, openapi
 from bureau.config import Config
 from bureau.http import intake_routes, ops_routes, page_routes, read_routes, report_routes
 from bureau.http.errors import error_middleware
-from bureau.http.keys import CONFIG, INTAKE, LEDGER, NONCES, POOL, SIGNING_KEY
+from bureau.http.keys import CONFIG, DATABASE_URL, INTAKE, LEDGER, NONCES, POOL, SIGNING_KEY
 from bureau.intake import MAX_BATCH_BYTES, Intake
 from bureau.ledger import Clock, Ledger, utcnow
 from reporters.httpsig import NonceStore
@@ -23,6 +23,7 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
     app = web.Application(middlewares=[error_middleware], client_max_size=MAX_BATCH_BYTES + 1024)
     app[CONFIG] = config
     app[SIGNING_KEY] = signing_key
+    app[DATABASE_URL] = database_url
     app[NONCES] = NonceStore()
 
     async def resources(app: web.Application) -> AsyncIterator[None]:

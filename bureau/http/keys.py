@@ -16,6 +16,8 @@ POOL = web.AppKey("pool", asyncpg.Pool)
 LEDGER = web.AppKey("ledger", Ledger)
 INTAKE = web.AppKey("intake", Intake)
 SIGNING_KEY = web.AppKey("signing_key", nacl.signing.SigningKey)
+# Where the database is, for processes of our own that connect to it (report workers).
+DATABASE_URL = web.AppKey("database_url", str)
 # Authenticated reads (bureau.http.auth): the nonces already accepted by this process.
 NONCES = web.AppKey("nonces", NonceStore)
 # GET /openapi.json: the document, built once when the app starts (bureau.openapi).

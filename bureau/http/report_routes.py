@@ -19,7 +19,7 @@ from aiohttp import web
 
 from bureau.errors import BureauError, Code, pointer
 from bureau.http.errors import error_response
-from bureau.http.keys import CONFIG, LEDGER, POOL, SIGNING_KEY
+from bureau.http.keys import CONFIG, DATABASE_URL, LEDGER, POOL, SIGNING_KEY
 from bureau.reports import ReportBuilder, checkpoint_envelope, report_envelope
 from bureau.settle import Settler
 from reporters import wire
@@ -93,8 +93,9 @@ async def settler_ctx(app: web.Application) -> AsyncIterator[None]:
     """cleanup_ctx: after the pool and the ledger exist, run the settler; stop it
     before they go (cleanup contexts unwind in reverse order)."""
     ledger = app[LEDGER]
-    settler = Settler(app[POOL], ledger, ReportBuilder(app[SIGNING_KEY]), app[CONFIG],
-                      ledger.clock)
+    builder = ReportBuilder(app[SIGNING_KEY], workers=app[CONFIG].report_workers,
+                            dsn=app[DATABASE_URL])
+    settler = Settler(app[POOL], ledger, builder, app[CONFIG], ledger.clock)
     ledger.seal_hook = settler.on_seal_request
     app[SETTLER] = settler
     await settler.start()

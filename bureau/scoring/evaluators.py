@@ -44,7 +44,7 @@ class EvaluatorRecord:
     keeps these sums too and turns them into weights with :func:`evaluator_stats`."""
 
     attestations: int = 0
-    subjects: set[str] = field(default_factory=set)
+    subjects: int = 0  # how many distinct subjects
     outcomes: set[str] = field(default_factory=set)
     positives: int = 0
     negatives: int = 0
@@ -77,6 +77,7 @@ def evaluator_table(evidence: Evidence, policy: Policy) -> dict[str, EvaluatorSt
             first[key] = (a.seq, a.outcome, a.corrections)
 
     accs: dict[str, EvaluatorRecord] = {}
+    subjects: dict[str, set[str]] = {}
     for (evaluator, ikey), (_, outcome, corrections) in first.items():
         if outcome in unscored:
             continue  # DECLINED takes no part
@@ -84,7 +85,7 @@ def evaluator_table(evidence: Evidence, policy: Policy) -> dict[str, EvaluatorSt
         if acc is None:
             acc = accs[evaluator] = EvaluatorRecord()
         acc.attestations += 1
-        acc.subjects.add(ikey[2])
+        subjects.setdefault(evaluator, set()).add(ikey[2])
         acc.outcomes.add(outcome)
         passed = truth.get(ikey)
         if passed is None:
@@ -99,6 +100,8 @@ def evaluator_table(evidence: Evidence, policy: Policy) -> dict[str, EvaluatorSt
             acc.tn += not called_pass
         acc.errors.append(value - (1.0 if passed else 0.0))
 
+    for evaluator, acc in accs.items():
+        acc.subjects = len(subjects[evaluator])
     return {e: evaluator_stats(e, acc, policy) for e, acc in sorted(accs.items())}
 
 
@@ -119,13 +122,13 @@ def evaluator_stats(evaluator: str, acc: EvaluatorRecord, policy: Policy) -> Eva
     cr = rules.constant_rater
     constant = (
         acc.attestations >= cr.min_attestations
-        and len(acc.subjects) >= cr.min_subjects
+        and acc.subjects >= cr.min_subjects
         and len(acc.outcomes) == 1
     )
     return EvaluatorStats(
         evaluator=evaluator,
         attestations=acc.attestations,
-        subjects=len(acc.subjects),
+        subjects=acc.subjects,
         n=n,
         positives=acc.positives,
         negatives=acc.negatives,

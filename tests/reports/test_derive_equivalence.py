@@ -5,11 +5,13 @@ safe (SPEC §1.4: rebuilding gives byte-identical results)."""
 from __future__ import annotations
 
 import random
+import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pytest
 
-from bureau.derive import Deriver
+from bureau.derive import Deriver, EvaluatorBook
 from bureau.evidence import AgentName, Item, LedgerEvidence
 from bureau.report_view import encode as encode_payload
 from bureau.reports import reference_payloads
@@ -126,40 +128,86 @@ class Gen:
         return None
 
 
-@pytest.mark.parametrize("seed", range(40))
-def test_incremental_equals_reference_at_every_seal(seed: int) -> None:
-    """Seeds 0-39 cover every rule of SPEC §7, exclusions of every kind of entry (and of
-    entries that are no evidence), engagements whose probe came first, and evaluators
-    whose weight moves from one seal to the next."""
+Batch = list[tuple[int, Item]]
+Targets = dict[str, tuple[int, Item | None]]
+
+
+def seals_of(seed: int) -> Iterator[tuple[int, Batch, Targets, LedgerEvidence, str]]:
+    """A random ledger cut at six seals: (epoch, the entries since the previous seal,
+    what their exclusions name, the whole ledger so far, the head)."""
     rnd = random.Random(seed)
     gen = Gen(rnd)
-    deriver = Deriver(policy_v1(), policy_hash())
     ledger = LedgerEvidence()
     by_id: dict[str, tuple[int, Item]] = {}
-    seals = sorted(rnd.sample(range(20, 400), 6))
-    for epoch, upto in enumerate(seals):
-        batch: list[tuple[int, Item]] = []
+    for epoch, upto in enumerate(sorted(rnd.sample(range(20, 400), 6))):
+        batch: Batch = []
         while gen.seq < upto:
             item = gen.item()
             if item is not None:
                 batch.append((gen.seq, item))
                 if not isinstance(item, Exclusion | AgentName):
                     by_id[item.entry_id] = (gen.seq, item)
-        targets: dict[str, tuple[int, Item | None]] = {
-            i.target: by_id.get(i.target, (0, None)) for _, i in batch
-            if isinstance(i, Exclusion)}
+        targets: Targets = {i.target: by_id.get(i.target, (0, None)) for _, i in batch
+                            if isinstance(i, Exclusion)}
+        ledger.add(batch)
+        yield epoch, batch, targets, ledger, f"{gen.seq:064x}"
+
+
+def expected(ledger: LedgerEvidence, epoch: int, head: str) -> list[tuple[str, bytes]]:
+    seq = int(head, 16)
+    return [(a, wire.canonical_json(p)) for a, p in reference_payloads(ledger, epoch, seq, head)]
+
+
+def assert_same(got: list[tuple[str, bytes]], want: list[tuple[str, bytes]],
+                where: str) -> None:
+    assert [a for a, _ in got] == [a for a, _ in want]
+    for (agent, g), (_, w) in zip(got, want, strict=True):
+        assert g == w, f"{where}, agent {agent}"
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_incremental_equals_reference_at_every_seal(seed: int) -> None:
+    """Seeds 0-39 cover every rule of SPEC §7, exclusions of every kind of entry (and of
+    entries that are no evidence), engagements whose probe came first, and evaluators
+    whose weight moves from one seal to the next."""
+    rnd = random.Random(-seed)
+    deriver = Deriver(policy_v1(), policy_hash())
+    for epoch, batch, targets, ledger, head in seals_of(seed):
         cut = rnd.randrange(len(batch) + 1)  # applied in two pieces, settled once
         deriver.apply(batch[:cut], targets)
         deriver.apply(batch[cut:], targets)
         deriver.settle()
-        ledger.add(batch)
-        head = f"{gen.seq:064x}"
-        want = [(a, wire.canonical_json(p)) for a, p in
-                reference_payloads(ledger, epoch, gen.seq, head)]
-        got = list(deriver.payloads(epoch, gen.seq, head))
-        assert [a for a, _ in got] == [a for a, _ in want]
-        for (agent, g), (_, w) in zip(got, want, strict=True):
-            assert g == w, f"seed {seed}, epoch {epoch}, agent {agent}"
+        got = list(deriver.payloads(epoch, int(head, 16), head))
+        assert_same(got, expected(ledger, epoch, head), f"seed {seed}, epoch {epoch}")
+
+
+def _subject_of(item: Item, targets: Targets) -> str | None:
+    """The entry's ``subject`` column, as the ledger writes it: an exclusion's is its
+    target's, a name's is the agent's."""
+    if isinstance(item, Exclusion):
+        target = targets.get(item.target, (0, None))[1]
+        return None if target is None else _subject_of(target, targets)
+    return item.agent if isinstance(item, AgentName) else item.subject
+
+
+@pytest.mark.parametrize("shards", [2, 3])
+@pytest.mark.parametrize("seed", range(20))
+def test_agents_split_over_shards_equal_reference(seed: int, shards: int) -> None:
+    """The split that bureau.derive_shards makes across processes, done in one: every
+    entry goes to the deriver of its subject's shard, each settles locally, one
+    EvaluatorBook sums the evaluators, and every shard takes the weights that moved."""
+    derivers = [Deriver(policy_v1(), policy_hash()) for _ in range(shards)]
+    book = EvaluatorBook(policy_v1())
+    for epoch, batch, targets, ledger, head in seals_of(seed):
+        for i, d in enumerate(derivers):
+            d.apply([(seq, item) for seq, item in batch
+                     if zlib.crc32((_subject_of(item, targets) or "").encode()) % shards == i],
+                    targets)
+        changed = book.update([(i, d.settle_local()) for i, d in enumerate(derivers)])
+        for d in derivers:
+            d.finish(changed)
+        got = sorted(p for d in derivers for p in d.payloads(epoch, int(head, 16), head))
+        assert_same(got, expected(ledger, epoch, head), f"seed {seed}, epoch {epoch}")
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -178,3 +226,26 @@ def test_fast_encoder_is_canonical_json(seed: int) -> None:
     odd = {"a": [1e-7, 1e21, 0.5, 1.0, -0.0, 123456.75, 1e-4, 2.5e-5], "é": "ü\n\u2028",
            "z": None, "b": True}
     assert encode_payload(odd) == wire.canonical_json(odd)
+
+
+def test_report_parts_take_the_slow_encoder_when_they_must() -> None:
+    """A rate below 1e-4 (the C encoder would write 5e-05, RFC 8785 writes 0.00005) and
+    promise names whose code-point and UTF-16 orders differ (U+FB01 sorts before
+    U+1F600 by code point, after it by UTF-16 code unit) still give canonical bytes."""
+    rep, agent = "ed25519:rep", "ed25519:agent"
+    facts = [Fact(i + 1, f"f{i}", rep, f"ia-{i}", agent, answered=False)
+             for i in range(20_000)]
+    facts.append(Fact(20_001, "last", rep, "ia-last", agent, answered=True, latency_ms=5,
+                      promises=(Promise("\U0001F600", True), Promise("\uFB01", False),
+                                Promise("é", True))))
+    batch: Batch = [(f.seq, f) for f in facts]
+    deriver = Deriver(policy_v1(), policy_hash())
+    deriver.apply(batch, {})
+    deriver.settle()
+    ledger = LedgerEvidence()
+    ledger.add(batch)
+    head = f"{20_001:064x}"
+    [(_, got)] = list(deriver.payloads(3, 20_001, head))
+    [(_, want)] = expected(ledger, 3, head)
+    assert got == want
+    assert b'"answer_rate":0.00005' in got
