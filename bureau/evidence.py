@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
+import orjson
 
 from bureau.scoring.inputs import (
     Attestation,
@@ -63,7 +64,10 @@ def _payload(raw: bytes) -> dict[str, Any]:
         body = binascii.a2b_base64(raw[len(_ENVELOPE_PREFIX):end])
     else:  # pragma: no cover - canonical entries always take the fast path
         body = binascii.a2b_base64(json.loads(raw)["envelope"]["payload"])
-    doc: dict[str, Any] = json.loads(body)
+    try:
+        doc: dict[str, Any] = orjson.loads(body)
+    except orjson.JSONDecodeError:  # pragma: no cover - admitted payloads are strict JSON
+        doc = json.loads(body)
     return doc
 
 
@@ -78,12 +82,27 @@ def _fact(seq: int, entry_id: str, signer: str, p: dict[str, Any]) -> Fact:
         currency=eng["currency"],
         units=tuple((u["unit"], u["quantity"]) for u in eng.get("units", ())),
         concluded=eng.get("concluded"))
-    promises = p.get("promises") or ()
     return Fact(
         seq, entry_id, _intern(signer), _intern(p["interaction"]), _intern(p["subject"]),
         _opt_key(p.get("caller")), p["answered"], p.get("latency_ms"), p.get("well_formed"),
-        tuple(Promise(_intern(x["promise"]), x["kept"]) for x in promises) if promises else (),
-        p.get("claimed"), p.get("check"), p.get("derived"), engagement)
+        _promises(p.get("promises")), p.get("claimed"), p.get("check"), p.get("derived"),
+        engagement)
+
+
+_PROMISES: dict[tuple[tuple[str, bool], ...], tuple[Promise, ...]] = {}
+
+
+def _promises(listed: list[dict[str, Any]] | None) -> tuple[Promise, ...]:
+    """Promise tallies repeat endlessly: one shared tuple per distinct tally."""
+    if not listed:
+        return ()
+    key = tuple((x["promise"], x["kept"]) for x in listed)
+    got = _PROMISES.get(key)
+    if got is None:
+        got = tuple(Promise(_intern(name), kept) for name, kept in key)
+        if len(_PROMISES) < 4096:
+            _PROMISES[key] = got
+    return got
 
 
 def decode_entry(seq: int, entry_id: str, kind: str, signer: str | None,
@@ -114,53 +133,27 @@ def decode_entry(seq: int, entry_id: str, kind: str, signer: str | None,
     return None
 
 
-# Evidence payloads are decoded by PostgreSQL, in its own process (so on another core
-# than this one): slice the payload's base64 out of the canonical entry, decode it, parse
-# it once as jsonb (OFFSET 0 keeps the planner from parsing it once per column), and
-# hand back typed columns. :func:`decode_entry` is the same decoding in Python; a test
-# holds the two equal. Names (enrollment, amendment) and exclusions stay in Python:
-# free text is not asked to survive jsonb, and they are few.
-_EVIDENCE_SQL = r"""
-SELECT seq, id, kind, signer, p->>'interaction' AS ia, p->>'subject' AS subject,
-  p->>'caller' AS caller, (p->>'answered')::boolean AS answered,
-  (p->>'latency_ms')::bigint AS latency, (p->>'well_formed')::boolean AS well_formed,
-  (p->'promises')::text AS promises, p->>'claimed' AS claimed, p->>'check' AS chk,
-  p->>'derived' AS derived, (p->'engagement')::text AS engagement,
-  p->>'reporter' AS reporter, p->>'outcome' AS outcome,
-  (p->>'corrections')::bigint AS corrections, p->>'probe' AS probe,
-  (p->>'passed')::boolean AS passed, p->>'judgment' AS judgment,
-  (p->>'spent')::bigint AS spent, NULL::bigint AS target_seq
-FROM (SELECT seq, id, kind, signer, convert_from(decode(split_part(convert_from(
-        substring(entry from 25), 'UTF8'), '"', 1), 'base64'), 'UTF8')::jsonb AS p
-      FROM entries WHERE seq > $1 AND seq <= $2
-      AND kind IN ('fact', 'probe', 'attestation', 'value-judgment') {shard} OFFSET 0) e
-UNION ALL
-SELECT seq, id, kind, signer, convert_from(entry, 'UTF8'), NULL, NULL, NULL, NULL, NULL,
-  NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+# The entries of a seq range that derivation reads, in seq order, as stored. For an
+# exclusion PostgreSQL also looks up the seq of the entry it names (exclusions are rare;
+# the builder names entries by seq). The payloads are decoded here, in Python: parsing
+# ~300 bytes of JSON costs PostgreSQL's jsonb about four times what orjson costs, and
+# at a seal every core is busy anyway.
+_RAW_SQL = r"""
+SELECT seq, id, kind, signer, entry,
   CASE WHEN kind = 'exclusion' THEN (SELECT t.seq FROM entries t WHERE t.id =
-    convert_from(e.entry, 'UTF8')::jsonb->'body'->>'entry') END
+    convert_from(e.entry, 'UTF8')::jsonb->'body'->>'entry') END AS target_seq
 FROM entries e WHERE seq > $1 AND seq <= $2
-  AND kind IN ('exclusion', 'enrollment', 'amendment') {shard}
+  AND kind IN ('fact', 'probe', 'attestation', 'value-judgment', 'exclusion', 'enrollment',
+               'amendment') {shard}
 ORDER BY seq
 """
-assert len(_ENVELOPE_PREFIX) == 24  # "substring(entry from 25)" above
 
 #: An entry's shard of ``$4`` (see bureau.derive_shards): by its ``subject`` column, which
 #: for every entry a report reads is the agent it is about — for an exclusion, its
 #: target's subject; for an enrollment or amendment, the agent itself.
 SHARD_OF_ENTRY = "(hashtext(coalesce(subject, '')) & 2147483647) % $4"
-_ALL_SQL = _EVIDENCE_SQL.format(shard="")
-_SHARD_SQL = _EVIDENCE_SQL.format(shard=f"AND {SHARD_OF_ENTRY} = $3")
-
-
-def _engagement(text: str) -> Engagement | None:
-    if text == "null":
-        return None
-    eng = json.loads(text)
-    return Engagement(id=eng["id"], arrangement=eng["arrangement"], cap=eng["cap"],
-                      spent=eng["spent"], currency=eng["currency"],
-                      units=tuple((u["unit"], u["quantity"]) for u in eng.get("units", ())),
-                      concluded=eng.get("concluded"))
+_ALL_SQL = _RAW_SQL.format(shard="")
+_SHARD_SQL = _RAW_SQL.format(shard=f"AND {SHARD_OF_ENTRY} = $3")
 
 
 def seq_ref(seq: int) -> str:
@@ -168,41 +161,10 @@ def seq_ref(seq: int) -> str:
     return f"#{seq}"
 
 
-_PROMISES: dict[str, tuple[Promise, ...]] = {"[]": ()}
-
-
-def _promises(text: str | None) -> tuple[Promise, ...]:
-    """Promise tallies repeat endlessly: share one frozen tuple per distinct JSON text."""
-    got = _PROMISES.get(text or "[]")
-    if got is None:
-        assert text is not None
-        got = tuple(Promise(_intern(x["promise"]), x["kept"]) for x in json.loads(text))
-        if len(_PROMISES) < 4096:
-            _PROMISES[text] = got
-    return got
-
-
 def _from_row(r: asyncpg.Record, short: bool) -> Item | None:
-    kind, seq, signer = r["kind"], r["seq"], r["signer"]
-    entry_id = seq_ref(seq) if short else r["id"]
-    if kind == "fact":
-        return Fact(
-            seq, entry_id, _intern(signer), _intern(r["ia"]), _intern(r["subject"]),
-            _opt_key(r["caller"]), r["answered"], r["latency"], r["well_formed"],
-            _promises(r["promises"]), r["claimed"], r["chk"], r["derived"],
-            _engagement(r["engagement"] or "null"))
-    if kind == "attestation":
-        return Attestation(seq, entry_id, _intern(signer), _intern(r["reporter"]),
-                           _intern(r["ia"]), _intern(r["subject"]), r["outcome"],
-                           r["corrections"])
-    if kind == "probe":
-        return Probe(seq, entry_id, _intern(signer), _intern(r["ia"]), _intern(r["subject"]),
-                     r["probe"], r["passed"])
-    if kind == "value-judgment":
-        return ValueJudgment(seq, entry_id, _intern(signer), _intern(r["reporter"]),
-                             r["engagement"] and json.loads(r["engagement"]),
-                             _intern(r["subject"]), r["judgment"], r["spent"])
-    item = decode_entry(seq, entry_id, kind, signer, r["ia"].encode("utf-8"))
+    seq = r["seq"]
+    item = decode_entry(seq, seq_ref(seq) if short else r["id"], r["kind"], r["signer"],
+                        r["entry"])
     if short and isinstance(item, Exclusion) and r["target_seq"] is not None:
         return Exclusion(seq_ref(r["target_seq"]), item.reason)
     return item

@@ -132,7 +132,8 @@ async def test_rebuild_and_report_commands(bureau: BureauUnderTest, tmp_path: Pa
     assert other.returncode == 2 and "no signing key" in other.stderr
 
 
-async def test_postgres_and_python_decode_entries_alike(bureau: BureauUnderTest) -> None:
+async def test_read_items_gives_every_entry_decoded_and_shards_split_them(
+        bureau: BureauUnderTest) -> None:
     await busy_ledger(bureau)
     await bureau.accepted(bureau.admin, "seal", {"requested_at": now_text()})
     conn = await asyncpg.connect(bureau.database_url)
@@ -145,6 +146,17 @@ async def test_postgres_and_python_decode_entries_alike(bureau: BureauUnderTest)
             item = decode_entry(r["seq"], r["id"], r["kind"], r["signer"], r["entry"])
             if item is not None:
                 slow.append((r["seq"], item))
+        # Shards (bureau.derive_shards) split the same items by the agent they are about.
+        sharded = [[x async for chunk in read_items(conn, 0, top, chunk=7, shard=(i, 3))
+                    for x in chunk] for i in range(3)]
     finally:
         await conn.close()
     assert fast == slow and len(fast) > 20
+    assert sorted((x for part in sharded for x in part), key=lambda x: x[0]) == fast
+    owners: dict[str, set[int]] = {}
+    for i, part in enumerate(sharded):
+        for _, item in part:
+            who = getattr(item, "subject", None) or getattr(item, "agent", None)
+            if who is not None:
+                owners.setdefault(who, set()).add(i)
+    assert all(len(shards) == 1 for shards in owners.values())
