@@ -314,25 +314,25 @@ def _admit_resolution(p: ResolutionPayload, state: AdmissionState) -> Decision:
 def admit(kind: str, payload: Payload, signer: str, key: str, now: dt.datetime,
           state: AdmissionState) -> Decision:
     """Stage 5: does the payload fit what the ledger already holds?"""
-    if isinstance(payload, FactPayload):
+    if type(payload) is FactPayload:
         _check_clock(payload.observed_at, now, "/observed_at")
         _admit_fact(payload, signer, key, state)
-    elif isinstance(payload, ProbePayload):
+    elif type(payload) is ProbePayload:
         _check_clock(payload.observed_at, now, "/observed_at")
         _admit_probe(payload, signer, key, state)
-    elif isinstance(payload, AttestationPayload):
+    elif type(payload) is AttestationPayload:
         _admit_attestation(payload, signer, key, state)
-    elif isinstance(payload, ValueJudgmentPayload):
+    elif type(payload) is ValueJudgmentPayload:
         _admit_value_judgment(payload, signer, key, state)
-    elif isinstance(payload, EnrollmentPayload):
+    elif type(payload) is EnrollmentPayload:
         return Decision(_revealed_links(enrolled_record(payload, signer), state))
-    elif isinstance(payload, AmendmentPayload):
+    elif type(payload) is AmendmentPayload:
         old = state.agent(signer)
         assert old is not None  # authorize() checked
         return Decision(_revealed_links(amended_record(old, payload), state))
-    elif isinstance(payload, DisputePayload):
+    elif type(payload) is DisputePayload:
         _admit_dispute(payload, signer, state)
-    elif isinstance(payload, ResolutionPayload):
+    elif type(payload) is ResolutionPayload:
         return _admit_resolution(payload, state)
     return ADMIT
 

@@ -141,22 +141,22 @@ class GroupState:
         for sub in subs:
             p, signer = sub.payload, sub.signer
             party_keys.add(signer)
-            if isinstance(p, ReporterPayload):
+            if type(p) is ReporterPayload:
                 party_keys.add(p.reporter)
-            elif isinstance(p, FactPayload | ProbePayload):
+            elif (type(p) is FactPayload or type(p) is ProbePayload):
                 fact_keys.add((signer, p.interaction))
                 probe_keys.add((signer, p.interaction))
-            elif isinstance(p, AttestationPayload):
+            elif type(p) is AttestationPayload:
                 party_keys.add(p.subject)
                 fact_keys.add((p.reporter, p.interaction))
                 verdict_keys.add(("attestation", signer, p.reporter, p.interaction))
-            elif isinstance(p, ValueJudgmentPayload):
+            elif type(p) is ValueJudgmentPayload:
                 party_keys.add(p.subject)
                 engagement_keys.add((p.reporter, p.engagement))
                 verdict_keys.add(("value-judgment", signer, p.reporter, p.engagement))
-            elif isinstance(p, DisputePayload):
+            elif type(p) is DisputePayload:
                 entry_ids.add(p.entry)
-            elif isinstance(p, ResolutionPayload):
+            elif type(p) is ResolutionPayload:
                 dispute_ids.add(p.dispute)
             if sub.envelope.name in ("enrollment", "amendment"):
                 involving_keys.add(signer)

@@ -9,6 +9,7 @@ booleans are all refused.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from typing import Annotated, Literal
 
@@ -24,7 +25,7 @@ _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 def _valid_timestamp(text: str) -> str:
     if not _TIMESTAMP_RE.match(text):
         raise ValueError("an RFC 3339 UTC timestamp ending in Z, e.g. 2026-11-29T23:00:00Z")
-    dt.datetime.fromisoformat(text.replace("Z", "+00:00"))  # raises for 2026-02-30
+    parse_timestamp(text)  # raises for 2026-02-30
     return text
 
 
@@ -36,8 +37,12 @@ def _no_controls(text: str) -> str:
     return text
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_timestamp(text: str) -> dt.datetime:
-    """The instant an RFC 3339 ``...Z`` timestamp names, timezone-aware UTC."""
+    """The instant an RFC 3339 ``...Z`` timestamp names, timezone-aware UTC.
+
+    Cached: a gateway's facts of one second (or millisecond) share their timestamp, and
+    intake parses each twice (the schema, then the clock check under the ledger lock)."""
     return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 

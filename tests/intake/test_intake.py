@@ -108,3 +108,34 @@ async def test_health_and_readiness(bureau: BureauUnderTest) -> None:
         async with bureau.session.get(bureau.url + path) as resp:
             assert resp.status == 200
             assert (await resp.json())["status"] == expected
+
+
+async def test_a_big_group_goes_in_by_copy_with_every_index_row(
+        bureau: BureauUnderTest) -> None:
+    """Past writes.COPY_FROM entries a group's plain tables go in by COPY; the chain, the
+    index rows and the answers are the same as by the one statement."""
+    from bureau.verify import verify_database
+    from bureau.writes import COPY_FROM
+
+    rep = await bureau.reporter(roles=("facts", "probes"))
+    subject = kid(wire.generate_key())
+    n = COPY_FROM  # facts and as many probes: one batch, one group
+    lines = [wire.sign_payload(rep, "fact", fact_payload(f"big-{i}", subject))
+             for i in range(n)]
+    lines += [wire.sign_payload(rep, "probe", {
+        "interaction": f"big-{i}", "subject": subject, "probe": "k", "passed": i % 2 == 0,
+        "observed_at": now_text()}) for i in range(n)]
+    results = await bureau.batch([*lines, lines[0]])
+    assert [r["status"] for r in results] == ["accepted"] * (2 * n) + ["duplicate"]
+    seqs = [r["seq"] for r in results[:-1]]
+    assert seqs == list(range(seqs[0], seqs[0] + 2 * n))
+    assert results[-1]["seq"] == seqs[0]
+    conn = await asyncpg.connect(bureau.database_url)
+    try:
+        assert await conn.fetchval("SELECT count(*) FROM facts WHERE reporter = $1",
+                                   kid(rep)) == n
+        assert await conn.fetchval("SELECT count(*) FROM probes WHERE reporter = $1",
+                                   kid(rep)) == n
+        assert await verify_database(conn) == seqs[-1]
+    finally:
+        await conn.close()
