@@ -11,7 +11,9 @@ the ``subject`` column), and each worker process:
    then sends back its part of the sums of every evaluator whose sums moved;
 2. **sign** — takes every evaluator whose (weight, offset) changed anywhere, which this
    process works out from all the parts, re-scores its agents
-   (:meth:`~bureau.derive.Deriver.finish`), and returns its reports signed.
+   (:meth:`~bureau.derive.Deriver.finish`), signs its reports and inserts them itself
+   (or returns them). Reports are read only for epochs that have a checkpoint, which
+   this process writes once every worker is done.
 
 The bytes are those of one :class:`~bureau.derive.Deriver` over every agent;
 ``tests/reports/test_derive_equivalence.py`` holds the split equal to the reference,
@@ -104,6 +106,17 @@ class ShardPool:
     async def sign_epoch(self, upto: int, epoch: int, head: str,
                          ) -> tuple[list[str], list[bytes]]:
         """Every agent's signed report as of entry ``upto``, sorted by agent."""
+        signed = await self._run(upto, epoch, head, store=False)
+        merged = sorted(pair for part in signed for pair in part)
+        return [a for a, _ in merged], [e for _, e in merged]
+
+    async def store_epoch(self, upto: int, epoch: int, head: str) -> int:
+        """Have every worker sign its agents' reports and insert them itself (none of
+        them is visible before the caller writes the epoch's checkpoint); return how
+        many reports the epoch has."""
+        return sum(await self._run(upto, epoch, head, store=True))
+
+    async def _run(self, upto: int, epoch: int, head: str, *, store: bool) -> list[Any]:
         if self.seq > upto:
             self.reset()  # epochs are built in order; an older one means starting over
         self._start()
@@ -112,14 +125,14 @@ class ShardPool:
         t1 = time.perf_counter()
         changed = self._book.update((i, sums) for i, (sums, _) in enumerate(advanced))
         t2 = time.perf_counter()
-        signed = await self._ask(("sign", changed, epoch, upto, head))
+        signed = await self._ask(("sign", changed, epoch, upto, head, store))
         t3 = time.perf_counter()
         self.seq = upto
-        merged = sorted(pair for part, _ in signed for pair in part)
         log.info("epoch %d: read and resolve %.2f s (workers: %s), evaluators %.2f s, "
-                 "score and sign %.2f s (workers: %s), %d evaluators moved", epoch,
-                 t1 - t0, _phases(advanced), t2 - t1, t3 - t2, _phases(signed), len(changed))
-        return [a for a, _ in merged], [e for _, e in merged]
+                 "score and sign%s %.2f s (workers: %s), %d evaluators moved", epoch,
+                 t1 - t0, _phases(advanced), t2 - t1, " and store" if store else "",
+                 t3 - t2, _phases(signed), len(changed))
+        return [part for part, _ in signed]
 
     def reset(self) -> None:
         """Stop the workers and forget everything: the next epoch starts from entry 1."""
@@ -166,7 +179,13 @@ def _worker_main(pipe: Connection, dsn: str, shard: int, shards: int, seed: byte
 
 async def _serve(pipe: Connection, dsn: str, shard: int, shards: int,
                  key: nacl.signing.SigningKey) -> None:
-    from bureau.reports import REPORT_TYPE, feed, long_lived_objects, sign_many
+    from bureau.reports import (
+        REPORT_TYPE,
+        feed,
+        insert_reports,
+        long_lived_objects,
+        sign_many,
+    )
 
     deriver = Deriver(policy_v1(), policy_hash())
     conn = await asyncpg.connect(dsn)
@@ -187,7 +206,7 @@ async def _serve(pipe: Connection, dsn: str, shard: int, shards: int,
                     with long_lived_objects():
                         reply = deriver.settle_local()
                 else:
-                    _, changed, epoch, upto, head = message
+                    _, changed, epoch, upto, head, store = message
                     with long_lived_objects():
                         deriver.finish(changed)
                     t1 = time.perf_counter()
@@ -195,8 +214,12 @@ async def _serve(pipe: Connection, dsn: str, shard: int, shards: int,
                     for agent, body in deriver.payloads(epoch, upto, head):
                         agents.append(agent)
                         bodies.append(body)
-                    reply = list(zip(agents, sign_many(key, REPORT_TYPE, bodies),
-                                     strict=True))
+                    envelopes = sign_many(key, REPORT_TYPE, bodies)
+                    if store:
+                        await insert_reports(conn, epoch, agents, envelopes)
+                        reply = len(agents)
+                    else:
+                        reply = list(zip(agents, envelopes, strict=True))
                 reply = (reply, (t1 - t0, time.perf_counter() - t1))
             except Exception:
                 pipe.send(("error", traceback.format_exc()))

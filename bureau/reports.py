@@ -231,11 +231,14 @@ class ReportBuilder:
         if self._shards is not None:
             self._shards.reset()
 
+    def _checkpoint(self, seal: Seal) -> bytes:
+        cp = encode_payload(checkpoint_payload(seal.epoch, seal.last_seq, seal.head))
+        return sign_many(self.key, CHECKPOINT_TYPE, [cp])[0]
+
     async def sign_epoch(self, conn: asyncpg.Connection,
                          seal: Seal) -> tuple[list[str], list[bytes], bytes]:
         """Agents, their signed report envelopes, and the checkpoint envelope."""
-        cp = encode_payload(checkpoint_payload(seal.epoch, seal.last_seq, seal.head))
-        checkpoint = sign_many(self.key, CHECKPOINT_TYPE, [cp])[0]
+        checkpoint = self._checkpoint(seal)
         t0 = time.perf_counter()
         if self._shards is not None:
             agents, envelopes = await self._shards.sign_epoch(seal.last_seq, seal.epoch,
@@ -264,17 +267,24 @@ class ReportBuilder:
     async def build(self, conn: asyncpg.Connection, seal: Seal) -> int:
         """Build and store one sealed epoch; return the number of reports."""
         start = time.perf_counter()
-        agents, envelopes, checkpoint = await self.sign_epoch(conn, seal)
-        try:
-            async with conn.transaction():
-                await store_epoch(conn, seal.epoch, agents, envelopes, checkpoint)
-        except asyncpg.UniqueViolationError:
-            log.info("epoch %d: already stored by another writer", seal.epoch)
+        if self._shards is not None:
+            # The workers insert the reports; the checkpoint, last, makes them visible.
+            count = await self._shards.store_epoch(seal.last_seq, seal.epoch, seal.head)
+            await conn.execute("INSERT INTO checkpoints (epoch, envelope) VALUES ($1, $2)"
+                               " ON CONFLICT DO NOTHING", seal.epoch, self._checkpoint(seal))
+        else:
+            agents, envelopes, checkpoint = await self.sign_epoch(conn, seal)
+            count = len(agents)
+            try:
+                async with conn.transaction():
+                    await store_epoch(conn, seal.epoch, agents, envelopes, checkpoint)
+            except asyncpg.UniqueViolationError:
+                log.info("epoch %d: already stored by another writer", seal.epoch)
         elapsed = time.perf_counter() - start
         metrics.REPORT_BUILD_SECONDS.observe(elapsed)
-        log.info("epoch %d: %d reports signed and stored in %.2f s", seal.epoch,
-                 len(agents), elapsed)
-        return len(agents)
+        log.info("epoch %d: %d reports signed and stored in %.2f s", seal.epoch, count,
+                 elapsed)
+        return count
 
     async def build_pending(self, conn: asyncpg.Connection) -> list[int]:
         """Build every sealed epoch that has no checkpoint yet, oldest first."""
@@ -295,6 +305,17 @@ async def store_epoch(conn: asyncpg.Connection, epoch: int, agents: list[str],
         columns=("agent", "epoch", "envelope"))
     await conn.execute("INSERT INTO checkpoints (epoch, envelope) VALUES ($1, $2)"
                        " ON CONFLICT DO NOTHING", epoch, checkpoint)
+
+
+async def insert_reports(conn: asyncpg.Connection, epoch: int, agents: list[str],
+                         envelopes: list[bytes]) -> None:
+    """Write some of one epoch's reports, in a transaction of their own, by a report
+    worker (bureau.derive_shards). A report already there (a build that died before
+    its checkpoint, or another writer) is the same bytes: it is left as it is."""
+    await conn.execute(
+        "INSERT INTO reports (agent, epoch, envelope) SELECT a, $2, e"
+        " FROM unnest($1::text[], $3::bytea[]) AS t(a, e) ON CONFLICT DO NOTHING",
+        agents, epoch, envelopes)
 
 
 # --------------------------------------------------------------------------- reading

@@ -10,6 +10,7 @@ import asyncpg
 import pytest
 
 from bureau.derive_shards import ShardFailed
+from bureau.http.report_routes import SETTLER
 from bureau.reports import ReportBuilder, Seal, seals
 from tests.reports.test_rebuild import busy_ledger
 from tests.support import BureauUnderTest
@@ -66,4 +67,32 @@ async def test_a_dead_worker_fails_the_epoch_and_a_reset_recovers(
     finally:
         many.close()
         one.close()
+        await conn.close()
+
+
+async def test_workers_store_the_reports_and_the_checkpoint_makes_them_visible(
+        bureau: BureauUnderTest) -> None:
+    """With workers, each inserts its own reports and the leader writes the checkpoint
+    last. A build that died between the two (some reports in, no checkpoint) is
+    finished by the next one, with the same bytes."""
+    await busy_ledger(bureau)
+    await bureau.app[SETTLER].stop()  # the app's own builder stays out of this
+    conn = await asyncpg.connect(bureau.database_url)
+    many = ReportBuilder(bureau.signing_key, workers=2, dsn=bureau.database_url)
+    try:
+        stored = "SELECT agent, epoch, envelope FROM reports ORDER BY epoch, agent"
+        want_reports = await conn.fetch(stored)  # built by the app, in its process
+        want_checkpoints = await conn.fetch("SELECT * FROM checkpoints ORDER BY epoch")
+        assert len(want_checkpoints) == 3 and want_reports
+        await conn.execute("DELETE FROM checkpoints")
+        last = want_checkpoints[-1]["epoch"]
+        await conn.execute("DELETE FROM reports WHERE epoch <> $1 OR agent > (SELECT"
+                           " min(agent) FROM reports WHERE epoch = $1)", last)
+        assert await conn.fetchval("SELECT count(*) FROM reports") == 1  # a half build
+        assert await many.build_pending(conn) == [c["epoch"] for c in want_checkpoints]
+        assert await conn.fetch(stored) == want_reports
+        assert await conn.fetch("SELECT * FROM checkpoints ORDER BY epoch") == \
+            want_checkpoints
+    finally:
+        many.close()
         await conn.close()
