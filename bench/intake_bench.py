@@ -8,7 +8,7 @@ a reporter, pre-signs N distinct facts, then measures:
 2. single-envelope intake: ``POST /v1/evidence`` flat out, facts/s and p50/p99;
 3. single-envelope intake paced at a fixed rate (default 1,000/s): p50/p99.
 
-    python bench/intake_bench.py [--facts 100000] [--connections 4] [--rate 1000]
+    python bench/intake_bench.py [--facts 100000] [--connections 8] [--rate 1000]
 """
 
 from __future__ import annotations
@@ -119,7 +119,9 @@ async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--facts", type=int, default=100_000)
     ap.add_argument("--single", type=int, default=10_000)
-    ap.add_argument("--connections", type=int, default=4)
+    ap.add_argument("--connections", type=int, default=8,
+                    help="client connections (8: SO_REUSEPORT spreads them evenly over "
+                    "the server processes)")
     ap.add_argument("--rate", type=float, default=1000.0)
     ap.add_argument("--workers", type=int, default=2, help="bureau serve --workers")
     args = ap.parse_args()
