@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -263,6 +264,7 @@ class Ledger:
         #: :meth:`admitting`); always at least ``_pending``
         self._inflight = 0
         self._task: asyncio.Task[None] | None = None
+        self._conn: asyncpg.Connection | None = None  # the committer's, see _connection
         #: run under the lock, before the flush, in a group that admitted an admin
         #: ``seal`` (SPEC §3: it closes every elapsed epoch); set by bureau.settle
         self.seal_hook: LockedWork | None = None
@@ -275,6 +277,7 @@ class Ledger:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
+        await self._drop_connection()
         while not self._queue.empty():
             unit = self._queue.get_nowait()
             if not unit.future.done():
@@ -340,14 +343,64 @@ class Ledger:
                 self._pending -= size
                 metrics.INTAKE_QUEUE_DEPTH.set(self._pending)
 
+    async def _connection(self) -> asyncpg.Connection:
+        """The committer's own connection, kept between groups: a pool's release costs
+        a reset round trip, and a group commit is a handful of round trips in all."""
+        conn = self._conn
+        if conn is not None:
+            try:
+                if not conn.is_closed():
+                    return conn
+            except asyncpg.InterfaceError:
+                pass  # the pool took it back when the connection was lost
+            self._conn = None
+        self._conn = await self.pool.acquire()
+        return self._conn
+
+    async def _drop_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await self.pool.release(conn, timeout=2)
+
+    async def _in_transaction(self, body: Callable[[asyncpg.Connection], Awaitable[GroupTx]],
+                              ) -> GroupTx:
+        """Run ``body`` in one transaction that holds the ledger head's row lock.
+
+        BEGIN and the lock go in one round trip (the simple protocol takes both
+        statements at once); ``body`` then reads the state in statements of its own,
+        whose snapshots are taken after the lock is held, so they see every group
+        committed before it, by any process."""
+        start = time.perf_counter()
+        outcome = "error"
+        conn = await self._connection()
+        try:
+            await conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED;"
+                               " SELECT 1 FROM ledger_head FOR UPDATE")
+            try:
+                tx = await body(conn)
+                await conn.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(conn.execute("ROLLBACK"))
+                raise
+            outcome = "commit"
+            return tx
+        except BaseException:
+            await self._drop_connection()  # whatever state it is in, start afresh
+            raise
+        finally:
+            metrics.DB_TRANSACTION_SECONDS.labels(name="append_group", outcome=outcome
+                                                  ).observe(time.perf_counter() - start)
+
     async def _commit(self, units: list[_Unit]) -> None:
         subs = [s for u in units for s in u.subs]
         metrics.COMMIT_GROUP_SIZE.observe(len(subs))
         results: list[list[Result]] = []
 
         async def body(conn: asyncpg.Connection) -> GroupTx:
-            row = await conn.fetchrow(
-                "SELECT seq, head, recorded_at FROM ledger_head FOR UPDATE")
+            # the head row is locked (see _in_transaction); read it after the lock
+            row = await conn.fetchrow("SELECT seq, head, recorded_at FROM ledger_head")
             assert row is not None
             now = self.clock()
             last = row["recorded_at"]
@@ -366,7 +419,7 @@ class Ledger:
             return tx
 
         try:
-            tx = await db.run_tx(self.pool, "append_group", body)
+            tx = await self._in_transaction(body)
         except Exception as exc:
             if db.is_connection_error(exc):
                 log.warning("database unreachable during group commit: %s", exc)

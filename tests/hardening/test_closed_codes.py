@@ -93,13 +93,15 @@ def _upper_strings(value: Any) -> set[str]:
 
 def _other_vocabularies() -> set[str]:
     """Upper-case words that are not reason codes: payload enums (outcomes, judgments,
-    arrangements…), the scoring policy's outcome codes, HTTP methods, variable names."""
+    arrangements…), the scoring policy's outcome codes, HTTP methods, SQL statements
+    sent alone, variable names."""
     words: set[str] = set()
     for model in PAYLOAD_MODELS.values():
         words |= _enum_values(model.model_json_schema())
     policy = json.loads((BUREAU / "scoring" / "policy_v1.json").read_text())
     words |= _upper_strings(policy)
     words |= {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"}
+    words |= {"COMMIT", "ROLLBACK"}
     return words
 
 
