@@ -399,14 +399,15 @@ class Ledger:
         results: list[list[Result]] = []
 
         async def body(conn: asyncpg.Connection) -> GroupTx:
-            # the head row is locked (see _in_transaction); read it after the lock
-            row = await conn.fetchrow("SELECT seq, head, recorded_at FROM ledger_head")
-            assert row is not None
-            now = self.clock()
-            last = row["recorded_at"]
-            recorded_at = now if last is None or now > last else last
+            # The head row is locked (see _in_transaction); the state, head included,
+            # is read after the lock, in one statement.
             state = await GroupState.load(conn, subs, self.config.admin_keys)
-            tx = GroupTx(conn, state, row["seq"], row["head"], recorded_at,
+            head = state.head
+            assert head is not None
+            now = self.clock()
+            last = head.recorded_at
+            recorded_at = now if last is None or now > last else last
+            tx = GroupTx(conn, state, head.seq, head.head, recorded_at,
                          self.config.epoch_seconds)
             results.clear()
             for unit in units:

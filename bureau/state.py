@@ -68,6 +68,44 @@ def _pairs(keys: Iterable[tuple[str, str]]) -> tuple[list[str], list[str]]:
     return [a for a, _ in ks], [b for _, b in ks]
 
 
+@dataclass(frozen=True, slots=True)
+class Head:
+    """The ledger head as the group found it, under the lock."""
+
+    seq: int
+    head: str
+    recorded_at: Any  # datetime | None (None before the first entry)
+
+
+# Reporters and agents by key, as rows of _FIRST_SQL's shape: (t, a..e, roles, flag).
+_PARTIES_SQL = """
+SELECT 'reporter' AS t, key AS a, NULL AS b, NULL AS c, NULL AS d, NULL AS e, roles,
+  NULL::boolean AS flag FROM reporters WHERE key = ANY($1::text[])
+UNION ALL SELECT 'agent', key, name, operator, anchor_kind, anchor_value, NULL, withdrawn
+  FROM agents WHERE key = ANY($1::text[])
+"""
+# One statement, one row shape: t names the kind of row; a..e, n, ts, roles and flag are
+# its values (see GroupState._load_first for which is which).
+_FIRST_SQL = """
+SELECT 'head' AS t, head AS a, NULL AS b, NULL AS c, NULL AS d, NULL AS e, seq AS n,
+  recorded_at AS ts, NULL::text[] AS roles, NULL::boolean AS flag FROM ledger_head
+UNION ALL SELECT 'admitted', content_key, id, NULL, NULL, NULL, seq, NULL, NULL, NULL
+  FROM entries WHERE content_key = ANY($1::text[])
+UNION ALL SELECT 'fact', f.reporter, f.interaction, f.content_key, f.subject, f.caller,
+  NULL, NULL, NULL, NULL
+  FROM facts f JOIN unnest($2::text[], $3::text[]) AS k(rep, ia)
+  ON f.reporter = k.rep AND f.interaction = k.ia
+UNION ALL SELECT 'probe', p.reporter, p.interaction, p.content_key, p.subject, NULL,
+  NULL, NULL, NULL, NULL
+  FROM probes p JOIN unnest($4::text[], $5::text[]) AS k(rep, ia)
+  ON p.reporter = k.rep AND p.interaction = k.ia
+UNION ALL SELECT 'reporter', key, NULL, NULL, NULL, NULL, NULL, NULL, roles, NULL
+  FROM reporters WHERE key = ANY($6::text[])
+UNION ALL SELECT 'agent', key, name, operator, anchor_kind, anchor_value, NULL, NULL, NULL,
+  withdrawn FROM agents WHERE key = ANY($6::text[])
+"""
+
+
 @dataclass
 class GroupState:
     admin_keys: frozenset[str]
@@ -84,6 +122,8 @@ class GroupState:
     excluded: _Known[str, bool] = field(default_factory=_Known)
     #: content key -> (entry id, seq) of every envelope admitted before or in this group
     admitted: dict[str, tuple[str, int]] = field(default_factory=dict)
+    #: the ledger head when the state was loaded (read in the same statement)
+    head: Head | None = None
 
     # ------------------------------------------------------------------ protocol
 
@@ -161,64 +201,70 @@ class GroupState:
             if sub.envelope.name in ("enrollment", "amendment"):
                 involving_keys.add(signer)
 
-        await st._load_admitted(conn, [s.envelope.content_key for s in subs])
-        await st._load_facts(conn, fact_keys, probe_keys, engagement_keys)
+        st.head = await st._load_first(conn, [s.envelope.content_key for s in subs],
+                                       fact_keys, probe_keys, party_keys)
+        await st._load_engagements(conn, engagement_keys)
         await st._load_verdicts(conn, verdict_keys)
         excluded_candidates = await st._load_involving(conn, involving_keys)
-        party_keys |= {v.subject for vs in st.involving.values() if vs for v in vs}
-        party_keys |= {v.evaluator for vs in st.involving.values() if vs for v in vs}
-        await st._load_parties(conn, party_keys)
+        more = {v.subject for vs in st.involving.values() if vs for v in vs}
+        more |= {v.evaluator for vs in st.involving.values() if vs for v in vs}
+        await st._load_parties(conn, more - party_keys)
         targets = await st._load_disputes(conn, dispute_ids)
         # Dispute targets too: an exclusion entry is about its target's subject.
         await st._load_entries(conn, entry_ids | targets)
         await st._load_exclusions(conn, excluded_candidates | targets)
         return st
 
-    async def _load_admitted(self, conn: asyncpg.Connection, keys: list[str]) -> None:
-        rows = await conn.fetch(
-            "SELECT content_key, id, seq FROM entries WHERE content_key = ANY($1::text[])", keys)
-        self.admitted.update({r["content_key"]: (r["id"], r["seq"]) for r in rows})
+    async def _load_first(self, conn: asyncpg.Connection, content_keys: list[str],
+                          fact_keys: set[tuple[str, str]], probe_keys: set[tuple[str, str]],
+                          party_keys: set[str]) -> Head:
+        """The ledger head and what nearly every group asks about — content keys already
+        admitted, facts and probes, reporters and agents — in ONE round trip. The
+        group's critical section is a few round trips long, and every process takes
+        it in turn, so each one saved is throughput for all of them."""
+        self.facts.update(dict.fromkeys(fact_keys))
+        self.probes.update(dict.fromkeys(probe_keys))
+        parties = sorted(party_keys)
+        self.reporters.update(dict.fromkeys(parties))
+        self.agents.update(dict.fromkeys(parties))
+        f_reps, f_ints = _pairs(fact_keys)
+        p_reps, p_ints = _pairs(probe_keys)
+        head: Head | None = None
+        for r in await conn.fetch(_FIRST_SQL, content_keys, f_reps, f_ints, p_reps, p_ints,
+                                  parties):
+            t = r["t"]
+            if t == "fact" or t == "probe":
+                table = self.facts if t == "fact" else self.probes
+                table[(r["a"], r["b"])] = FactRecord(r["c"], r["d"], r["e"])
+            elif t == "admitted":
+                self.admitted[r["a"]] = (r["b"], r["n"])
+            elif t == "head":
+                head = Head(r["n"], r["a"], r["ts"])
+            else:
+                self._take_party(r)
+        assert head is not None
+        return head
 
     async def _load_parties(self, conn: asyncpg.Connection, keys: set[str]) -> None:
+        if not keys:
+            return
         wanted = sorted(keys)
         self.reporters.update(dict.fromkeys(wanted))
         self.agents.update(dict.fromkeys(wanted))
-        # reporters and agents in one round trip
-        for r in await conn.fetch(
-                "SELECT 'reporter' AS t, key, roles, NULL AS name, NULL AS operator,"
-                " NULL AS anchor_kind, NULL AS anchor_value, NULL::boolean AS withdrawn"
-                " FROM reporters WHERE key = ANY($1::text[])"
-                " UNION ALL SELECT 'agent', key, NULL, name, operator, anchor_kind,"
-                " anchor_value, withdrawn FROM agents WHERE key = ANY($1::text[])", wanted):
-            if r["t"] == "reporter":
-                self.reporters[r["key"]] = ReporterRecord(r["key"], frozenset(r["roles"]))
-            else:
-                self.agents[r["key"]] = AgentRecord(
-                    r["key"], r["name"], r["operator"], r["anchor_kind"], r["anchor_value"],
-                    r["withdrawn"])
+        for r in await conn.fetch(_PARTIES_SQL, wanted):
+            self._take_party(r)
 
-    async def _load_facts(self, conn: asyncpg.Connection, fact_keys: set[tuple[str, str]],
-                          probe_keys: set[tuple[str, str]],
-                          engagement_keys: set[tuple[str, str]]) -> None:
-        self.facts.update(dict.fromkeys(fact_keys))
-        self.probes.update(dict.fromkeys(probe_keys))
+    def _take_party(self, r: asyncpg.Record) -> None:
+        """A 'reporter' or 'agent' row of _FIRST_SQL's (or _PARTIES_SQL's) shape."""
+        if r["t"] == "reporter":
+            self.reporters[r["a"]] = ReporterRecord(r["a"], frozenset(r["roles"]))
+        else:
+            self.agents[r["a"]] = AgentRecord(r["a"], r["b"], r["c"], r["d"], r["e"],
+                                              r["flag"])
+
+    async def _load_engagements(self, conn: asyncpg.Connection,
+                                engagement_keys: set[tuple[str, str]]) -> None:
         self.engagements.update(dict.fromkeys(engagement_keys))
-        if fact_keys or probe_keys:
-            # facts and probes in one round trip: the common group is all facts
-            f_reps, f_ints = _pairs(fact_keys)
-            p_reps, p_ints = _pairs(probe_keys)
-            for r in await conn.fetch(
-                    "SELECT 'fact' AS t, f.reporter, f.interaction, f.content_key, f.subject,"
-                    " f.caller FROM facts f JOIN unnest($1::text[], $2::text[]) AS k(rep, ia)"
-                    " ON f.reporter = k.rep AND f.interaction = k.ia"
-                    " UNION ALL SELECT 'probe', p.reporter, p.interaction, p.content_key,"
-                    " p.subject, NULL FROM probes p"
-                    " JOIN unnest($3::text[], $4::text[]) AS k(rep, ia)"
-                    " ON p.reporter = k.rep AND p.interaction = k.ia",
-                    f_reps, f_ints, p_reps, p_ints):
-                table = self.facts if r["t"] == "fact" else self.probes
-                table[(r["reporter"], r["interaction"])] = FactRecord(
-                    r["content_key"], r["subject"], r["caller"])
         for reporter, engagement in sorted(engagement_keys):
             row = await conn.fetchrow(
                 "SELECT e.entry FROM facts f JOIN entries e ON e.seq = f.seq"
