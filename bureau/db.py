@@ -85,22 +85,33 @@ async def migrate(conn: asyncpg.Connection) -> list[str]:
         await conn.execute("SELECT pg_advisory_unlock($1)", _MIGRATION_LOCK)
     return applied
 
+class TxTimer:
+    """Times one named transaction into ``bureau_db_transaction_seconds``; set
+    ``outcome = "commit"`` once it committed."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.outcome = "error"
+        self._start = time.perf_counter()
+
+    def __enter__(self) -> TxTimer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        metrics.DB_TRANSACTION_SECONDS.labels(name=self.name, outcome=self.outcome).observe(
+            time.perf_counter() - self._start)
+
+
 async def run_tx(
     pool: asyncpg.Pool, name: str, fn: Callable[[asyncpg.Connection], Awaitable[T]],
     *, isolation: str = "read_committed",
 ) -> T:
     """Run ``fn`` in one named transaction, timed in ``bureau_db_transaction_seconds``."""
-    start = time.perf_counter()
-    outcome = "error"
-    try:
+    with TxTimer(name) as timer:
         async with pool.acquire() as conn, conn.transaction(isolation=isolation):
             result = await fn(conn)
-        outcome = "commit"
+        timer.outcome = "commit"
         return result
-    finally:
-        metrics.DB_TRANSACTION_SECONDS.labels(name=name, outcome=outcome).observe(
-            time.perf_counter() - start
-        )
 
 async def is_reachable(pool: asyncpg.Pool) -> bool:
     try:

@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -371,27 +370,23 @@ class Ledger:
         statements at once); ``body`` then reads the state in statements of its own,
         whose snapshots are taken after the lock is held, so they see every group
         committed before it, by any process."""
-        start = time.perf_counter()
-        outcome = "error"
-        conn = await self._connection()
-        try:
-            await conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED;"
-                               " SELECT 1 FROM ledger_head FOR UPDATE")
+        with db.TxTimer("append_group") as timer:
+            conn = await self._connection()
             try:
-                tx = await body(conn)
-                await conn.execute("COMMIT")
+                await conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED;"
+                                   " SELECT 1 FROM ledger_head FOR UPDATE")
+                try:
+                    tx = await body(conn)
+                    await conn.execute("COMMIT")
+                except BaseException:
+                    with contextlib.suppress(Exception):
+                        await asyncio.shield(conn.execute("ROLLBACK"))
+                    raise
             except BaseException:
-                with contextlib.suppress(Exception):
-                    await asyncio.shield(conn.execute("ROLLBACK"))
+                await self._drop_connection()  # whatever state it is in, start afresh
                 raise
-            outcome = "commit"
+            timer.outcome = "commit"
             return tx
-        except BaseException:
-            await self._drop_connection()  # whatever state it is in, start afresh
-            raise
-        finally:
-            metrics.DB_TRANSACTION_SECONDS.labels(name="append_group", outcome=outcome
-                                                  ).observe(time.perf_counter() - start)
 
     async def _commit(self, units: list[_Unit]) -> None:
         subs = [s for u in units for s in u.subs]

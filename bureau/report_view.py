@@ -77,8 +77,7 @@ def encode(value: Any) -> bytes:
         prepared = _prepare(value)
     except _SlowPath:
         return wire.canonical_json(value)
-    return json.dumps(prepared, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
-                      allow_nan=False).encode("utf-8")
+    return _dumps(prepared)
 
 
 def _dumps(value: Any) -> bytes:

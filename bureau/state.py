@@ -77,12 +77,13 @@ class Head:
     recorded_at: Any  # datetime | None (None before the first entry)
 
 
-# Reporters and agents by key, as rows of _FIRST_SQL's shape: (t, a..e, roles, flag).
+# Reporters and agents by key ($1), as rows of _FIRST_SQL's shape.
 _PARTIES_SQL = """
-SELECT 'reporter' AS t, key AS a, NULL AS b, NULL AS c, NULL AS d, NULL AS e, roles,
-  NULL::boolean AS flag FROM reporters WHERE key = ANY($1::text[])
-UNION ALL SELECT 'agent', key, name, operator, anchor_kind, anchor_value, NULL, withdrawn
-  FROM agents WHERE key = ANY($1::text[])
+SELECT 'reporter' AS t, key AS a, NULL AS b, NULL AS c, NULL AS d, NULL AS e,
+  NULL::bigint AS n, NULL::timestamptz AS ts, roles, NULL::boolean AS flag
+  FROM reporters WHERE key = ANY($1::text[])
+UNION ALL SELECT 'agent', key, name, operator, anchor_kind, anchor_value, NULL, NULL, NULL,
+  withdrawn FROM agents WHERE key = ANY($1::text[])
 """
 # One statement, one row shape: t names the kind of row; a..e, n, ts, roles and flag are
 # its values (see GroupState._load_first for which is which).
@@ -99,11 +100,7 @@ UNION ALL SELECT 'probe', p.reporter, p.interaction, p.content_key, p.subject, N
   NULL, NULL, NULL, NULL
   FROM probes p JOIN unnest($4::text[], $5::text[]) AS k(rep, ia)
   ON p.reporter = k.rep AND p.interaction = k.ia
-UNION ALL SELECT 'reporter', key, NULL, NULL, NULL, NULL, NULL, NULL, roles, NULL
-  FROM reporters WHERE key = ANY($6::text[])
-UNION ALL SELECT 'agent', key, name, operator, anchor_kind, anchor_value, NULL, NULL, NULL,
-  withdrawn FROM agents WHERE key = ANY($6::text[])
-"""
+UNION ALL (""" + _PARTIES_SQL.replace("$1", "$6") + ")"
 
 
 @dataclass
