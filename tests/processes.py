@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import aiohttp
@@ -78,3 +80,54 @@ class ServeProcess:
 def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*BUREAU, *args], env=env, capture_output=True, text=True,
                           timeout=300)
+
+
+class ProgressKiller:
+    """Kills ``server`` with SIGKILL at chosen points of a client's progress, never after
+    a fixed time: a crash test must crash as often on a fast machine as on a slow one.
+
+    The client calls :meth:`reached` after each unit of work it got acknowledged (a
+    batch, a fact...). When ``n`` is one of ``targets``, the kill is started in the
+    background and strikes a random fraction of one unit's time later (the time the
+    last unit took, as measured here, capped by ``max_delay``), so that on any machine
+    it usually lands while the next unit is in flight: mid-request or mid-commit. The
+    client is held at its following call until that kill and the restart are done, so
+    however fast the client runs, every target gets its kill
+    (``kills == len(targets)``).
+    """
+
+    def __init__(self, server: ServeProcess, targets: Iterable[int], rnd: random.Random,
+                 *, max_delay: float = 0.2, restart_timeout: float = 60,
+                 log: Callable[[str], None] = lambda _: None) -> None:
+        self.server = server
+        self.targets = set(targets)
+        self.rnd = rnd
+        self.max_delay = max_delay
+        self.restart_timeout = restart_timeout
+        self.log = log
+        self.kills = 0
+        self._pending: asyncio.Task[None] | None = None
+        self._last = time.monotonic()
+
+    async def reached(self, n: int) -> None:
+        await self.settled()
+        now = time.monotonic()
+        unit, self._last = now - self._last, now
+        if n in self.targets:
+            delay = self.rnd.uniform(0.0, min(self.max_delay, 1.5 * unit))
+            self._pending = asyncio.create_task(self._strike(n, delay))
+            await asyncio.sleep(0)  # let it start its countdown before the client goes on
+
+    async def settled(self) -> None:
+        """Wait for a kill in flight, and the restart after it."""
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            await pending
+
+    async def _strike(self, n: int, delay: float) -> None:
+        await asyncio.sleep(delay)
+        self.server.kill()
+        self.kills += 1
+        self.log(f"kill -9 #{self.kills} (after {n} acknowledged)")
+        await self.server.start(timeout=self.restart_timeout)
+        self._last = time.monotonic()  # the restart is not a unit of the client's work

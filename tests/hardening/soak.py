@@ -34,7 +34,7 @@ import nacl.signing
 
 from bureau import keyfiles
 from reporters import wire
-from tests.processes import ServeProcess, bureau_env, run_cli
+from tests.processes import ProgressKiller, ServeProcess, bureau_env, run_cli
 
 AGENTS = 20  # subjects, and as many callers
 BATCH = 200
@@ -200,29 +200,14 @@ async def run(script: Script, database_url: str, home: Path, *, kills: int, seed
     server = ServeProcess(env, home / "serve.log")
     out = Outcome()
     rnd = random.Random(seed)
-    done = asyncio.Event()
     started = time.monotonic()
-    progress = 0  # batches answered so far
-    # Spread the kills over the whole stream: each waits for the client to reach a
-    # random batch, then strikes a random moment later (often mid-commit).
-    targets = sorted(rnd.sample(range(1, len(script.batches)), min(kills,
-                                                                   len(script.batches) - 1)))
+    # Spread the kills over the whole stream: each strikes a random moment after the
+    # client got a randomly chosen batch acknowledged (tests.processes.ProgressKiller).
+    targets = rnd.sample(range(1, len(script.batches)), min(kills, len(script.batches) - 1))
+    killer = ProgressKiller(server, targets, rnd, max_delay=0.3, log=log)
     await server.start(timeout=60)
 
-    async def killer() -> None:
-        for target in targets:
-            while progress < target and not done.is_set():
-                await asyncio.sleep(0.01)
-            if done.is_set():
-                break
-            await asyncio.sleep(rnd.uniform(0.0, 0.3))
-            server.kill()
-            out.kills += 1
-            log(f"kill -9 #{out.kills} (client at batch {progress + 1})")
-            await server.start(timeout=60)
-
     async def client() -> None:
-        nonlocal progress
         async with aiohttp.ClientSession() as session:
             for n, batch in enumerate(script.batches):
                 while True:
@@ -236,13 +221,14 @@ async def run(script: Script, database_url: str, home: Path, *, kills: int, seed
                         assert r["status"] in ("accepted", "duplicate"), r
                         assert out.acknowledged.setdefault(r["id"], r["seq"]) == r["seq"], r
                     break
-                progress = n + 1
+                await killer.reached(n + 1)
                 if n % 10 == 0:
                     log(f"batch {n + 1}/{len(script.batches)}")
-        done.set()
+            await killer.settled()
+            out.kills = killer.kills
 
     try:
-        await asyncio.gather(killer(), client())
+        await client()
         last_seq = await _read_ledger(database_url, out)
         async with aiohttp.ClientSession() as session:
             out.reports = await _final_reports(session, server, last_seq, script.agents,

@@ -14,7 +14,7 @@ import nacl.signing
 import pytest
 
 from reporters import wire
-from tests.processes import ServeProcess, bureau_env, run_cli
+from tests.processes import ProgressKiller, ServeProcess, bureau_env, run_cli
 from tests.support import fact_payload
 
 pytestmark = pytest.mark.slow
@@ -95,22 +95,12 @@ async def test_kill_9_loses_nothing_and_duplicates_nothing(database_url: str,
     lines = _facts(rep, 3000, "crash")
     batches = [lines[i:i + 100] for i in range(0, 3000, 100)]
     acknowledged: dict[str, int] = {}
-    kills = 0
-    done = asyncio.Event()
-
-    async def killer() -> None:
-        nonlocal kills
-        while not done.is_set() and kills < 6:
-            await asyncio.sleep(rnd.uniform(0.05, 0.6))
-            if done.is_set():
-                break
-            server.kill()
-            kills += 1
-            await server.start()
+    # Six kills, each a random moment after a randomly chosen batch was acknowledged.
+    killer = ProgressKiller(server, rnd.sample(range(1, len(batches)), 6), rnd, max_delay=0.5)
 
     async def client() -> None:
         async with aiohttp.ClientSession() as session:
-            for batch in batches:
+            for n, batch in enumerate(batches):
                 while True:
                     try:
                         results = await _post_batch(session, server.url, batch)
@@ -121,13 +111,14 @@ async def test_kill_9_loses_nothing_and_duplicates_nothing(database_url: str,
                     for r in results:
                         assert acknowledged.setdefault(r["id"], r["seq"]) == r["seq"]
                     break
-        done.set()
+                await killer.reached(n + 1)
+            await killer.settled()
 
     try:
-        await asyncio.gather(killer(), client())
+        await client()
     finally:
         server.stop()
-    assert kills >= 1
+    assert killer.kills == 6
     seqs, facts, distinct = await _chain_facts(database_url)
     assert facts == distinct == 3000, "none lost, none twice"
     assert len(acknowledged) == 3000

@@ -8,6 +8,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from bureau.http.report_routes import SETTLER
 from reporters import wire
 from tests.support import BureauUnderTest, fact_payload, kid, now_text
@@ -19,9 +21,13 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--hide-scrollbars"]
 
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="Chromium is not installed (.ci/run installs Debian's chromium; "
+                             "elsewhere: apt-get install chromium)")
+
 
 async def _chromium(*args: str) -> bytes:
-    assert CHROMIUM, "chromium is not installed (.ci/run installs Debian's chromium)"
+    assert CHROMIUM is not None
     with tempfile.TemporaryDirectory(prefix="bureau-chromium-") as profile:
         proc = await asyncio.create_subprocess_exec(
             CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args,
