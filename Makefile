@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test test-fast lint bench bench-intake bench-seal schemas vectors clean client-wheel
+.PHONY: run test test-fast lint bench bench-intake bench-seal bench-tlog schemas vectors clean client-wheel
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -32,6 +32,9 @@ bench-intake: $(STAMP)
 
 bench-seal: $(STAMP)
 	$(BIN)/python bench/seal_bench.py
+
+bench-tlog: $(STAMP)     ## the Merkle tree alone: appends, proofs from stored nodes
+	$(BIN)/python bench/tlog_bench.py
 
 schemas: $(STAMP)        ## regenerate schemas/ from the pydantic models
 	$(BIN)/python -m bureau.openapi --write-schemas
