@@ -69,9 +69,13 @@ def main() -> None:
           f"{rows} node rows ({rows / n:.3f} per leaf), batches of {args.batch}")
     assert proofs.root_at(n, store.get) == frontier.root()
 
-    for name, make in (
-            ("inclusion", lambda: proofs.inclusion_plan(rng.randrange(n), n)),
-            ("consistency", lambda: proofs.consistency_plan(rng.randrange(1, n), n))):
+    def inclusion() -> proofs.ProofPlan:
+        return proofs.inclusion_plan(rng.randrange(n), n)
+
+    def consistency() -> proofs.ProofPlan:
+        return proofs.consistency_plan(rng.randrange(1, n), n)
+
+    for name, make in (("inclusion", inclusion), ("consistency", consistency)):
         times: list[float] = []
         cpu: list[float] = []
         most = 0
