@@ -180,7 +180,10 @@ async def push_checkpoint(session: aiohttp.ClientSession, witness: Witness,
     size ``m`` to ``checkpoint.size``. On a ``409`` naming a size no larger than the
     checkpoint's, the request is made once more from that size; the answer returned is
     the last one (a :class:`SizeMismatch` then names the witness's size, which may be
-    larger than ours if a newer checkpoint reached it first)."""
+    larger than ours if a newer checkpoint reached it first). A witness already known to
+    be past this checkpoint is not asked at all: the answer is that :class:`SizeMismatch`."""
+    if known_size > checkpoint.size:
+        return SizeMismatch(known_size)
     answer = await add_checkpoint(session, witness, checkpoint, note, known_size,
                                   await proof_from(known_size), timeout=timeout)
     if (isinstance(answer, SizeMismatch) and answer.size != known_size

@@ -140,6 +140,8 @@ async def test_a_witness_ahead_of_this_checkpoint_is_reported_not_chased(
     assert isinstance(await push(session, client, log, 50, 0), Cosigned)
     assert await push(session, client, log, 30, 0) == SizeMismatch(50)
     assert state.requests == 2
+    assert await push(session, client, log, 30, 50) == SizeMismatch(50)  # not even asked
+    assert state.requests == 2
 
 
 async def test_a_fork_is_refused_and_the_witness_keeps_its_history(
