@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test test-fast lint bench bench-intake bench-seal schemas vectors clean
+.PHONY: run test test-fast lint bench bench-intake bench-seal bench-tlog schemas vectors clean client-wheel
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -33,11 +33,17 @@ bench-intake: $(STAMP)
 bench-seal: $(STAMP)
 	$(BIN)/python bench/seal_bench.py
 
+bench-tlog: $(STAMP)     ## the Merkle tree alone: appends, proofs from stored nodes
+	$(BIN)/python bench/tlog_bench.py
+
 schemas: $(STAMP)        ## regenerate schemas/ from the pydantic models
 	$(BIN)/python -m bureau.openapi --write-schemas
 
 vectors: $(STAMP)        ## regenerate tests/vectors (only when the wire format changes on purpose)
 	$(BIN)/python ops/make_vectors.py
+
+client-wheel: $(STAMP)  ## the client library alone (client/pyproject.toml) as a wheel in dist/
+	$(BIN)/python -m pip wheel -q --no-deps -w dist ./client
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -14,7 +14,10 @@ Three parties, each built from its Ed25519 key and the bureau's base URL:
 Keys: :func:`generate_key`, :func:`save_key`, :func:`load_key` (PKCS#8 PEM files, as
 ``openssl genpkey -algorithm ed25519`` writes) and :func:`key_id`. Payload models live
 in :mod:`reporters.models`. :func:`verify_chain` and :func:`verify_report` check what
-the bureau serves without trusting it.
+the bureau serves without trusting it; so do :func:`verify_note` (a checkpoint note and
+its witness cosignatures), :func:`verify_inclusion`, :func:`verify_consistency` (Merkle
+proofs) and :func:`evidence_root` (recompute a report's ``evidence.root`` from the
+agent's file). :mod:`reporters.tlog` holds the transparency-log code they stand on.
 
 Errors: everything raised is a :class:`BureauClientError` with ``code`` (the bureau's
 §6 reason code, or a client code), ``path`` (a JSON Pointer), ``detail`` and ``status``
@@ -80,7 +83,14 @@ from reporters._internal.errors import (
 from reporters._internal.keys import generate_key, key_id, load_key, save_key
 from reporters._internal.parties import Admin, Agent, Receipt
 from reporters._internal.reporter import Rejection, Reporter
+from reporters._internal.transparency import (
+    evidence_root,
+    verify_consistency,
+    verify_inclusion,
+    verify_note,
+)
 from reporters._internal.verify import verify_chain, verify_report
+from reporters.tlog.checkpoint import VerifiedCheckpoint
 
 __all__ = [
     "Admin",
@@ -92,11 +102,16 @@ __all__ = [
     "Reporter",
     "Unavailable",
     "VerificationError",
+    "VerifiedCheckpoint",
+    "evidence_root",
     "generate_key",
     "key_id",
     "load_key",
     "models",
     "save_key",
     "verify_chain",
+    "verify_consistency",
+    "verify_inclusion",
+    "verify_note",
     "verify_report",
 ]

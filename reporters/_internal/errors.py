@@ -22,6 +22,9 @@ CLIENT_CODES: frozenset[str] = frozenset({
     "SPOOL_IN_USE",    # another Reporter holds the spool directory
     "SPOOL_ERROR",     # the spool's SQLite database failed (disk full, I/O error)
     "PROTOCOL",        # the bureau answered something this client cannot read
+    "BAD_NOTE",        # verify_note: not a signed note, or not a checkpoint
+    "BAD_PROOF",       # verify_inclusion/verify_consistency: the proof does not hold
+    "TOO_FEW_COSIGNATURES",  # verify_note: fewer witness cosignatures than the threshold
 })
 
 
@@ -62,4 +65,5 @@ class Unavailable(BureauClientError):
 
 
 class VerificationError(BureauClientError):
-    """A ledger chain or a signed report failed verification on the client."""
+    """A ledger chain, a signed report, a note, a proof or an agent's file failed
+    verification on the client."""

@@ -47,7 +47,9 @@ def test_public_surface_is_small_and_documented() -> None:
     assert sorted(reporters.__all__) == sorted([
         "Admin", "Agent", "BureauClientError", "Receipt", "Rejected", "Rejection",
         "Reporter", "Unavailable", "VerificationError", "generate_key", "key_id",
-        "load_key", "models", "save_key", "verify_chain", "verify_report"])
+        "load_key", "models", "save_key", "verify_chain", "verify_report",
+        "VerifiedCheckpoint", "evidence_root", "verify_consistency", "verify_inclusion",
+        "verify_note"])
     text = README.read_text()
     for name in reporters.__all__:
         assert f"`{name}" in text, name

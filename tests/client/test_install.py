@@ -1,0 +1,183 @@
+"""The client installs on its own (client/pyproject.toml): nothing in reporters/ needs the
+service or a package the client does not declare, and a fresh virtual environment with
+only the client signs, submits and reads its own file from a real bureau."""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import tomllib
+import venv
+from pathlib import Path
+from typing import Any
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+import reporters
+from reporters import wire
+from tests.processes import ServeProcess, bureau_env
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = Path(reporters.__file__).parent
+SERVICE_ONLY = {"bureau", "asyncpg", "pgserver"}
+
+
+def _project(path: Path) -> dict[str, Any]:
+    """The ``[project]`` table of a pyproject.toml."""
+    with path.open("rb") as fh:
+        project: dict[str, Any] = tomllib.load(fh)["project"]
+    return project
+
+
+CLIENT = _project(ROOT / "client" / "pyproject.toml")
+WHOLE = _project(ROOT / "pyproject.toml")
+
+
+def _requirement_names(specs: list[str]) -> set[str]:
+    return {canonicalize_name(Requirement(s).name) for s in specs}
+
+
+def _with_their_dependencies(names: set[str]) -> set[str]:
+    """Distributions and everything they require (installed metadata; extras left out)."""
+    seen: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for spec in importlib.metadata.requires(name) or []:
+            req = Requirement(spec)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(canonicalize_name(req.name))
+    return seen
+
+
+def _imports(path: Path) -> set[str]:
+    """Top-level modules a source file imports (absolute imports only)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_the_client_declares_what_reporters_imports_and_nothing_of_the_service() -> None:
+    """Every third-party module reporters/ imports comes with a client dependency (the
+    proxy may also use the ``proxy`` extra); none of them is the service's."""
+    extras = CLIENT["optional-dependencies"]
+    base = _with_their_dependencies(_requirement_names(CLIENT["dependencies"]))
+    proxy = base | _with_their_dependencies(_requirement_names(extras["proxy"]))
+    provided = importlib.metadata.packages_distributions()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        allowed = proxy if "proxy" in path.relative_to(PACKAGE).parts else base
+        for module in _imports(path) - set(sys.stdlib_module_names) - {"reporters", "__future__"}:
+            where = path.relative_to(ROOT)
+            assert module not in SERVICE_ONLY, f"{where} imports {module}"
+            dists = {canonicalize_name(d) for d in provided.get(module, [])}
+            assert dists & allowed, f"{where} imports {module}, which the client does not declare"
+
+
+def test_the_client_pyproject_is_the_projects_restricted_to_the_client() -> None:
+    assert CLIENT["version"] == WHOLE["version"]
+    assert CLIENT["requires-python"] == WHOLE["requires-python"]
+    extras = CLIENT["optional-dependencies"]
+    whole = {Requirement(s).name: str(Requirement(s)) for s in WHOLE["dependencies"]}
+    for spec in [*CLIENT["dependencies"], *extras["proxy"]]:
+        assert whole.get(Requirement(spec).name) == str(Requirement(spec)), spec
+    assert CLIENT["scripts"].items() <= WHOLE["scripts"].items()
+    assert not _requirement_names(CLIENT["dependencies"]) & SERVICE_ONLY
+
+
+# --------------------------------------------------------------------------- a fresh venv
+
+CLIENT_SCRIPT = textwrap.dedent("""
+    import asyncio, importlib.util, json, sys
+
+    import reporters
+
+
+    async def main(url: str) -> None:
+        key = reporters.generate_key()
+        async with reporters.Agent(key, url) as agent:
+            receipt = await agent.enroll("solo", "solo.example", "Solo Ltd")
+            page = await agent.entries(0, 100)
+        entries = page["entries"]
+        reporters.verify_chain(entries)
+        print(json.dumps({
+            "key_id": reporters.key_id(key),
+            "receipt": [receipt.status, receipt.seq, receipt.id],
+            "file": [[e["seq"], e["id"]] for e in entries],
+            "evidence_root": reporters.evidence_root(entries, entries[-1]["seq"]),
+            "reporters": reporters.__file__,
+            "absent": sorted(m for m in ("asyncpg", "pgserver", "bureau", "prometheus_client")
+                             if importlib.util.find_spec(m) is None),
+        }))
+
+
+    asyncio.run(main(sys.argv[1]))
+""")
+
+_NETWORK_TROUBLE = re.compile(r"Could not find a version|No matching distribution|"
+                              r"Failed to establish a new connection|Temporary failure in name|"
+                              r"Network is unreachable|ConnectTimeout|ReadTimeout")
+
+
+def _client_venv(where: Path) -> Path:
+    """A new virtual environment with only ``pip install <copy of client/>`` in it."""
+    source = where / "src"
+    shutil.copytree(ROOT / "client", source / "client")
+    shutil.copytree(PACKAGE, source / "reporters",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    env_dir = where / "venv"
+    try:
+        venv.create(env_dir, with_pip=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        pytest.skip(f"cannot create a virtual environment here: {exc}")
+    python = env_dir / "bin" / "python"
+    done = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+         str(source / "client")], capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        if _NETWORK_TROUBLE.search(done.stderr + done.stdout):
+            pytest.skip(f"pip cannot reach the package index: {done.stderr.strip()[-300:]}")
+        pytest.fail(f"pip install ./client failed:\n{done.stdout}\n{done.stderr}")
+    return python
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+async def test_a_client_only_venv_signs_submits_and_reads_its_file(
+        database_url: str, tmp_path: Path) -> None:
+    python = _client_venv(tmp_path)
+    admin = wire.generate_key()
+    bureau = ServeProcess(bureau_env(database_url, tmp_path / "home",
+                                     wire.signing_key_id(admin)), tmp_path / "serve.log")
+    await bureau.start()
+    try:
+        script = tmp_path / "client_script.py"
+        script.write_text(CLIENT_SCRIPT)
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+        done = subprocess.run([str(python), str(script), bureau.url], capture_output=True,
+                              text=True, timeout=120, cwd=tmp_path, env=env)
+    finally:
+        bureau.stop()
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["absent"] == ["asyncpg", "bureau", "pgserver", "prometheus_client"]
+    assert result["reporters"].startswith(str(tmp_path / "venv"))
+    status, seq, entry_id = result["receipt"]
+    assert status == "accepted"
+    assert [seq, entry_id] in result["file"]  # the enrollment is in the agent's own file
+    assert re.fullmatch(r"[0-9a-f]{64}", result["evidence_root"])
