@@ -46,6 +46,29 @@ def _exc_result(exc: BureauClientError) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class Delivery:
+    """What one attempt to deliver a batch came to (passed to ``on_delivery``).
+
+    When the bureau answered, ``failure`` is ``None`` and the counts say what became of
+    the ``lines`` sent; ``first_seq``/``last_seq`` are the lowest and highest ledger seq
+    among the accepted and duplicate lines (``None`` when there were none). When the
+    whole attempt failed, ``failure`` is its code (``UNAVAILABLE``, ``PROTOCOL``,
+    ``TOO_LARGE`` — the batch is halved —, the bureau's code for a whole-batch ``4xx``,
+    ``SPOOL_ERROR``, or ``INTERNAL``), the counts are 0, and the lines are sent again.
+    """
+
+    lines: int
+    accepted: int = 0
+    duplicate: int = 0
+    rejected: int = 0
+    #: lines the bureau answered ``UNAVAILABLE`` for: kept and sent again
+    unavailable: int = 0
+    first_seq: int | None = None
+    last_seq: int | None = None
+    failure: str | None = None
+
+
+@dataclass(frozen=True)
 class Rejection:
     """An envelope the bureau refused. Final: it is not sent again."""
 
@@ -84,6 +107,15 @@ class Reporter:
     Backpressure: at most ``max_spooled`` envelopes wait in the spool; ``send`` waits
     for room beyond that.
 
+    Holding: a caller that must wait before it can sign a fact (the reporting proxy
+    waits to learn what the caller did next) parks it with :meth:`hold`, durably, and
+    later sends the payload with ``send(payload, releasing=name)``: the held record is
+    deleted in the transaction that spools the envelope. :meth:`held` lists what an
+    earlier run left held.
+
+    ``on_delivery`` (a plain function, like ``on_rejection``) is told what every
+    attempt to deliver a batch came to: a :class:`Delivery`.
+
     Use it as ``async with Reporter(...) as reporter:`` or call :meth:`start` and
     :meth:`close`. Leaving the block closes without waiting for the spool to drain;
     ``await reporter.flush()`` first when you need that.
@@ -102,6 +134,7 @@ class Reporter:
         max_backoff: float = 30.0,
         on_rejection: Callable[[Rejection], object] | None = None,
         keep_rejections: int = 10_000,
+        on_delivery: Callable[[Delivery], object] | None = None,
     ) -> None:
         if not 1 <= batch_size <= MAX_BATCH_LINES:
             raise ValueError(f"batch_size must be 1..{MAX_BATCH_LINES}")
@@ -111,6 +144,7 @@ class Reporter:
         self._batch_size = batch_size
         self._backoff = Backoff(backoff_base, max_backoff)
         self._on_rejection = on_rejection
+        self._on_delivery = on_delivery
         self._rejections: collections.deque[Rejection] = collections.deque(
             maxlen=keep_rejections)
         self._task: asyncio.Task[None] | None = None
@@ -224,19 +258,36 @@ class Reporter:
 
     # ------------------------------------------------------------------ sending
 
-    async def send(self, payload: FactPayload | ProbePayload) -> None:
+    async def send(self, payload: FactPayload | ProbePayload, *,
+                   releasing: str | None = None) -> None:
         """Sign ``payload`` and spool the envelope durably (fsynced) for sending.
 
         Returns once the envelope is on disk: from then on it survives a crash of this
         process. Waits while the spool is full. Sending a payload already spooled is a
         no-op; sending one the bureau already has is answered ``duplicate`` and dropped.
+        ``releasing`` names a record held with :meth:`hold`: it is deleted in the same
+        transaction, so a crash leaves it either held or spooled.
         """
         if not isinstance(payload, FactPayload | ProbePayload):
             raise TypeError("a Reporter sends FactPayload and ProbePayload")
         await self.start()
         envelope = payloads.sign(self._key, payload)
         await self._spool.append(payloads.envelope_content_key(envelope),
-                                 payloads.envelope_line(envelope))
+                                 payloads.envelope_line(envelope), release=releasing)
+
+    async def hold(self, records: Mapping[str, bytes]) -> None:
+        """Hold ``records`` (name -> any bytes; a name already held is replaced) durably
+        in the spool's database, in one fsynced transaction, until ``send(...,
+        releasing=name)``. Held records are not sent and do not count against
+        ``max_spooled``."""
+        await self.start()
+        await self._spool.hold(records)
+
+    async def held(self) -> dict[str, bytes]:
+        """Every record held and not yet released, by name, oldest first — including
+        those an earlier run (or a crashed process) left in this spool."""
+        await self.start()
+        return dict(await self._spool.held())
 
     async def flush(self) -> None:
         """Wait until the bureau has answered for every spooled envelope. Waits as long
@@ -272,24 +323,29 @@ class Reporter:
                 outcome = await self._deliver(items)
             except Rejected as exc:
                 if exc.status == 413:
+                    self._delivered(Delivery(len(items), failure="TOO_LARGE"))
                     limit = max(1, len(items) // 2)  # too big: halve, try again at once
                     continue
                 # 401, 404, 415, ...: a misconfiguration the envelopes cannot fix. Keep
                 # them spooled and keep trying: nothing is dropped unjudged.
                 log.warning("bureau refused the batch (%s %s: %s); will retry",
                             exc.status, exc.code, exc.detail)
+                self._delivered(Delivery(len(items), failure=exc.code))
                 outcome = _Retry(None)
             except Unavailable as exc:
                 log.info("bureau unavailable (%s: %s); will retry", exc.code, exc.detail)
+                self._delivered(Delivery(len(items), failure=exc.code))
                 outcome = _Retry(exc.retry_after)
             except BureauClientError as exc:
                 if exc.code == "CLOSED":
                     return
                 log.warning("cannot update the spool (%s: %s); will retry", exc.code,
                             exc.detail)
+                self._delivered(Delivery(len(items), failure=exc.code))
                 outcome = _Retry(None)
             except Exception:
                 log.exception("unexpected error in the reporter's sender; will retry")
+                self._delivered(Delivery(len(items), failure="INTERNAL"))
                 outcome = _Retry(None)
             if outcome is None:
                 self._backoff.reset()
@@ -320,18 +376,32 @@ class Reporter:
         a crash in between reports a rejection twice rather than never). ``None`` when
         every line was answered, else a :class:`_Retry` for the rest."""
         answered: list[int] = []
-        unanswered = False
+        counts = collections.Counter[str]()
+        seqs: list[int] = []
         for (seq, line), result in zip(items, results, strict=True):
             status = result.get("status")
             if status in ("accepted", "duplicate"):
                 answered.append(seq)
+                counts[str(status)] += 1
+                seqs.append(int(result["seq"]))
             elif result.get("code") == "UNAVAILABLE":  # a line the bureau could not take
-                unanswered = True
+                counts["unavailable"] += 1
             else:
                 self._record(line, result)
                 answered.append(seq)
+                counts["rejected"] += 1
         await self._spool.remove(answered)
-        return _Retry(None) if unanswered else None
+        self._delivered(Delivery(
+            len(items), counts["accepted"], counts["duplicate"], counts["rejected"],
+            counts["unavailable"], min(seqs, default=None), max(seqs, default=None)))
+        return _Retry(None) if counts["unavailable"] else None
+
+    def _delivered(self, delivery: Delivery) -> None:
+        if self._on_delivery is not None:
+            try:
+                self._on_delivery(delivery)
+            except Exception:
+                log.exception("on_delivery callback failed")
 
     def _record(self, line: bytes, result: Mapping[str, Any]) -> None:
         envelope: dict[str, Any] = json.loads(line)
