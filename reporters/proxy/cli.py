@@ -5,12 +5,18 @@
         --route /alpha=ed25519:…@http://127.0.0.1:9001 --promise ed25519:…=p95-under-2s:2000
 
 Flags given override the file's values; ``--route`` and ``--promise`` add to its lists.
+
+SIGTERM or SIGINT stops it cleanly: no new calls, calls in flight finish, held facts are
+released into the spool and the spool is delivered, each for at most ``--drain-seconds``;
+one log line then says what was delivered and what is left on disk.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,7 +27,9 @@ from aiohttp import web
 from reporters import load_key
 from reporters._internal.errors import BureauClientError
 from reporters.proxy.app import Proxy
-from reporters.proxy.config import ConfigError, from_mapping, read_file
+from reporters.proxy.config import ConfigError, ProxyConfig, from_mapping, read_file
+
+log = logging.getLogger("reporters.proxy")
 
 
 def _route_flag(text: str) -> dict[str, Any]:
@@ -46,6 +54,7 @@ def build_config(args: argparse.Namespace) -> dict[str, Any]:
     raw: dict[str, Any] = read_file(Path(args.config)) if args.config else {}
     for flag, name in (("key", "key_file"), ("bureau", "bureau_url"), ("spool", "spool_dir"),
                        ("proxy_id", "proxy_id"), ("listen", "listen"),
+                       ("ops_listen", "ops_listen"), ("drain_seconds", "drain_seconds"),
                        ("settle_seconds", "settle_seconds"), ("quiet_seconds", "quiet_seconds")):
         value = getattr(args, flag)
         if value is not None:
@@ -59,6 +68,52 @@ def build_config(args: argparse.Namespace) -> dict[str, Any]:
     return raw
 
 
+def _bound(runner: web.AppRunner) -> str:
+    """``host:port`` a runner's site listens on (the real port when 0 was asked for)."""
+    host, port = runner.addresses[0][:2]
+    return f"{host}:{port}"
+
+
+async def serve(proxy: Proxy, config: ProxyConfig) -> None:
+    """Run the proxy and its ops listener until SIGTERM or SIGINT, then stop cleanly:
+    stop accepting, give calls in flight ``drain_seconds`` to finish, then
+    :meth:`Proxy.close` (release held facts, deliver for ``drain_seconds``)."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    received: list[str] = []
+
+    def on_signal(sig: signal.Signals) -> None:
+        received.append(sig.name)
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, on_signal, sig)
+    runner = web.AppRunner(proxy.app(), access_log=None,
+                           shutdown_timeout=config.drain_seconds)
+    await runner.setup()  # starts the proxy: opens the spool, takes back held facts
+    ops_runner: web.AppRunner | None = None
+    try:
+        site = web.TCPSite(runner, config.host, config.port)
+        await site.start()
+        ops_at = "no ops listener"
+        if config.ops_port is not None:
+            ops_runner = web.AppRunner(proxy.ops_app(), access_log=None)
+            await ops_runner.setup()
+            ops_site = web.TCPSite(ops_runner, config.ops_host, config.ops_port)
+            await ops_site.start()
+            ops_at = f"ops on http://{_bound(ops_runner)}"
+        print(f"bureau-reporter proxy {proxy.proxy_id} as reporter {proxy.reporter.key_id}, "
+              f"{len(config.routes)} route(s), on http://{_bound(runner)}, {ops_at}, "
+              f"spool {config.spool_dir}", flush=True)
+        await stop.wait()
+        log.info("%s: stopping; calls in flight and delivery get %g s each",
+                 received[0], config.drain_seconds)
+    finally:
+        await runner.cleanup()  # no new calls; in-flight ones finish; then Proxy.close
+        if ops_runner is not None:
+            await ops_runner.cleanup()
+
+
 def cmd_proxy(args: argparse.Namespace) -> int:
     base = Path(args.config).parent if args.config else Path(".")
     try:
@@ -68,9 +123,11 @@ def cmd_proxy(args: argparse.Namespace) -> int:
     except (ConfigError, OSError, ValueError, BureauClientError) as exc:
         print(f"bureau-reporter proxy: {exc}", file=sys.stderr)
         return 2
-    print(f"bureau-reporter proxy {proxy.proxy_id} as reporter {proxy.reporter.key_id}, "
-          f"{len(config.routes)} route(s), on http://{config.host}:{config.port}", flush=True)
-    web.run_app(proxy.app(), host=config.host, port=config.port, print=None, access_log=None)
+    try:
+        asyncio.run(serve(proxy, config))
+    except (OSError, BureauClientError) as exc:  # a port taken, the spool in use
+        print(f"bureau-reporter proxy: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -85,6 +142,12 @@ def build_parser() -> argparse.ArgumentParser:
     proxy.add_argument("--spool", help="the spool directory (facts wait here, durably)")
     proxy.add_argument("--proxy-id", help="interaction ids are PROXY_ID:N")
     proxy.add_argument("--listen", help="HOST:PORT to listen on (default 127.0.0.1:8081)")
+    proxy.add_argument("--ops-listen",
+                       help="HOST:PORT of the ops listener: /healthz, /readyz, /metrics "
+                            "(default 127.0.0.1:9465; 'off' for none)")
+    proxy.add_argument("--drain-seconds", type=float,
+                       help="at a stop: time for calls in flight to finish, then for "
+                            "delivering the spool (default 10)")
     proxy.add_argument("--route", action="append", default=[],
                        help="PREFIX=AGENT_KEY_ID@UPSTREAM_URL (repeatable)")
     proxy.add_argument("--promise", action="append", default=[],
