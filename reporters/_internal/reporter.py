@@ -9,7 +9,7 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal
@@ -21,6 +21,7 @@ from reporters._internal.backoff import Backoff
 from reporters._internal.errors import BureauClientError, Rejected, Unavailable
 from reporters._internal.spool import Spool
 from reporters._internal.transport import Transport
+from reporters.files import FilePage, file_page, file_pages
 from reporters.models import Engagement, FactPayload, ProbePayload, PromiseKept
 from reporters.wire import signing_key_id
 
@@ -296,11 +297,18 @@ class Reporter:
         await self.start()
         await self._spool.wait_empty()
 
-    async def entries(self, after: int = 0, limit: int = 100) -> Any:
-        """What this reporter submitted, and its refusals: the bureau's answer to an
-        RFC 9421-signed ``GET /v1/reporters/{key id}/entries?after=&limit=``."""
-        return await self._transport.signed_get_json(
-            self._key, f"/v1/reporters/{self.key_id}/entries?after={int(after)}&limit={int(limit)}")
+    async def entries(self, after: int = 0, limit: int = 100,
+                      refusals_after: int = 0) -> FilePage:
+        """One page of what this reporter submitted, and its refusals, decoded (an RFC
+        9421-signed ``GET /v1/reporters/{key id}/entries``)."""
+        return await file_page(self._transport, self._key, f"/v1/reporters/{self.key_id}",
+                               after, limit, refusals_after)
+
+    def pages(self, after: int = 0, limit: int = 100,
+              refusals_after: int = 0) -> AsyncIterator[FilePage]:
+        """Every page of this reporter's file from the cursors given, to its end."""
+        return file_pages(self._transport, self._key, f"/v1/reporters/{self.key_id}", after,
+                          limit, refusals_after)
 
     # ------------------------------------------------------------------ the sender
 
