@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test test-fast lint bench bench-intake bench-seal schemas vectors clean
+.PHONY: run test test-fast lint bench bench-intake bench-seal schemas vectors ops-tools clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -38,6 +38,9 @@ schemas: $(STAMP)        ## regenerate schemas/ from the pydantic models
 
 vectors: $(STAMP)        ## regenerate tests/vectors (only when the wire format changes on purpose)
 	$(BIN)/python ops/make_vectors.py
+
+ops-tools: $(STAMP)      ## hadolint and the Compose Specification's schema, for tests/ops (ops/tools.txt)
+	$(BIN)/python ops/fetch_tools.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
