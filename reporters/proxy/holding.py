@@ -232,18 +232,25 @@ class HeldFacts:
             fact.settled, fact.derived, fact.thread = True, s.derived, None
             self._ready.append(s)
             out.append(s.interaction)
-        self._wake.set()
+        if out:
+            self._wake.set()
         return out
 
     # ------------------------------------------------------------------ releasing
 
     async def _release_loop(self) -> None:
+        # Facts settled by a call are queued at once and wake this loop; the tracker's
+        # windows are looked at once a tick. (Looking on every wake costs O(held) per
+        # call: measured, 2,000 held facts made each call 4 ms slower.)
         tick = min(1.0, self.tracker.window / 4)
+        next_look = self._clock()
         while not self._stopping:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), tick)
+                await asyncio.wait_for(self._wake.wait(), max(0.0, next_look - self._clock()))
             self._wake.clear()
-            self._settled(self.tracker.due())
+            if self._clock() >= next_look:
+                self._settled(self.tracker.due())
+                next_look = self._clock() + tick
             await self._send_ready()
 
     async def _send_ready(self) -> None:
