@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test test-fast lint bench bench-intake bench-seal schemas vectors ops-tools clean
+.PHONY: run test test-fast lint bench bench-intake bench-seal bench-proxy schemas vectors ops-tools clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,13 +25,16 @@ lint: $(STAMP)
 	$(BIN)/ruff check bureau reporters tests bench ops
 	$(BIN)/mypy bureau reporters
 
-bench: bench-intake bench-seal
+bench: bench-intake bench-seal bench-proxy
 
 bench-intake: $(STAMP)
 	$(BIN)/python bench/intake_bench.py
 
 bench-seal: $(STAMP)
 	$(BIN)/python bench/seal_bench.py
+
+bench-proxy: $(STAMP)
+	$(BIN)/python bench/proxy_bench.py
 
 schemas: $(STAMP)        ## regenerate schemas/ from the pydantic models
 	$(BIN)/python -m bureau.openapi --write-schemas
