@@ -81,8 +81,9 @@ from reporters._internal.errors import (
     VerificationError,
 )
 from reporters._internal.keys import generate_key, key_id, load_key, save_key
+from reporters._internal.outcomes import Delivery, Rejection
 from reporters._internal.parties import Admin, Agent, Receipt
-from reporters._internal.reporter import Delivery, Rejection, Reporter
+from reporters._internal.reporter import Reporter
 from reporters._internal.verify import verify_chain, verify_report
 from reporters.files import Entry, FilePage, Refusal
 

@@ -9,8 +9,8 @@ import contextlib
 import json
 import logging
 import os
+import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal
 
@@ -19,6 +19,7 @@ import nacl.signing
 from reporters._internal import payloads
 from reporters._internal.backoff import Backoff
 from reporters._internal.errors import BureauClientError, Rejected, Unavailable
+from reporters._internal.outcomes import Delivery, Rejection, Retry, exc_result
 from reporters._internal.spool import Spool
 from reporters._internal.transport import Transport
 from reporters.files import FilePage, file_page, file_pages
@@ -31,59 +32,6 @@ log = logging.getLogger("reporters")
 MAX_BATCH_LINES = 500
 #: Bytes per batch body: comfortably under the bureau's 8 MiB.
 MAX_BATCH_BYTES = 7 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class _Retry:
-    """Some envelopes were not answered: back off (at least ``retry_after`` s) and
-    send them again."""
-
-    retry_after: float | None
-
-
-def _exc_result(exc: BureauClientError) -> dict[str, Any]:
-    """A refusal of the whole request, as the per-line result it stands for."""
-    return {"status": "rejected", "code": exc.code, "path": exc.path, "detail": exc.detail}
-
-
-@dataclass(frozen=True)
-class Delivery:
-    """What one attempt to deliver a batch came to (passed to ``on_delivery``).
-
-    When the bureau answered, ``failure`` is ``None`` and the counts say what became of
-    the ``lines`` sent; ``first_seq``/``last_seq`` are the lowest and highest ledger seq
-    among the accepted and duplicate lines (``None`` when there were none). When the
-    whole attempt failed, ``failure`` is its code (``UNAVAILABLE``, ``PROTOCOL``,
-    ``TOO_LARGE`` — the batch is halved —, the bureau's code for a whole-batch ``4xx``,
-    ``SPOOL_ERROR``, or ``INTERNAL``), the counts are 0, and the lines are sent again.
-    """
-
-    lines: int
-    accepted: int = 0
-    duplicate: int = 0
-    rejected: int = 0
-    #: lines the bureau answered ``UNAVAILABLE`` for: kept and sent again
-    unavailable: int = 0
-    first_seq: int | None = None
-    last_seq: int | None = None
-    failure: str | None = None
-
-
-@dataclass(frozen=True)
-class Rejection:
-    """An envelope the bureau refused. Final: it is not sent again."""
-
-    #: the §6 reason code, e.g. ``CONFLICTING_FACT``
-    code: str
-    #: JSON Pointer into the envelope or payload
-    path: str
-    detail: str
-    #: ``fact`` or ``probe``
-    payload_type: str
-    #: the payload as it was signed
-    payload: dict[str, Any]
-    #: the signed envelope as it was sent
-    envelope: dict[str, Any]
 
 
 class Reporter:
@@ -117,6 +65,10 @@ class Reporter:
     ``on_delivery`` (a plain function, like ``on_rejection``) is told what every
     attempt to deliver a batch came to: a :class:`Delivery`.
 
+    ``keep_delivered`` (seconds, 0 by default) keeps the envelopes the bureau accepted
+    (or already had) in the spool's database that long, so that :meth:`resend_delivered`
+    can send them again after the bureau was restored from a backup that lost them.
+
     Use it as ``async with Reporter(...) as reporter:`` or call :meth:`start` and
     :meth:`close`. Leaving the block closes without waiting for the spool to drain;
     ``await reporter.flush()`` first when you need that.
@@ -136,6 +88,7 @@ class Reporter:
         on_rejection: Callable[[Rejection], object] | None = None,
         keep_rejections: int = 10_000,
         on_delivery: Callable[[Delivery], object] | None = None,
+        keep_delivered: float = 0.0,
     ) -> None:
         if not 1 <= batch_size <= MAX_BATCH_LINES:
             raise ValueError(f"batch_size must be 1..{MAX_BATCH_LINES}")
@@ -146,6 +99,9 @@ class Reporter:
         self._backoff = Backoff(backoff_base, max_backoff)
         self._on_rejection = on_rejection
         self._on_delivery = on_delivery
+        if keep_delivered < 0:
+            raise ValueError("keep_delivered must not be negative")
+        self._keep_delivered = keep_delivered
         self._rejections: collections.deque[Rejection] = collections.deque(
             maxlen=keep_rejections)
         self._task: asyncio.Task[None] | None = None
@@ -290,6 +246,14 @@ class Reporter:
         await self.start()
         return dict(await self._spool.held())
 
+    async def resend_delivered(self, since: float | None = None) -> int:
+        """Spool again every envelope kept as delivered (``keep_delivered``) at or after
+        ``since`` (Unix seconds; ``None``: all kept), for the sender to deliver again:
+        the bureau answers ``duplicate`` for those it has, and enters those it lost.
+        Returns how many were spooled."""
+        await self.start()
+        return await self._spool.resend(float("-inf") if since is None else since)
+
     async def flush(self) -> None:
         """Wait until the bureau has answered for every spooled envelope. Waits as long
         as the bureau is unreachable: bound it with ``asyncio.timeout``. Raises
@@ -339,22 +303,22 @@ class Reporter:
                 log.warning("bureau refused the batch (%s %s: %s); will retry",
                             exc.status, exc.code, exc.detail)
                 self._delivered(Delivery(len(items), failure=exc.code))
-                outcome = _Retry(None)
+                outcome = Retry(None)
             except Unavailable as exc:
                 log.info("bureau unavailable (%s: %s); will retry", exc.code, exc.detail)
                 self._delivered(Delivery(len(items), failure=exc.code))
-                outcome = _Retry(exc.retry_after)
+                outcome = Retry(exc.retry_after)
             except BureauClientError as exc:
                 if exc.code == "CLOSED":
                     return
                 log.warning("cannot update the spool (%s: %s); will retry", exc.code,
                             exc.detail)
                 self._delivered(Delivery(len(items), failure=exc.code))
-                outcome = _Retry(None)
+                outcome = Retry(None)
             except Exception:
                 log.exception("unexpected error in the reporter's sender; will retry")
                 self._delivered(Delivery(len(items), failure="INTERNAL"))
-                outcome = _Retry(None)
+                outcome = Retry(None)
             if outcome is None:
                 self._backoff.reset()
                 limit = min(self._batch_size, limit * 2)  # recover after a 413 halving
@@ -367,7 +331,7 @@ class Reporter:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._url_changed.wait(), delay)
 
-    async def _deliver(self, items: Sequence[tuple[int, bytes]]) -> _Retry | None:
+    async def _deliver(self, items: Sequence[tuple[int, bytes]]) -> Retry | None:
         """Send one batch and settle its answers. A single envelope refused as too large
         for any batch (``413``) has been judged: it is a rejection like any other."""
         try:
@@ -375,21 +339,23 @@ class Reporter:
         except Rejected as exc:
             if exc.status != 413 or len(items) > 1:
                 raise
-            results = [_exc_result(exc)]
+            results = [exc_result(exc)]
         return await self._settle(items, results)
 
     async def _settle(self, items: Sequence[tuple[int, bytes]],
-                      results: Sequence[Mapping[str, Any]]) -> _Retry | None:
+                      results: Sequence[Mapping[str, Any]]) -> Retry | None:
         """Delete every answered envelope from the spool, recording rejections first (so
         a crash in between reports a rejection twice rather than never). ``None`` when
-        every line was answered, else a :class:`_Retry` for the rest."""
+        every line was answered, else a :class:`Retry` for the rest."""
         answered: list[int] = []
+        delivered: list[int] = []
         counts = collections.Counter[str]()
         seqs: list[int] = []
         for (seq, line), result in zip(items, results, strict=True):
             status = result.get("status")
             if status in ("accepted", "duplicate"):
                 answered.append(seq)
+                delivered.append(seq)
                 counts[str(status)] += 1
                 seqs.append(int(result["seq"]))
             elif result.get("code") == "UNAVAILABLE":  # a line the bureau could not take
@@ -398,11 +364,12 @@ class Reporter:
                 self._record(line, result)
                 answered.append(seq)
                 counts["rejected"] += 1
-        await self._spool.remove(answered)
+        await self._spool.remove(answered, keep=delivered if self._keep_delivered else (),
+                                 now=time.time(), retention=self._keep_delivered)
         self._delivered(Delivery(
             len(items), counts["accepted"], counts["duplicate"], counts["rejected"],
             counts["unavailable"], min(seqs, default=None), max(seqs, default=None)))
-        return _Retry(None) if counts["unavailable"] else None
+        return Retry(None) if counts["unavailable"] else None
 
     def _delivered(self, delivery: Delivery) -> None:
         if self._on_delivery is not None:

@@ -13,6 +13,11 @@ outcome). An append may *release* a held record: the record's row is deleted in 
 same transaction that spools the envelope made from it, so after a crash the record is
 either still held or spooled, never both and never neither.
 
+A third, ``delivered(content_key TEXT PRIMARY KEY, line BLOB, delivered_at REAL)``,
+keeps envelopes the bureau accepted, for a retention the caller chooses, so that they
+can be sent again if the bureau is restored from a backup that lost them
+(:meth:`Spool.resend`); rows older than the retention are pruned as batches are answered.
+
 Durability: the database runs in WAL mode with ``synchronous=FULL``, so every committed
 transaction is fsynced before :meth:`Spool.append` returns. Appends that arrive together
 share one transaction and one fsync (group commit), so many concurrent ``send`` calls cost
@@ -53,6 +58,12 @@ _SCHEMA = (
     name    TEXT  PRIMARY KEY,
     record  BLOB  NOT NULL
 )""",
+    """CREATE TABLE IF NOT EXISTS delivered (
+    content_key   TEXT  PRIMARY KEY,
+    line          BLOB  NOT NULL,
+    delivered_at  REAL  NOT NULL
+)""",
+    "CREATE INDEX IF NOT EXISTS delivered_at ON delivered (delivered_at)",
 )
 
 
@@ -161,9 +172,25 @@ class Spool:
         rows = self._db.execute("SELECT name, record FROM held ORDER BY rowid").fetchall()
         return [(str(name), bytes(record)) for name, record in rows]
 
-    def _remove_sync(self, seqs: Sequence[int]) -> int:
-        return self._tx(lambda db: int(db.executemany(
-            "DELETE FROM spool WHERE seq = ?", [(s,) for s in seqs]).rowcount))
+    def _remove_sync(self, seqs: Sequence[int], keep: Sequence[int], now: float,
+                     retention: float) -> int:
+        def remove(db: sqlite3.Connection) -> int:
+            db.executemany(
+                "INSERT OR REPLACE INTO delivered (content_key, line, delivered_at)"
+                " SELECT content_key, line, ? FROM spool WHERE seq = ?",
+                [(now, seq) for seq in keep])
+            removed = int(db.executemany("DELETE FROM spool WHERE seq = ?",
+                                         [(seq,) for seq in seqs]).rowcount)
+            db.execute("DELETE FROM delivered WHERE delivered_at < ?", (now - retention,))
+            return removed
+
+        return self._tx(remove)
+
+    def _resend_sync(self, since: float) -> int:
+        return self._tx(lambda db: int(db.execute(
+            "INSERT OR IGNORE INTO spool (content_key, line) SELECT content_key, line"
+            " FROM delivered WHERE delivered_at >= ? ORDER BY delivered_at, rowid",
+            (since,)).rowcount))
 
     def _peek_sync(self, limit: int, max_bytes: int) -> list[tuple[int, bytes]]:
         if self._db is None:
@@ -271,14 +298,28 @@ class Spool:
         least one row when there is any), as ``(seq, line)``."""
         return await self._run(self._peek_sync, limit, max_bytes)
 
-    async def remove(self, seqs: Sequence[int]) -> None:
-        """Delete answered rows (one fsynced transaction)."""
+    async def remove(self, seqs: Sequence[int], *, keep: Sequence[int] = (), now: float = 0.0,
+                     retention: float = 0.0) -> None:
+        """Delete answered rows (one fsynced transaction). The rows in ``keep`` (the
+        ones the bureau has) are kept as delivered at ``now``; kept rows delivered more
+        than ``retention`` seconds before ``now`` are dropped."""
         if not seqs:
             return
-        removed = await self._run(self._remove_sync, list(seqs))
+        removed = await self._run(self._remove_sync, list(seqs), list(keep), now, retention)
         async with self._changed:
             self._count -= removed
             self._changed.notify_all()
+
+    async def resend(self, since: float) -> int:
+        """Spool again every kept envelope delivered at or after ``since``, oldest first
+        (beyond ``max_items`` if need be); returns how many were spooled."""
+        added = await self._run(self._resend_sync, since)
+        async with self._changed:
+            self._count += added
+            self._changed.notify_all()
+        if added:
+            self.nonempty.set()
+        return added
 
     async def wait_empty(self) -> None:
         """Return when nothing is spooled; raises ``CLOSED`` if the spool closes first."""

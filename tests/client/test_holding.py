@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from pathlib import Path
 
 import reporters
-from reporters._internal.reporter import Delivery
+from reporters import Delivery
 from tests.client.helpers import DEAD_URL, fact_counts
 from tests.client.test_reporter import reporter_on
-from tests.support import BureauUnderTest, now_text
+from tests.support import BureauUnderTest, fresh_database, now_text, start_bureau
 
 
 def _rows(spool: Path) -> tuple[set[str], int]:
@@ -73,3 +74,53 @@ async def test_on_delivery_counts_each_batch(bureau: BureauUnderTest, tmp_path: 
     assert isinstance(first.first_seq, int) and first.first_seq > 1
     last_seqs = [d.last_seq for d in answered if d.last_seq is not None]
     assert last_seqs == sorted(last_seqs)
+
+
+async def test_kept_envelopes_refill_a_bureau_restored_without_them(
+        pg_server_url: str, tmp_path: Path) -> None:
+    """After a restore that lost acknowledged entries, a gateway that kept what it had
+    delivered sends it again (docs/runbook.md): the bureau that lost the entries gets
+    them back, one that still has them answers duplicate."""
+    key = reporters.generate_key()
+    subject = reporters.key_id(reporters.generate_key())
+    spool = tmp_path / "spool"
+
+    async def registered(b: BureauUnderTest) -> None:
+        await b.accepted(b.admin, "reporter", {"reporter": reporters.key_id(key), "name": "gw",
+                                               "operator": "Gateway Co", "roles": ["facts"]})
+
+    async with fresh_database(pg_server_url) as before_url, \
+            fresh_database(pg_server_url) as restored_url, \
+            start_bureau(before_url, tmp_path / "a") as before, \
+            start_bureau(restored_url, tmp_path / "b") as restored:
+        await registered(before)
+        await registered(restored)  # the restore kept the registration, lost the facts
+        async with reporter_on(key, before.url, spool, keep_delivered=3600) as r:
+            for i in range(3):
+                await r.send(r.fact(f"k-{i}", subject, latency_ms=i))
+            await asyncio.wait_for(r.flush(), 20)
+            assert _rows(spool) == (set(), 0)
+            r.base_url = restored.url
+            assert await r.resend_delivered(since=time.time() + 60) == 0  # none that late
+            assert await r.resend_delivered() == 3
+            await asyncio.wait_for(r.flush(), 20)
+            r.base_url = before.url
+            assert await r.resend_delivered() == 3
+            await asyncio.wait_for(r.flush(), 20)
+            assert r.rejections == []
+        assert await fact_counts(restored_url) == (3, 3)
+        assert await fact_counts(before_url) == (3, 3)  # answered duplicate: nothing new
+        assert _kept(spool) == 3
+
+        # Kept for the retention only: it is applied whenever a batch is answered.
+        async with reporter_on(key, before.url, spool, keep_delivered=0) as forgetful:
+            await forgetful.send(forgetful.fact("k-9", subject))
+            await asyncio.wait_for(forgetful.flush(), 20)
+            assert await forgetful.resend_delivered() == 0
+        assert _kept(spool) == 0
+
+
+def _kept(spool: Path) -> int:
+    with sqlite3.connect(spool / "spool.sqlite3") as db:
+        (kept,) = db.execute("SELECT count(*) FROM delivered").fetchone()
+    return int(kept)
