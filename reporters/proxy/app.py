@@ -34,7 +34,7 @@ from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from reporters import Rejection, Reporter, key_id
-from reporters._internal.reporter import Delivery
+from reporters._internal.outcomes import Delivery
 from reporters._internal.spool import DB_FILE
 from reporters.httpsig import HttpSignatureError, NonceStore, verify_request
 from reporters.proxy import ops
@@ -132,7 +132,8 @@ class Proxy:
         self.config = config
         self.metrics = ProxyMetrics()
         self.reporter = Reporter(key, config.bureau_url, config.spool_dir,
-                                 on_rejection=self._rejected, on_delivery=self._delivered)
+                                 on_rejection=self._rejected, on_delivery=self._delivered,
+                                 keep_delivered=config.keep_delivered_days * 86400)
         self.tracker = DerivedOutcomes(clock, window=config.settle_seconds,
                                        quiet=config.quiet_seconds)
         self.facts = HeldFacts(self.reporter, self.tracker, self.metrics, clock=clock,

@@ -4,7 +4,13 @@
     bureau-reporter proxy --key gw.key --bureau http://127.0.0.1:8080 --spool ./spool \\
         --route /alpha=ed25519:…@http://127.0.0.1:9001 --promise ed25519:…=p95-under-2s:2000
 
+    bureau-reporter resend --key gw.key --bureau http://127.0.0.1:8080 --spool ./spool \
+        [--since 2026-11-30T00:00:00Z]
+
 Flags given override the file's values; ``--route`` and ``--promise`` add to its lists.
+``resend`` sends again the facts a proxy kept as delivered (``--keep-delivered-days``),
+after the bureau was restored from a backup that lost them (docs/runbook.md); run it
+while the proxy is stopped (it needs the spool).
 
 SIGTERM or SIGINT stops it cleanly: no new calls, calls in flight finish, held facts are
 released into the spool and the spool is delivered, each for at most ``--drain-seconds``;
@@ -24,8 +30,9 @@ from typing import Any
 
 from aiohttp import web
 
-from reporters import load_key
+from reporters import Delivery, Reporter, load_key
 from reporters._internal.errors import BureauClientError
+from reporters.models import parse_timestamp
 from reporters.proxy.app import Proxy
 from reporters.proxy.config import ConfigError, ProxyConfig, from_mapping, read_file
 
@@ -55,6 +62,7 @@ def build_config(args: argparse.Namespace) -> dict[str, Any]:
     for flag, name in (("key", "key_file"), ("bureau", "bureau_url"), ("spool", "spool_dir"),
                        ("proxy_id", "proxy_id"), ("listen", "listen"),
                        ("ops_listen", "ops_listen"), ("drain_seconds", "drain_seconds"),
+                       ("keep_delivered_days", "keep_delivered_days"),
                        ("settle_seconds", "settle_seconds"), ("quiet_seconds", "quiet_seconds")):
         value = getattr(args, flag)
         if value is not None:
@@ -131,6 +139,50 @@ def cmd_proxy(args: argparse.Namespace) -> int:
     return 0
 
 
+async def resend(key_file: Path, bureau_url: str, spool: Path, since: float | None,
+                 timeout: float) -> int:
+    """Spool the kept facts again and deliver them; 0 once the bureau answered for all."""
+    answers: dict[str, int] = {"accepted": 0, "duplicate": 0, "rejected": 0}
+
+    def count(d: Delivery) -> None:
+        for name in answers:
+            answers[name] += getattr(d, name)
+
+    # Kept for good here: pruning them is the proxy's business, by its own retention.
+    async with Reporter(load_key(key_file), bureau_url, spool, on_delivery=count,
+                        keep_delivered=float("inf")) as reporter:
+        n = await reporter.resend_delivered(since)
+        try:
+            await asyncio.wait_for(reporter.flush(), timeout)
+        except TimeoutError:
+            print(f"bureau-reporter resend: {reporter.pending} of {n} not answered within "
+                  f"{timeout:g} s; they stay in the spool for the next run", file=sys.stderr)
+            return 1
+    print(f"bureau-reporter resend: {n} facts sent again: {answers['accepted']} accepted "
+          f"(the bureau had lost them), {answers['duplicate']} duplicate, "
+          f"{answers['rejected']} rejected")
+    return 0
+
+
+def cmd_resend(args: argparse.Namespace) -> int:
+    since = None
+    if args.since is not None:
+        try:
+            if not args.since.endswith("Z"):
+                raise ValueError("not UTC")
+            since = parse_timestamp(args.since).timestamp()
+        except ValueError:
+            print(f"bureau-reporter resend: --since {args.since!r}: an RFC 3339 UTC time "
+                  "like 2026-11-30T00:00:00Z is needed", file=sys.stderr)
+            return 2
+    try:
+        return asyncio.run(resend(Path(args.key), args.bureau, Path(args.spool), since,
+                                  args.timeout))
+    except (OSError, BureauClientError) as exc:
+        print(f"bureau-reporter resend: {exc}", file=sys.stderr)
+        return 2
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bureau-reporter", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -156,7 +208,19 @@ def build_parser() -> argparse.ArgumentParser:
                        help="window for a retry or a switch to count (default 30)")
     proxy.add_argument("--quiet-seconds", type=float,
                        help="silence after a failed call that means ABANDONED (default 300)")
+    proxy.add_argument("--keep-delivered-days", type=float,
+                       help="keep delivered facts this long, for `resend` after a bureau "
+                            "restore (default 0: not kept)")
     proxy.set_defaults(func=cmd_proxy)
+    again = sub.add_parser("resend", help="send kept facts again after a bureau restore")
+    again.add_argument("--key", required=True, help="the reporter's key file (PKCS#8 PEM)")
+    again.add_argument("--bureau", required=True, help="the bureau's base URL")
+    again.add_argument("--spool", required=True, help="the proxy's spool directory")
+    again.add_argument("--since", help="only facts delivered at or after this RFC 3339 "
+                                       "UTC time (default: every fact kept)")
+    again.add_argument("--timeout", type=float, default=300.0,
+                       help="seconds to wait for the bureau's answers (default 300)")
+    again.set_defaults(func=cmd_resend)
     return parser
 
 

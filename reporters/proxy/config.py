@@ -9,6 +9,7 @@ The file (docs/proxy.md has the full reference)::
     listen = "127.0.0.1:8081"
     ops_listen = "127.0.0.1:9465"     # /healthz, /readyz, /metrics; "off" for none
     drain_seconds = 10                # at a stop: for calls in flight, then for delivery
+    keep_delivered_days = 0           # keep delivered facts, to re-send after a restore
     settle_seconds = 30               # the retry/switch window
     quiet_seconds = 300               # silence after a failure that means ABANDONED
 
@@ -89,6 +90,8 @@ class ProxyConfig:
     #: at a stop: how long calls in flight may take to finish, then how long the spool
     #: is delivered for; what is left stays on disk for the next start
     drain_seconds: float = 10.0
+    #: keep delivered facts in the spool this long, for ``bureau-reporter resend``
+    keep_delivered_days: float = 0.0
     settle_seconds: float = 30.0
     quiet_seconds: float = 300.0
     #: largest request or response body forwarded, in bytes
@@ -106,6 +109,8 @@ class ProxyConfig:
             raise ConfigError("proxy_id: letters, digits, '.', '_', '-'; at most 64")
         if not self.drain_seconds >= 0:
             raise ConfigError("drain_seconds must not be negative")
+        if not self.keep_delivered_days >= 0:
+            raise ConfigError("keep_delivered_days must not be negative")
         for route in self.routes:
             if route.prefix in RESERVED_PATHS:
                 raise ConfigError(f"routes: {route.prefix} is the proxy's own; choose "
@@ -181,7 +186,8 @@ def _promises(raw: Mapping[str, Any]) -> dict[str, dict[str, int]]:
 def from_mapping(raw: Mapping[str, Any], base: Path = Path(".")) -> ProxyConfig:
     """A :class:`ProxyConfig` from a parsed file (``base``: its directory)."""
     unknown = set(raw) - {"bureau_url", "key_file", "spool_dir", "proxy_id", "listen",
-                          "ops_listen", "drain_seconds", "settle_seconds", "quiet_seconds",
+                          "ops_listen", "drain_seconds", "keep_delivered_days",
+                          "settle_seconds", "quiet_seconds",
                           "max_body", "agents", "routes"}
     if unknown:
         raise ConfigError(f"unknown field(s) {sorted(unknown)}")
@@ -200,6 +206,7 @@ def from_mapping(raw: Mapping[str, Any], base: Path = Path(".")) -> ProxyConfig:
         proxy_id=raw.get("proxy_id"),
         host=host, port=port, ops_host=ops_host, ops_port=ops_port,
         drain_seconds=float(raw.get("drain_seconds", 10.0)),
+        keep_delivered_days=float(raw.get("keep_delivered_days", 0.0)),
         settle_seconds=float(raw.get("settle_seconds", 30.0)),
         quiet_seconds=float(raw.get("quiet_seconds", 300.0)),
         max_body=int(raw.get("max_body", 16 * 1024 * 1024)),

@@ -9,6 +9,8 @@ import os
 import random
 import signal
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,7 @@ from reporters.proxy import INTERACTION_HEADER
 from tests.client.helpers import DEAD_URL
 from tests.proxy.process import ProxyProcess
 from tests.proxy.support import ledger_facts, new_agent, upstream
-from tests.support import BureauUnderTest
+from tests.support import BureauUnderTest, fresh_database, start_bureau
 
 pytestmark = pytest.mark.slow
 
@@ -56,6 +58,19 @@ def proxy_args(key_file: Path, bureau_url: str, spool: Path, up: str,
     return ("--key", str(key_file), "--bureau", bureau_url, "--spool", str(spool),
             "--proxy-id", "px-proc", "--route", f"/a={agents[0]}@{up}",
             "--route", f"/b={agents[1]}@{up}")
+
+
+async def fine(request: web.Request) -> web.Response:
+    return web.json_response({"answer": 1})
+
+
+async def unsigned_calls(session: aiohttp.ClientSession, base: str, n: int) -> set[str]:
+    """``n`` unsigned calls (their facts are released at once); their interaction ids."""
+    ids = set()
+    for i in range(n):
+        async with session.get(f"{base}/{i}") as resp:
+            ids.add(resp.headers[INTERACTION_HEADER])
+    return ids
 
 
 async def metric(session: aiohttp.ClientSession, ops_url: str, name: str) -> float:
@@ -185,9 +200,6 @@ async def test_a_restart_carries_held_threads_on(bureau: BureauUnderTest,
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 async def test_a_signal_stops_it_cleanly(bureau: BureauUnderTest, tmp_path: Path,
                                          sig: signal.Signals) -> None:
-    async def fine(request: web.Request) -> web.Response:
-        return web.json_response({"answer": 1})
-
     key, key_file = await gateway(bureau, tmp_path)
     caller = reporters.generate_key()
     async with upstream(fine) as up, aiohttp.ClientSession() as session:
@@ -213,9 +225,6 @@ async def test_a_signal_stops_it_cleanly(bureau: BureauUnderTest, tmp_path: Path
 
 async def test_a_stop_with_the_bureau_away_keeps_the_facts_on_disk(
         bureau: BureauUnderTest, tmp_path: Path) -> None:
-    async def fine(request: web.Request) -> web.Response:
-        return web.json_response({"answer": 1})
-
     key, key_file = await gateway(bureau, tmp_path)
     spool = tmp_path / "spool"
     agents = (new_agent(), new_agent())
@@ -224,10 +233,7 @@ async def test_a_stop_with_the_bureau_away_keeps_the_facts_on_disk(
                                                                 agents),
                             "--drain-seconds", "0.5")
         await away.start()
-        ids = set()
-        for n in range(3):
-            async with session.get(f"{away.url}/b/{n}") as resp:
-                ids.add(resp.headers[INTERACTION_HEADER])
+        ids = await unsigned_calls(session, away.url + "/b", 3)
         assert await away.stop() == 0  # within the bound, though nothing was delivered
         assert (f"0 facts delivered (0 accepted, 0 duplicate, 0 rejected); 3 facts wait in "
                 f"the spool and 0 are held in {spool / 'spool.sqlite3'}") in away.logged()
@@ -238,3 +244,42 @@ async def test_a_stop_with_the_bureau_away_keeps_the_facts_on_disk(
         facts = await wait_for_facts(bureau.database_url, reporters.key_id(key), ids)
         assert await back.stop() == 0
     assert sorted(f["interaction"] for f in facts) == sorted(ids)
+
+
+async def test_kept_facts_are_sent_again_after_a_restore(
+        bureau: BureauUnderTest, pg_server_url: str, tmp_path: Path) -> None:
+    """``--keep-delivered-days`` keeps what was delivered; ``bureau-reporter resend``
+    sends it to a bureau restored without it (docs/runbook.md)."""
+    key, key_file = await gateway(bureau, tmp_path)
+    spool = tmp_path / "spool"
+    async with upstream(fine) as up, aiohttp.ClientSession() as session:
+        px = ProxyProcess(tmp_path / "proxy.log", *proxy_args(
+            key_file, bureau.url, spool, up, (new_agent(), new_agent())),
+            "--keep-delivered-days", "7")
+        await px.start()
+        ids = await unsigned_calls(session, px.url + "/a", 3)
+        await wait_for_facts(bureau.database_url, reporters.key_id(key), ids)
+        assert await px.stop() == 0
+
+    async def resend(url: str, *more: str) -> subprocess.CompletedProcess[str]:
+        return await asyncio.to_thread(subprocess.run, [
+            sys.executable, "-m", "reporters.proxy.cli", "resend", "--key", str(key_file),
+            "--bureau", url, "--spool", str(spool), "--timeout", "60", *more],
+            capture_output=True, text=True, timeout=120)
+
+    async with fresh_database(pg_server_url) as url, \
+            start_bureau(url, tmp_path / "restored") as restored:
+        await restored.accepted(restored.admin, "reporter", {
+            "reporter": reporters.key_id(key), "name": "gw", "operator": "Gateway Co",
+            "roles": ["facts"]})
+        done = await resend(restored.url)
+        assert done.returncode == 0, done.stderr
+        assert "3 facts sent again: 3 accepted" in done.stdout
+        facts = await ledger_facts(url, reporters.key_id(key))
+        assert {f["interaction"] for f in facts} == ids
+    again = await resend(bureau.url, "--since", "2000-01-01T00:00:00Z")
+    assert again.returncode == 0, again.stderr
+    assert "3 facts sent again: 0 accepted (the bureau had lost them), 3 duplicate" in again.stdout
+    assert len(await ledger_facts(bureau.database_url, reporters.key_id(key))) == 3
+    bad = await resend(bureau.url, "--since", "yesterday")
+    assert bad.returncode == 2 and "--since" in bad.stderr

@@ -24,8 +24,9 @@ def _flags(parser: argparse.ArgumentParser, command: str) -> list[str]:
 
 def test_every_proxy_flag_is_documented() -> None:
     text = (DOCS / "proxy.md").read_text()
-    for flag in _flags(proxy_parser(), "proxy"):
-        assert f"`{flag}" in text, flag
+    for command in ("proxy", "resend"):
+        for flag in _flags(proxy_parser(), command):
+            assert f"`{flag}" in text, (command, flag)
 
 
 def test_every_simulate_flag_is_documented() -> None:
@@ -37,7 +38,7 @@ def test_every_simulate_flag_is_documented() -> None:
 def test_every_config_field_is_documented() -> None:
     text = (DOCS / "proxy.md").read_text()
     fields = {"bureau_url", "key_file", "spool_dir", "proxy_id", "listen", "ops_listen",
-              "drain_seconds", "settle_seconds",
+              "drain_seconds", "keep_delivered_days", "settle_seconds",
               "quiet_seconds", "max_body", "promises", "max_ms", "prefix", "agent", "upstream",
               "timeout_seconds", "schema", "schema_file", "claim", "check", "pointer", "values"}
     listeners = ("host", "port", "ops_host", "ops_port", "routes")  # from listen, ops_listen
