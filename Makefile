@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test test-fast lint bench bench-intake bench-seal bench-tlog schemas vectors clean client-wheel
+.PHONY: run test test-fast lint bench bench-intake bench-seal bench-tlog bench-proxy schemas vectors ops-tools clean client-wheel
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,7 +25,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check bureau reporters tests bench ops
 	$(BIN)/mypy bureau reporters
 
-bench: bench-intake bench-seal
+bench: bench-intake bench-seal bench-proxy
 
 bench-intake: $(STAMP)
 	$(BIN)/python bench/intake_bench.py
@@ -36,6 +36,9 @@ bench-seal: $(STAMP)
 bench-tlog: $(STAMP)     ## the Merkle tree alone: appends, proofs from stored nodes
 	$(BIN)/python bench/tlog_bench.py
 
+bench-proxy: $(STAMP)
+	$(BIN)/python bench/proxy_bench.py
+
 schemas: $(STAMP)        ## regenerate schemas/ from the pydantic models
 	$(BIN)/python -m bureau.openapi --write-schemas
 
@@ -44,6 +47,9 @@ vectors: $(STAMP)        ## regenerate tests/vectors (only when the wire format 
 
 client-wheel: $(STAMP)  ## the client library alone (client/pyproject.toml) as a wheel in dist/
 	$(BIN)/python -m pip wheel -q --no-deps -w dist ./client
+
+ops-tools: $(STAMP)      ## hadolint and the Compose Specification's schema, for tests/ops (ops/tools.txt)
+	$(BIN)/python ops/fetch_tools.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

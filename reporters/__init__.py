@@ -8,16 +8,20 @@ Three parties, each built from its Ed25519 key and the bureau's base URL:
   answers, exactly once (the bureau dedupes by content). Rejections are final and land
   in ``rejections``.
 * :class:`Agent` — enrolls, amends, withdraws, attests, judges value, disputes, and
-  reads its own file (``entries``, ``explain``) with RFC 9421-signed requests.
+  reads its own file (``entries``, ``pages``, ``explain``) with RFC 9421-signed
+  requests. ``attest_when_witnessed`` retries ``UNWITNESSED`` (a fact still on its way)
+  with a capped backoff until a deadline.
 * :class:`Admin` — registers reporters, resolves disputes, seals epochs.
 
 Keys: :func:`generate_key`, :func:`save_key`, :func:`load_key` (PKCS#8 PEM files, as
 ``openssl genpkey -algorithm ed25519`` writes) and :func:`key_id`. Payload models live
-in :mod:`reporters.models`. :func:`verify_chain` and :func:`verify_report` check what
-the bureau serves without trusting it; so do :func:`verify_note` (a checkpoint note and
-its witness cosignatures), :func:`verify_inclusion`, :func:`verify_consistency` (Merkle
-proofs) and :func:`evidence_root` (recompute a report's ``evidence.root`` from the
-agent's file). :mod:`reporters.tlog` holds the transparency-log code they stand on.
+in :mod:`reporters.models`; a file as read (:class:`FilePage`, :class:`Entry` with its
+decoded payload, :class:`Refusal`) in :mod:`reporters.files`. :func:`verify_chain` and
+:func:`verify_report` check what the bureau serves without trusting it; so do
+:func:`verify_note` (a checkpoint note and its witness cosignatures),
+:func:`verify_inclusion`, :func:`verify_consistency` (Merkle proofs) and
+:func:`evidence_root` (recompute a report's ``evidence.root`` from the agent's file).
+:mod:`reporters.tlog` holds the transparency-log code they stand on.
 
 Errors: everything raised is a :class:`BureauClientError` with ``code`` (the bureau's
 §6 reason code, or a client code), ``path`` (a JSON Pointer), ``detail`` and ``status``
@@ -73,7 +77,7 @@ Example (``example`` is run against a real bureau by the test suite)::
 
 from __future__ import annotations
 
-from reporters import models
+from reporters import files, models
 from reporters._internal.errors import (
     BureauClientError,
     Rejected,
@@ -81,8 +85,9 @@ from reporters._internal.errors import (
     VerificationError,
 )
 from reporters._internal.keys import generate_key, key_id, load_key, save_key
+from reporters._internal.outcomes import Delivery, Rejection
 from reporters._internal.parties import Admin, Agent, Receipt
-from reporters._internal.reporter import Rejection, Reporter
+from reporters._internal.reporter import Reporter
 from reporters._internal.transparency import (
     evidence_root,
     verify_consistency,
@@ -90,13 +95,18 @@ from reporters._internal.transparency import (
     verify_note,
 )
 from reporters._internal.verify import verify_chain, verify_report
+from reporters.files import Entry, FilePage, Refusal
 from reporters.tlog.checkpoint import VerifiedCheckpoint
 
 __all__ = [
     "Admin",
     "Agent",
     "BureauClientError",
+    "Delivery",
+    "Entry",
+    "FilePage",
     "Receipt",
+    "Refusal",
     "Rejected",
     "Rejection",
     "Reporter",
@@ -104,6 +114,7 @@ __all__ = [
     "VerificationError",
     "VerifiedCheckpoint",
     "evidence_root",
+    "files",
     "generate_key",
     "key_id",
     "load_key",

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal
@@ -13,8 +14,9 @@ import nacl.signing
 
 from reporters._internal import payloads
 from reporters._internal.backoff import Backoff
-from reporters._internal.errors import Rejected, Unavailable
+from reporters._internal.errors import BureauClientError, Rejected, Unavailable
 from reporters._internal.transport import Transport
+from reporters.files import FilePage, file_page, file_pages
 from reporters.models import (
     AmendmentPayload,
     Anchor,
@@ -32,6 +34,8 @@ from reporters.models import (
     WithdrawalPayload,
 )
 from reporters.wire import signing_key_id
+
+log = logging.getLogger("reporters")
 
 AnchorLike = str | Anchor | Mapping[str, str]
 PromisesLike = Mapping[str, str] | Sequence[PromiseDeclared]
@@ -189,19 +193,95 @@ class Agent(_Party):
             "judgment": judgment, "spent": spent, "currency": currency,
             "units": _units(units)}))
 
+    async def attest_when_witnessed(
+            self, reporter: str, interaction: str, subject: str, outcome: AttestationOutcome,
+            corrections: int = 0, *, deadline: float = 120.0, wait_first: float = 0.0,
+            first_delay: float = 2.0, max_delay: float = 16.0) -> Receipt:
+        """:meth:`attest`, retried while the bureau answers ``UNWITNESSED`` — the fact is
+        not in yet: a reporting proxy holds each fact for its settle window, ~35 s —
+        until it is accepted or ``deadline`` seconds have passed.
+
+        Waits ``wait_first`` seconds, then tries; after refusal *n* (from 0) it waits
+        between ``d/2`` and ``d``, ``d = min(max_delay, first_delay·2ⁿ)``, and makes a last
+        attempt at the deadline. With the defaults, a fact that lands 35 s after the call
+        costs 5 to 7 attempts; ``wait_first=30`` (the proxy's window) makes it 1 to 3.
+        ``Unavailable`` answers are retried the same way (nothing was written). Raises
+        the last ``Rejected`` (``UNWITNESSED``) when the deadline passes, any other
+        refusal at once, and ``SCHEMA`` before anything is sent.
+
+        The bureau keeps a refused envelope as a refusal in this agent's file (SPEC §5).
+        Every attempt re-sends the same signed bytes, and the bureau keeps one refusal
+        per envelope and reason code, so a retried attestation leaves one
+        ``UNWITNESSED`` refusal in the file, however many attempts it took.
+        """
+        payload = payloads.build(AttestationPayload, {
+            "reporter": reporter, "interaction": interaction, "subject": subject,
+            "outcome": outcome, "corrections": corrections})
+        return await self._until_witnessed(payload, ("UNWITNESSED",), deadline, wait_first,
+                                           first_delay, max_delay)
+
+    async def value_judgment_when_witnessed(
+            self, reporter: str, engagement: str, subject: str,
+            judgment: Literal["VALUE_OK", "VALUE_POOR"], spent: int, currency: str,
+            units: UnitsLike, *, deadline: float = 120.0, wait_first: float = 0.0,
+            first_delay: float = 2.0, max_delay: float = 16.0,
+            retry_on: Collection[str] = ("UNWITNESSED",)) -> Receipt:
+        """:meth:`value_judgment`, retried like :meth:`attest_when_witnessed` while the
+        bureau answers a code in ``retry_on``. Add ``AMOUNT_MISMATCH`` to wait for the
+        engagement's final fact when an earlier one (with a smaller ``spent``) may be in
+        first."""
+        payload = payloads.build(ValueJudgmentPayload, {
+            "reporter": reporter, "engagement": engagement, "subject": subject,
+            "judgment": judgment, "spent": spent, "currency": currency,
+            "units": _units(units)})
+        return await self._until_witnessed(payload, retry_on, deadline, wait_first,
+                                           first_delay, max_delay)
+
+    async def _until_witnessed(self, payload: Payload, retry_on: Collection[str],
+                               deadline: float, wait_first: float, first_delay: float,
+                               max_delay: float) -> Receipt:
+        if not (deadline >= 0 and wait_first >= 0 and 0 < first_delay <= max_delay):
+            raise ValueError("need deadline >= 0, wait_first >= 0, 0 < first_delay <= "
+                             "max_delay")
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + deadline
+        backoff = Backoff(first_delay, max_delay)
+        await asyncio.sleep(min(wait_first, deadline))
+        while True:
+            try:
+                return await self.submit(payload)
+            except (Rejected, Unavailable) as exc:
+                if isinstance(exc, Rejected) and exc.code not in retry_on:
+                    raise
+                last: BureauClientError = exc
+            delay = min(backoff.next_delay(getattr(last, "retry_after", None)),
+                        give_up - loop.time())
+            if delay <= 0:
+                raise last
+            log.debug("%s: %s; trying again in %.1f s", payloads.payload_name(payload),
+                      last.code, delay)
+            await asyncio.sleep(delay)
+
     async def dispute(self, entry: str, reason: str) -> Receipt:
         """Dispute an entry about this agent (an admin resolves it)."""
         return await self.submit(payloads.build(DisputePayload,
                                                 {"entry": entry, "reason": reason}))
 
-    async def entries(self, after: int = 0, limit: int = 100) -> Any:
-        """Every entry about this agent after ``after``, and its refusals: the bureau's
-        JSON answer to an RFC 9421-signed
-        ``GET /v1/agents/{key id}/entries?after=&limit=``. Check the entries with
-        :func:`reporters.verify_chain`."""
-        return await self._transport.signed_get_json(
-            self._key,
-            f"/v1/agents/{self.key_id}/entries?after={int(after)}&limit={int(limit)}")
+    async def entries(self, after: int = 0, limit: int = 100,
+                      refusals_after: int = 0) -> FilePage:
+        """One page of this agent's file: the entries after seq ``after`` and the
+        refusals after ref ``refusals_after``, decoded (an RFC 9421-signed
+        ``GET /v1/agents/{key id}/entries``). Check the entries with
+        :func:`reporters.verify_chain`; ``entry.raw`` is each one as served."""
+        return await file_page(self._transport, self._key, f"/v1/agents/{self.key_id}",
+                               after, limit, refusals_after)
+
+    def pages(self, after: int = 0, limit: int = 100,
+              refusals_after: int = 0) -> AsyncIterator[FilePage]:
+        """Every page of this agent's file from the cursors given, following
+        ``next_after``/``next_refusals_after`` until the file is read to its end."""
+        return file_pages(self._transport, self._key, f"/v1/agents/{self.key_id}", after,
+                          limit, refusals_after)
 
     async def explain(self, epoch: int | None = None) -> Any:
         """How this agent's score was made, interaction by interaction: the bureau's
@@ -235,3 +315,4 @@ class Admin(_Party):
         """Ask the bureau to seal every epoch that has elapsed by its clock."""
         return await self.submit(payloads.build(SealPayload, {
             "requested_at": requested_at or payloads.now_timestamp()}))
+

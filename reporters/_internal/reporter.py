@@ -9,8 +9,8 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal
 
@@ -19,8 +19,10 @@ import nacl.signing
 from reporters._internal import payloads
 from reporters._internal.backoff import Backoff
 from reporters._internal.errors import BureauClientError, Rejected, Unavailable
+from reporters._internal.outcomes import Delivery, Rejection, Retry, exc_result
 from reporters._internal.spool import Spool
 from reporters._internal.transport import Transport
+from reporters.files import FilePage, file_page, file_pages
 from reporters.models import Engagement, FactPayload, ProbePayload, PromiseKept
 from reporters.wire import signing_key_id
 
@@ -30,36 +32,6 @@ log = logging.getLogger("reporters")
 MAX_BATCH_LINES = 500
 #: Bytes per batch body: comfortably under the bureau's 8 MiB.
 MAX_BATCH_BYTES = 7 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class _Retry:
-    """Some envelopes were not answered: back off (at least ``retry_after`` s) and
-    send them again."""
-
-    retry_after: float | None
-
-
-def _exc_result(exc: BureauClientError) -> dict[str, Any]:
-    """A refusal of the whole request, as the per-line result it stands for."""
-    return {"status": "rejected", "code": exc.code, "path": exc.path, "detail": exc.detail}
-
-
-@dataclass(frozen=True)
-class Rejection:
-    """An envelope the bureau refused. Final: it is not sent again."""
-
-    #: the §6 reason code, e.g. ``CONFLICTING_FACT``
-    code: str
-    #: JSON Pointer into the envelope or payload
-    path: str
-    detail: str
-    #: ``fact`` or ``probe``
-    payload_type: str
-    #: the payload as it was signed
-    payload: dict[str, Any]
-    #: the signed envelope as it was sent
-    envelope: dict[str, Any]
 
 
 class Reporter:
@@ -84,6 +56,19 @@ class Reporter:
     Backpressure: at most ``max_spooled`` envelopes wait in the spool; ``send`` waits
     for room beyond that.
 
+    Holding: a caller that must wait before it can sign a fact (the reporting proxy
+    waits to learn what the caller did next) parks it with :meth:`hold`, durably, and
+    later sends the payload with ``send(payload, releasing=name)``: the held record is
+    deleted in the transaction that spools the envelope. :meth:`held` lists what an
+    earlier run left held.
+
+    ``on_delivery`` (a plain function, like ``on_rejection``) is told what every
+    attempt to deliver a batch came to: a :class:`Delivery`.
+
+    ``keep_delivered`` (seconds, 0 by default) keeps the envelopes the bureau accepted
+    (or already had) in the spool's database that long, so that :meth:`resend_delivered`
+    can send them again after the bureau was restored from a backup that lost them.
+
     Use it as ``async with Reporter(...) as reporter:`` or call :meth:`start` and
     :meth:`close`. Leaving the block closes without waiting for the spool to drain;
     ``await reporter.flush()`` first when you need that.
@@ -102,6 +87,8 @@ class Reporter:
         max_backoff: float = 30.0,
         on_rejection: Callable[[Rejection], object] | None = None,
         keep_rejections: int = 10_000,
+        on_delivery: Callable[[Delivery], object] | None = None,
+        keep_delivered: float = 0.0,
     ) -> None:
         if not 1 <= batch_size <= MAX_BATCH_LINES:
             raise ValueError(f"batch_size must be 1..{MAX_BATCH_LINES}")
@@ -111,6 +98,10 @@ class Reporter:
         self._batch_size = batch_size
         self._backoff = Backoff(backoff_base, max_backoff)
         self._on_rejection = on_rejection
+        self._on_delivery = on_delivery
+        if keep_delivered < 0:
+            raise ValueError("keep_delivered must not be negative")
+        self._keep_delivered = keep_delivered
         self._rejections: collections.deque[Rejection] = collections.deque(
             maxlen=keep_rejections)
         self._task: asyncio.Task[None] | None = None
@@ -224,19 +215,44 @@ class Reporter:
 
     # ------------------------------------------------------------------ sending
 
-    async def send(self, payload: FactPayload | ProbePayload) -> None:
+    async def send(self, payload: FactPayload | ProbePayload, *,
+                   releasing: str | None = None) -> None:
         """Sign ``payload`` and spool the envelope durably (fsynced) for sending.
 
         Returns once the envelope is on disk: from then on it survives a crash of this
         process. Waits while the spool is full. Sending a payload already spooled is a
         no-op; sending one the bureau already has is answered ``duplicate`` and dropped.
+        ``releasing`` names a record held with :meth:`hold`: it is deleted in the same
+        transaction, so a crash leaves it either held or spooled.
         """
         if not isinstance(payload, FactPayload | ProbePayload):
             raise TypeError("a Reporter sends FactPayload and ProbePayload")
         await self.start()
         envelope = payloads.sign(self._key, payload)
         await self._spool.append(payloads.envelope_content_key(envelope),
-                                 payloads.envelope_line(envelope))
+                                 payloads.envelope_line(envelope), release=releasing)
+
+    async def hold(self, records: Mapping[str, bytes]) -> None:
+        """Hold ``records`` (name -> any bytes; a name already held is replaced) durably
+        in the spool's database, in one fsynced transaction, until ``send(...,
+        releasing=name)``. Held records are not sent and do not count against
+        ``max_spooled``."""
+        await self.start()
+        await self._spool.hold(records)
+
+    async def held(self) -> dict[str, bytes]:
+        """Every record held and not yet released, by name, oldest first — including
+        those an earlier run (or a crashed process) left in this spool."""
+        await self.start()
+        return dict(await self._spool.held())
+
+    async def resend_delivered(self, since: float | None = None) -> int:
+        """Spool again every envelope kept as delivered (``keep_delivered``) at or after
+        ``since`` (Unix seconds; ``None``: all kept), for the sender to deliver again:
+        the bureau answers ``duplicate`` for those it has, and enters those it lost.
+        Returns how many were spooled."""
+        await self.start()
+        return await self._spool.resend(float("-inf") if since is None else since)
 
     async def flush(self) -> None:
         """Wait until the bureau has answered for every spooled envelope. Waits as long
@@ -245,11 +261,18 @@ class Reporter:
         await self.start()
         await self._spool.wait_empty()
 
-    async def entries(self, after: int = 0, limit: int = 100) -> Any:
-        """What this reporter submitted, and its refusals: the bureau's answer to an
-        RFC 9421-signed ``GET /v1/reporters/{key id}/entries?after=&limit=``."""
-        return await self._transport.signed_get_json(
-            self._key, f"/v1/reporters/{self.key_id}/entries?after={int(after)}&limit={int(limit)}")
+    async def entries(self, after: int = 0, limit: int = 100,
+                      refusals_after: int = 0) -> FilePage:
+        """One page of what this reporter submitted, and its refusals, decoded (an RFC
+        9421-signed ``GET /v1/reporters/{key id}/entries``)."""
+        return await file_page(self._transport, self._key, f"/v1/reporters/{self.key_id}",
+                               after, limit, refusals_after)
+
+    def pages(self, after: int = 0, limit: int = 100,
+              refusals_after: int = 0) -> AsyncIterator[FilePage]:
+        """Every page of this reporter's file from the cursors given, to its end."""
+        return file_pages(self._transport, self._key, f"/v1/reporters/{self.key_id}", after,
+                          limit, refusals_after)
 
     # ------------------------------------------------------------------ the sender
 
@@ -272,25 +295,30 @@ class Reporter:
                 outcome = await self._deliver(items)
             except Rejected as exc:
                 if exc.status == 413:
+                    self._delivered(Delivery(len(items), failure="TOO_LARGE"))
                     limit = max(1, len(items) // 2)  # too big: halve, try again at once
                     continue
                 # 401, 404, 415, ...: a misconfiguration the envelopes cannot fix. Keep
                 # them spooled and keep trying: nothing is dropped unjudged.
                 log.warning("bureau refused the batch (%s %s: %s); will retry",
                             exc.status, exc.code, exc.detail)
-                outcome = _Retry(None)
+                self._delivered(Delivery(len(items), failure=exc.code))
+                outcome = Retry(None)
             except Unavailable as exc:
                 log.info("bureau unavailable (%s: %s); will retry", exc.code, exc.detail)
-                outcome = _Retry(exc.retry_after)
+                self._delivered(Delivery(len(items), failure=exc.code))
+                outcome = Retry(exc.retry_after)
             except BureauClientError as exc:
                 if exc.code == "CLOSED":
                     return
                 log.warning("cannot update the spool (%s: %s); will retry", exc.code,
                             exc.detail)
-                outcome = _Retry(None)
+                self._delivered(Delivery(len(items), failure=exc.code))
+                outcome = Retry(None)
             except Exception:
                 log.exception("unexpected error in the reporter's sender; will retry")
-                outcome = _Retry(None)
+                self._delivered(Delivery(len(items), failure="INTERNAL"))
+                outcome = Retry(None)
             if outcome is None:
                 self._backoff.reset()
                 limit = min(self._batch_size, limit * 2)  # recover after a 413 halving
@@ -303,7 +331,7 @@ class Reporter:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._url_changed.wait(), delay)
 
-    async def _deliver(self, items: Sequence[tuple[int, bytes]]) -> _Retry | None:
+    async def _deliver(self, items: Sequence[tuple[int, bytes]]) -> Retry | None:
         """Send one batch and settle its answers. A single envelope refused as too large
         for any batch (``413``) has been judged: it is a rejection like any other."""
         try:
@@ -311,27 +339,44 @@ class Reporter:
         except Rejected as exc:
             if exc.status != 413 or len(items) > 1:
                 raise
-            results = [_exc_result(exc)]
+            results = [exc_result(exc)]
         return await self._settle(items, results)
 
     async def _settle(self, items: Sequence[tuple[int, bytes]],
-                      results: Sequence[Mapping[str, Any]]) -> _Retry | None:
+                      results: Sequence[Mapping[str, Any]]) -> Retry | None:
         """Delete every answered envelope from the spool, recording rejections first (so
         a crash in between reports a rejection twice rather than never). ``None`` when
-        every line was answered, else a :class:`_Retry` for the rest."""
+        every line was answered, else a :class:`Retry` for the rest."""
         answered: list[int] = []
-        unanswered = False
+        delivered: list[int] = []
+        counts = collections.Counter[str]()
+        seqs: list[int] = []
         for (seq, line), result in zip(items, results, strict=True):
             status = result.get("status")
             if status in ("accepted", "duplicate"):
                 answered.append(seq)
+                delivered.append(seq)
+                counts[str(status)] += 1
+                seqs.append(int(result["seq"]))
             elif result.get("code") == "UNAVAILABLE":  # a line the bureau could not take
-                unanswered = True
+                counts["unavailable"] += 1
             else:
                 self._record(line, result)
                 answered.append(seq)
-        await self._spool.remove(answered)
-        return _Retry(None) if unanswered else None
+                counts["rejected"] += 1
+        await self._spool.remove(answered, keep=delivered if self._keep_delivered else (),
+                                 now=time.time(), retention=self._keep_delivered)
+        self._delivered(Delivery(
+            len(items), counts["accepted"], counts["duplicate"], counts["rejected"],
+            counts["unavailable"], min(seqs, default=None), max(seqs, default=None)))
+        return Retry(None) if counts["unavailable"] else None
+
+    def _delivered(self, delivery: Delivery) -> None:
+        if self._on_delivery is not None:
+            try:
+                self._on_delivery(delivery)
+            except Exception:
+                log.exception("on_delivery callback failed")
 
     def _record(self, line: bytes, result: Mapping[str, Any]) -> None:
         envelope: dict[str, Any] = json.loads(line)

@@ -7,6 +7,17 @@ JSON line); ``content_key`` is what the bureau dedupes on (:func:`reporters.wire
 so the same envelope is never spooled twice. Rows leave only when the bureau has
 answered for them.
 
+A second table, ``held(name TEXT PRIMARY KEY, record BLOB)``, keeps records a caller is
+not ready to sign yet (the reporting proxy's facts waiting for their ``derived``
+outcome). An append may *release* a held record: the record's row is deleted in the
+same transaction that spools the envelope made from it, so after a crash the record is
+either still held or spooled, never both and never neither.
+
+A third, ``delivered(content_key TEXT PRIMARY KEY, line BLOB, delivered_at REAL)``,
+keeps envelopes the bureau accepted, for a retention the caller chooses, so that they
+can be sent again if the bureau is restored from a backup that lost them
+(:meth:`Spool.resend`); rows older than the retention are pruned as batches are answered.
+
 Durability: the database runs in WAL mode with ``synchronous=FULL``, so every committed
 transaction is fsynced before :meth:`Spool.append` returns. Appends that arrive together
 share one transaction and one fsync (group commit), so many concurrent ``send`` calls cost
@@ -24,8 +35,9 @@ import asyncio
 import fcntl
 import os
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -36,11 +48,36 @@ LOCK_FILE = "spool.lock"
 
 T = TypeVar("T")
 
-_SCHEMA = """CREATE TABLE IF NOT EXISTS spool (
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS spool (
     seq          INTEGER PRIMARY KEY AUTOINCREMENT,
     content_key  TEXT    NOT NULL UNIQUE,
     line         BLOB    NOT NULL
-)"""
+)""",
+    """CREATE TABLE IF NOT EXISTS held (
+    name    TEXT  PRIMARY KEY,
+    record  BLOB  NOT NULL
+)""",
+    """CREATE TABLE IF NOT EXISTS delivered (
+    content_key   TEXT  PRIMARY KEY,
+    line          BLOB  NOT NULL,
+    delivered_at  REAL  NOT NULL
+)""",
+    "CREATE INDEX IF NOT EXISTS delivered_at ON delivered (delivered_at)",
+)
+
+
+@dataclass
+class _Write:
+    """One caller's part of a group-committed transaction."""
+
+    future: asyncio.Future[None]
+    #: an envelope to spool: (content key, line)
+    append: tuple[str, bytes] | None = None
+    #: the held record the appended envelope was made from: deleted in the same transaction
+    release: str | None = None
+    #: records to hold (insert or replace)
+    holds: Sequence[tuple[str, bytes]] = ()
 
 
 def _closed() -> BureauClientError:
@@ -63,7 +100,7 @@ class Spool:
         self._lock_fd: int | None = None
         self._count = 0  # rows committed
         self._reserved = 0  # appends admitted, not yet committed
-        self._pending: list[tuple[str, bytes, asyncio.Future[None]]] = []
+        self._pending: list[_Write] = []
         self._writer: asyncio.Task[None] | None = None
         self._changed = asyncio.Condition()
         self._closed = False
@@ -85,7 +122,8 @@ class Spool:
                                  check_same_thread=False)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
-            db.execute(_SCHEMA)
+            for statement in _SCHEMA:
+                db.execute(statement)
             (count,) = db.execute("SELECT count(*) FROM spool").fetchone()
         except BaseException:
             os.close(fd)
@@ -98,28 +136,61 @@ class Spool:
         self._db, self._lock_fd = db, fd
         return int(count)
 
-    def _tx(self, fn: Callable[[sqlite3.Connection], int]) -> int:
+    def _tx(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         db = self._db
         if db is None:
             raise _closed()
         db.execute("BEGIN IMMEDIATE")
         try:
-            before = db.total_changes
-            fn(db)
-            changed = db.total_changes - before
+            result = fn(db)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        return changed
+        return result
 
-    def _insert_sync(self, rows: Sequence[tuple[str, bytes]]) -> int:
-        return self._tx(lambda db: db.executemany(
-            "INSERT OR IGNORE INTO spool (content_key, line) VALUES (?, ?)", rows).rowcount)
+    def _write_sync(self, group: Sequence[_Write]) -> int:
+        """One transaction for a group: holds first, then releases, then appends (a
+        record held and released in the same group ends up released). Returns the
+        number of envelopes newly spooled."""
+        holds = [h for w in group for h in w.holds]
+        releases = [(w.release,) for w in group if w.release is not None]
+        appends = [w.append for w in group if w.append is not None]
 
-    def _remove_sync(self, seqs: Sequence[int]) -> int:
-        return self._tx(lambda db: db.executemany(
-            "DELETE FROM spool WHERE seq = ?", [(s,) for s in seqs]).rowcount)
+        def write(db: sqlite3.Connection) -> int:
+            db.executemany("INSERT OR REPLACE INTO held (name, record) VALUES (?, ?)", holds)
+            db.executemany("DELETE FROM held WHERE name = ?", releases)
+            return int(db.executemany(
+                "INSERT OR IGNORE INTO spool (content_key, line) VALUES (?, ?)",
+                appends).rowcount)
+
+        return self._tx(write)
+
+    def _held_sync(self) -> list[tuple[str, bytes]]:
+        if self._db is None:
+            raise _closed()
+        rows = self._db.execute("SELECT name, record FROM held ORDER BY rowid").fetchall()
+        return [(str(name), bytes(record)) for name, record in rows]
+
+    def _remove_sync(self, seqs: Sequence[int], keep: Sequence[int], now: float,
+                     retention: float) -> int:
+        def remove(db: sqlite3.Connection) -> int:
+            db.executemany(
+                "INSERT OR REPLACE INTO delivered (content_key, line, delivered_at)"
+                " SELECT content_key, line, ? FROM spool WHERE seq = ?",
+                [(now, seq) for seq in keep])
+            removed = int(db.executemany("DELETE FROM spool WHERE seq = ?",
+                                         [(seq,) for seq in seqs]).rowcount)
+            db.execute("DELETE FROM delivered WHERE delivered_at < ?", (now - retention,))
+            return removed
+
+        return self._tx(remove)
+
+    def _resend_sync(self, since: float) -> int:
+        return self._tx(lambda db: int(db.execute(
+            "INSERT OR IGNORE INTO spool (content_key, line) SELECT content_key, line"
+            " FROM delivered WHERE delivered_at >= ? ORDER BY delivered_at, rowid",
+            (since,)).rowcount))
 
     def _peek_sync(self, limit: int, max_bytes: int) -> list[tuple[int, bytes]]:
         if self._db is None:
@@ -163,17 +234,36 @@ class Spool:
         if self._count:
             self.nonempty.set()
 
-    async def append(self, content_key: str, line: bytes) -> None:
+    async def append(self, content_key: str, line: bytes, *, release: str | None = None) -> None:
         """Spool one envelope line; returns once it is committed and fsynced. Waits while
-        the spool is full. An envelope already spooled is not spooled again."""
+        the spool is full. An envelope already spooled is not spooled again. ``release``
+        names a held record to delete in the same transaction."""
         async with self._changed:
             await self._changed.wait_for(
                 lambda: self._closed or self._count + self._reserved < self.max_items)
             if self._closed:
                 raise _closed()
             self._reserved += 1
+        await self._submit(append=(content_key, line), release=release)
+
+    async def hold(self, records: Mapping[str, bytes]) -> None:
+        """Hold ``records`` (name -> bytes; a name held already is replaced) in one
+        transaction; returns once committed and fsynced. Held records do not count
+        against ``max_items``: their number is the caller's to bound."""
+        if self._closed:
+            raise _closed()
+        if records:
+            await self._submit(holds=list(records.items()))
+
+    async def held(self) -> list[tuple[str, bytes]]:
+        """Every held record, oldest first, as ``(name, record)``."""
+        return await self._run(self._held_sync)
+
+    async def _submit(self, *, append: tuple[str, bytes] | None = None,
+                      release: str | None = None,
+                      holds: Sequence[tuple[str, bytes]] = ()) -> None:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._pending.append((content_key, line, future))
+        self._pending.append(_Write(future, append, release, holds))
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write_pending())
         await future
@@ -185,17 +275,18 @@ class Spool:
             error: BaseException | None = None
             inserted = 0
             try:
-                inserted = await self._run(self._insert_sync, [(k, ln) for k, ln, _ in group])
+                inserted = await self._run(self._write_sync, group)
             except Exception as exc:
                 error = exc
             async with self._changed:
-                self._reserved -= len(group)
+                self._reserved -= sum(1 for w in group if w.append is not None)
                 self._count += inserted
                 self._changed.notify_all()
             if inserted:
                 self.nonempty.set()
-            for _, _, future in group:
-                if future.done():  # the caller was cancelled; the row is spooled anyway
+            for w in group:
+                future = w.future
+                if future.done():  # the caller was cancelled; the write happened anyway
                     continue
                 if error is None:
                     future.set_result(None)
@@ -207,14 +298,28 @@ class Spool:
         least one row when there is any), as ``(seq, line)``."""
         return await self._run(self._peek_sync, limit, max_bytes)
 
-    async def remove(self, seqs: Sequence[int]) -> None:
-        """Delete answered rows (one fsynced transaction)."""
+    async def remove(self, seqs: Sequence[int], *, keep: Sequence[int] = (), now: float = 0.0,
+                     retention: float = 0.0) -> None:
+        """Delete answered rows (one fsynced transaction). The rows in ``keep`` (the
+        ones the bureau has) are kept as delivered at ``now``; kept rows delivered more
+        than ``retention`` seconds before ``now`` are dropped."""
         if not seqs:
             return
-        removed = await self._run(self._remove_sync, list(seqs))
+        removed = await self._run(self._remove_sync, list(seqs), list(keep), now, retention)
         async with self._changed:
             self._count -= removed
             self._changed.notify_all()
+
+    async def resend(self, since: float) -> int:
+        """Spool again every kept envelope delivered at or after ``since``, oldest first
+        (beyond ``max_items`` if need be); returns how many were spooled."""
+        added = await self._run(self._resend_sync, since)
+        async with self._changed:
+            self._count += added
+            self._changed.notify_all()
+        if added:
+            self.nonempty.set()
+        return added
 
     async def wait_empty(self) -> None:
         """Return when nothing is spooled; raises ``CLOSED`` if the spool closes first."""

@@ -12,12 +12,14 @@ from typing import Any
 
 from reporters import wire
 from reporters._internal.errors import VerificationError
+from reporters.files import Entry
 
 REPORT_TYPE = wire.payload_type("report")
 
 
-def verify_chain(entries: Sequence[Mapping[str, Any]]) -> None:
-    """Check a run of ledger entries in the §9 shape, in the order served.
+def verify_chain(entries: Sequence[Mapping[str, Any] | Entry]) -> None:
+    """Check a run of ledger entries in the §9 shape, in the order served (as
+    :class:`reporters.files.Entry` objects, whose ``raw`` is checked, or as plain JSON).
 
     1. Every entry's ``id`` is ``BLAKE3(canonical JSON of the entry without "id")``
        (``BAD_ENTRY_ID``, path ``/i/id``).
@@ -28,7 +30,8 @@ def verify_chain(entries: Sequence[Mapping[str, Any]]) -> None:
        links across gaps cannot be checked here; a checkpoint covers those.
     """
     last: Mapping[str, Any] | None = None
-    for i, entry in enumerate(entries):
+    for i, item in enumerate(entries):
+        entry = item.raw if isinstance(item, Entry) else item
         if not isinstance(entry, Mapping):
             raise VerificationError("BROKEN_CHAIN", f"/{i}", "an entry is a JSON object")
         seq, prev, given = entry.get("seq"), entry.get("prev"), entry.get("id")

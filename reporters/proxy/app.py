@@ -8,9 +8,11 @@ both to attest), (5) measures the answer, and (6) hands the call to the derived-
 tracker, which holds the fact until its ``derived`` is known. A background task sends
 released facts through :class:`reporters.Reporter`, whose spool makes them durable.
 
-What a crash loses: facts still *held* by the tracker (at most ``quiet_seconds`` of
-unsatisfactory threads, ``settle_seconds`` of the rest) — they are in memory only.
-A graceful stop releases them with what is known (docs/proxy.md).
+Facts are held on disk from the moment the call is answered
+(:mod:`reporters.proxy.holding`): a crash loses none, and a restart carries on with
+them. A graceful stop releases them with what is known, then delivers the spool for a
+bounded time (docs/proxy.md). The ops routes (``/healthz``, ``/readyz``, ``/metrics``)
+are :mod:`reporters.proxy.ops`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import aiohttp
 import nacl.signing
@@ -31,13 +34,15 @@ from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from reporters import Rejection, Reporter, key_id
-from reporters._internal.errors import BureauClientError
+from reporters._internal.outcomes import Delivery
+from reporters._internal.spool import DB_FILE
 from reporters.httpsig import HttpSignatureError, NonceStore, verify_request
+from reporters.proxy import ops
 from reporters.proxy.config import ProxyConfig, Route
+from reporters.proxy.holding import HeldFacts, Measured
 from reporters.proxy.ids import InteractionIds
 from reporters.proxy.measure import (
     Check,
-    Claimed,
     DeliverableCheck,
     Exchange,
     claimed,
@@ -46,7 +51,8 @@ from reporters.proxy.measure import (
     task_hash,
     well_formed,
 )
-from reporters.proxy.tracker import Call, DerivedOutcomes, Settled
+from reporters.proxy.metrics import ProxyMetrics
+from reporters.proxy.tracker import DerivedOutcomes
 
 log = logging.getLogger("reporters.proxy")
 
@@ -86,21 +92,6 @@ def load_check(spec: str) -> DeliverableCheck:
 
 
 @dataclass(frozen=True, slots=True)
-class _Measured:
-    """Everything of a fact but ``derived``, kept while the tracker holds it."""
-
-    agent: str
-    caller: str | None
-    observed_at: str
-    answered: bool
-    latency_ms: int | None
-    well_formed: bool | None
-    promises: Mapping[str, bool]
-    claimed: Claimed | None
-    check: Check | None
-
-
-@dataclass(frozen=True, slots=True)
 class _Upstream:
     status: int
     headers: CIMultiDict[str]
@@ -110,6 +101,23 @@ class _Upstream:
 
 class _TooLarge(Exception):
     pass
+
+
+def _failure_kind(exc: BaseException) -> str:
+    """The ``result`` label of a call the agent did not answer."""
+    if isinstance(exc, TimeoutError):
+        return "timeout"
+    return "too_large" if isinstance(exc, _TooLarge) else "unreachable"
+
+
+@dataclass
+class RunTally:
+    """What this run did, for the log line at the stop."""
+
+    calls: int = 0
+    accepted: int = 0
+    duplicate: int = 0
+    rejected: int = 0
 
 
 class Proxy:
@@ -122,10 +130,15 @@ class Proxy:
                  clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time) -> None:
         self.config = config
+        self.metrics = ProxyMetrics()
         self.reporter = Reporter(key, config.bureau_url, config.spool_dir,
-                                 on_rejection=self._rejected)
+                                 on_rejection=self._rejected, on_delivery=self._delivered,
+                                 keep_delivered=config.keep_delivered_days * 86400)
         self.tracker = DerivedOutcomes(clock, window=config.settle_seconds,
                                        quiet=config.quiet_seconds)
+        self.facts = HeldFacts(self.reporter, self.tracker, self.metrics, clock=clock,
+                               wall=wall)
+        self.metrics.watch(lambda: self.facts.count, lambda: self.reporter.pending)
         self.proxy_id = config.proxy_id or "px-" + hashlib.sha256(
             key_id(key).encode()).hexdigest()[:10]
         self._clock = clock
@@ -136,33 +149,40 @@ class Proxy:
         self._checks: dict[str, DeliverableCheck] = {
             r.prefix: load_check(r.check) for r in config.routes if r.check is not None}
         self._checks.update(checks or {})
-        self._held: dict[str, _Measured] = {}
-        self._ready: list[Settled] = []
-        self._wake = asyncio.Event()
         self._ids: InteractionIds | None = None
         self._session: aiohttp.ClientSession | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._stopping = False
+        #: the run's tally, for the log line at the stop
+        self.run = RunTally()
+        #: started and not stopping: /readyz says so
+        self.serving = False
 
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
+        """Open the spool (one proxy per spool directory), take back the facts an
+        earlier run left held, and start releasing."""
         await self.reporter.start()  # takes the spool lock: one proxy per spool dir
         self._ids = InteractionIds(self.config.spool_dir, self.proxy_id)
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=0), cookie_jar=aiohttp.DummyCookieJar())
-        self._task = asyncio.create_task(self._release_loop(), name="proxy-release")
+        recovered = await self.facts.recover()
+        if recovered:
+            log.warning("took back %d held facts from %s: the last run did not stop "
+                        "cleanly; carrying on with them", recovered, self.spool_file)
+        self.facts.start()
+        self.serving = True
 
     async def close(self) -> None:
-        """Stop: release every held fact with what is known, spool them, close."""
-        if self._task is not None:
-            # Not cancelled: a fact taken off the queue must reach the spool.
-            self._stopping = True
-            self._wake.set()
-            await self._task
-            self._task = None
-        self._ready.extend(self.tracker.drain())
-        await self._send_ready()
+        """Stop: release every held fact with what is known into the spool, deliver the
+        spool for at most ``drain_seconds``, log what was done and what is left, close.
+        Whatever is not delivered stays on disk for the next start on this spool."""
+        self.serving = False
+        drain = self.config.drain_seconds
+        deadline = self._clock() + drain
+        await self.facts.stop(drain)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.reporter.flush(), max(0.0, deadline - self._clock()))
+        self._log_stop()
         if self._session is not None:
             await self._session.close()
         await self.reporter.close()
@@ -172,14 +192,16 @@ class Proxy:
         spooled one (tests, the simulation, a gateway draining before a deploy).
         ``release``: do not wait out the windows; release held facts as :meth:`close`
         would."""
-        if release:
-            self._ready.extend(self.tracker.drain())
-        while self._held or self._ready:
-            self._wake.set()
-            await asyncio.sleep(0.02)
-        await self.reporter.flush()
+        await self.facts.settle(release=release)
+
+    @property
+    def spool_file(self) -> Path:
+        return self.config.spool_dir / DB_FILE
 
     def app(self) -> web.Application:
+        """The forwarding application: every route, and the proxy's own ``/healthz``
+        and ``/readyz`` (``/metrics`` is on :meth:`ops_app` only). Its lifetime is the
+        proxy's: :meth:`start` when it starts, :meth:`close` when it stops."""
         app = web.Application(client_max_size=self.config.max_body)
         app[PROXY] = self
 
@@ -189,8 +211,28 @@ class Proxy:
             await self.close()
 
         app.cleanup_ctx.append(lifetime)
+        ops.add_own_routes(app, self)
         app.router.add_route("*", "/{tail:.*}", self.handle)
         return app
+
+    def ops_app(self) -> web.Application:
+        """The ops listener's application: ``/healthz``, ``/readyz``, ``/metrics``."""
+        return ops.ops_app(self)
+
+    async def bureau_ready(self) -> str | None:
+        """``None`` when the bureau answers its ``/readyz`` with 200 within 2 s, else
+        why not."""
+        if self._session is None:
+            return "not started"
+        url = self.config.bureau_url + "/readyz"
+        try:
+            async with self._session.get(url, timeout=aiohttp.ClientTimeout(total=2)) as resp:
+                if resp.status == 200:
+                    return None
+                return f"the bureau at {self.config.bureau_url} answered /readyz {resp.status}"
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            return (f"the bureau at {self.config.bureau_url} did not answer /readyz: "
+                    f"{type(exc).__name__}")
 
     # ------------------------------------------------------------------ the call
 
@@ -198,6 +240,7 @@ class Proxy:
         raw_path, _, raw_query = request.raw_path.partition("?")
         route = self.config.route_for(raw_path)
         if route is None:
+            self.metrics.unrouted.inc()
             return web.json_response({"status": "rejected", "code": "NOT_FOUND", "path": "",
                                       "detail": "no route for this path"}, status=404)
         body = await request.read()
@@ -207,19 +250,21 @@ class Proxy:
         interaction = self._ids.next()
         wall = self._wall()
         try:
-            up: _Upstream | None = await self._forward(request, route, sub_path, raw_query, body)
+            answer = await self._forward(request, route, sub_path, raw_query, body)
+            self.metrics.calls.labels(route.prefix, "answered").inc()
+            self.metrics.upstream_seconds.labels(route.prefix).observe(answer.latency_ms / 1000)
+            up: _Upstream | None = answer
             failure: web.Response | None = None
         except (TimeoutError, aiohttp.ClientError, _TooLarge) as exc:
             up, failure = None, self._failure(exc)
+            self.metrics.calls.labels(route.prefix, _failure_kind(exc)).inc()
         measured = self._measure(route, caller, wall, request.method, sub_path, raw_query,
                                  body, up)
-        self._held[interaction] = measured
         satisfactory = up is not None and up.status < 400 and measured.well_formed is not False
-        # The tracker's time is when the caller got its answer: a retry follows that.
-        self._ready.extend(self.tracker.observe(Call(
-            interaction, route.agent, caller,
-            task_hash(request.method, sub_path, raw_query, body), satisfactory, self._clock())))
-        self._wake.set()
+        # On disk before the caller has the answer (and so the interaction id to attest).
+        await self.facts.hold(interaction, measured,
+                              task_hash(request.method, sub_path, raw_query, body), satisfactory)
+        self.run.calls += 1
         marks = {REPORTER_HEADER: self.reporter.key_id, INTERACTION_HEADER: interaction}
         if up is None:
             assert failure is not None
@@ -274,10 +319,10 @@ class Proxy:
                                   "detail": detail}, status=status)
 
     def _measure(self, route: Route, caller: str | None, wall: float, method: str,
-                 sub_path: str, query: str, body: bytes, up: _Upstream | None) -> _Measured:
+                 sub_path: str, query: str, body: bytes, up: _Upstream | None) -> Measured:
         bounds = self.config.promises.get(route.agent, {})
         if up is None:
-            return _Measured(route.agent, caller, _timestamp(wall), False, None, None,
+            return Measured(route.agent, caller, _timestamp(wall), False, None, None,
                              promises_kept(False, None, bounds), None, None)
         # A HEAD answer has no body by definition: nothing to judge.
         wf, doc = (None, None) if method == "HEAD" else well_formed(
@@ -290,50 +335,41 @@ class Proxy:
                 check = hook(Exchange(method, sub_path, query, body, up.status, up.body, doc))
             except Exception:  # a broken check must not break the proxy or the call
                 log.exception("deliverable check for %s failed", route.prefix)
-        return _Measured(route.agent, caller, _timestamp(wall), True, up.latency_ms, wf,
+        return Measured(route.agent, caller, _timestamp(wall), True, up.latency_ms, wf,
                          promises_kept(True, up.latency_ms, bounds), claim, check)
 
     # ------------------------------------------------------------------ reporting
 
-    async def _release_loop(self) -> None:
-        tick = min(1.0, self.config.settle_seconds / 4)
-        while not self._stopping:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), tick)
-            self._wake.clear()
-            self._ready.extend(self.tracker.due())
-            await self._send_ready()
-
-    async def _send_ready(self) -> None:
-        ready, self._ready = self._ready, []
-        try:
-            # Concurrent sends share one spool transaction (group commit): one fsync, not N.
-            await asyncio.gather(*(self._send_one(s) for s in ready))
-        except asyncio.CancelledError:
-            # Torn down mid-way: whatever was not spooled goes back on the queue.
-            queued = {s.interaction for s in self._ready}
-            self._ready += [s for s in ready
-                            if s.interaction in self._held and s.interaction not in queued]
-            raise
-
-    async def _send_one(self, settled: Settled) -> None:
-        m = self._held.get(settled.interaction)
-        if m is None:
+    def _delivered(self, d: Delivery) -> None:
+        m = self.metrics
+        if d.failure is not None:
+            m.delivery_failures.labels(d.failure).inc()
+            m.delivery_retries.inc(d.lines)
             return
-        try:
-            fact = self.reporter.fact(
-                settled.interaction, m.agent, observed_at=m.observed_at,
-                answered=m.answered, caller=m.caller, latency_ms=m.latency_ms,
-                well_formed=m.well_formed, promises=m.promises, claimed=m.claimed,
-                check=m.check, derived=settled.derived)
-            await self.reporter.send(fact)
-        except BureauClientError as exc:
-            log.error("fact %s not spooled: %s %s", settled.interaction, exc.code, exc.detail)
-        # Only now: settle() must not see "nothing held" before the fact is spooled.
-        del self._held[settled.interaction]
+        m.delivered.labels("accepted").inc(d.accepted)
+        m.delivered.labels("duplicate").inc(d.duplicate)
+        m.delivery_retries.inc(d.unavailable)
+        self.run.accepted += d.accepted
+        self.run.duplicate += d.duplicate
+        self.run.rejected += d.rejected
+        seqs = "" if d.first_seq is None else f", ledger seq {d.first_seq}-{d.last_seq}"
+        again = f", {d.unavailable} to send again" if d.unavailable else ""
+        log.info("delivered %d facts: %d accepted, %d duplicate, %d rejected%s%s; "
+                 "%d in the spool", d.lines - d.unavailable, d.accepted, d.duplicate,
+                 d.rejected, again, seqs, self.reporter.pending)
 
-    @staticmethod
-    def _rejected(rejection: Rejection) -> None:
+    def _log_stop(self) -> None:
+        r = self.run
+        left = self.reporter.pending, self.facts.count
+        where = (f"{left[0]} facts wait in the spool and {left[1]} are held in "
+                 f"{self.spool_file}: the next start on this spool sends them")
+        log.info("stopped: %d calls forwarded, %d facts delivered (%d accepted, %d duplicate, "
+                 "%d rejected); %s", r.calls, r.accepted + r.duplicate + r.rejected,
+                 r.accepted, r.duplicate, r.rejected,
+                 where if any(left) else "nothing left behind")
+
+    def _rejected(self, rejection: Rejection) -> None:
+        self.metrics.rejected.labels(rejection.code).inc()
         log.warning("the bureau refused a fact: %s at %s: %s", rejection.code, rejection.path,
                     rejection.detail)
 

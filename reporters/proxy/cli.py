@@ -4,13 +4,25 @@
     bureau-reporter proxy --key gw.key --bureau http://127.0.0.1:8080 --spool ./spool \\
         --route /alpha=ed25519:…@http://127.0.0.1:9001 --promise ed25519:…=p95-under-2s:2000
 
+    bureau-reporter resend --key gw.key --bureau http://127.0.0.1:8080 --spool ./spool \
+        [--since 2026-11-30T00:00:00Z]
+
 Flags given override the file's values; ``--route`` and ``--promise`` add to its lists.
+``resend`` sends again the facts a proxy kept as delivered (``--keep-delivered-days``),
+after the bureau was restored from a backup that lost them (docs/runbook.md); run it
+while the proxy is stopped (it needs the spool).
+
+SIGTERM or SIGINT stops it cleanly: no new calls, calls in flight finish, held facts are
+released into the spool and the spool is delivered, each for at most ``--drain-seconds``;
+one log line then says what was delivered and what is left on disk.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,10 +30,13 @@ from typing import Any
 
 from aiohttp import web
 
-from reporters import load_key
+from reporters import Delivery, Reporter, load_key
 from reporters._internal.errors import BureauClientError
+from reporters.models import parse_timestamp
 from reporters.proxy.app import Proxy
-from reporters.proxy.config import ConfigError, from_mapping, read_file
+from reporters.proxy.config import ConfigError, ProxyConfig, from_mapping, read_file
+
+log = logging.getLogger("reporters.proxy")
 
 
 def _route_flag(text: str) -> dict[str, Any]:
@@ -46,6 +61,8 @@ def build_config(args: argparse.Namespace) -> dict[str, Any]:
     raw: dict[str, Any] = read_file(Path(args.config)) if args.config else {}
     for flag, name in (("key", "key_file"), ("bureau", "bureau_url"), ("spool", "spool_dir"),
                        ("proxy_id", "proxy_id"), ("listen", "listen"),
+                       ("ops_listen", "ops_listen"), ("drain_seconds", "drain_seconds"),
+                       ("keep_delivered_days", "keep_delivered_days"),
                        ("settle_seconds", "settle_seconds"), ("quiet_seconds", "quiet_seconds")):
         value = getattr(args, flag)
         if value is not None:
@@ -59,6 +76,52 @@ def build_config(args: argparse.Namespace) -> dict[str, Any]:
     return raw
 
 
+def _bound(runner: web.AppRunner) -> str:
+    """``host:port`` a runner's site listens on (the real port when 0 was asked for)."""
+    host, port = runner.addresses[0][:2]
+    return f"{host}:{port}"
+
+
+async def serve(proxy: Proxy, config: ProxyConfig) -> None:
+    """Run the proxy and its ops listener until SIGTERM or SIGINT, then stop cleanly:
+    stop accepting, give calls in flight ``drain_seconds`` to finish, then
+    :meth:`Proxy.close` (release held facts, deliver for ``drain_seconds``)."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    received: list[str] = []
+
+    def on_signal(sig: signal.Signals) -> None:
+        received.append(sig.name)
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, on_signal, sig)
+    runner = web.AppRunner(proxy.app(), access_log=None,
+                           shutdown_timeout=config.drain_seconds)
+    await runner.setup()  # starts the proxy: opens the spool, takes back held facts
+    ops_runner: web.AppRunner | None = None
+    try:
+        site = web.TCPSite(runner, config.host, config.port)
+        await site.start()
+        ops_at = "no ops listener"
+        if config.ops_port is not None:
+            ops_runner = web.AppRunner(proxy.ops_app(), access_log=None)
+            await ops_runner.setup()
+            ops_site = web.TCPSite(ops_runner, config.ops_host, config.ops_port)
+            await ops_site.start()
+            ops_at = f"ops on http://{_bound(ops_runner)}"
+        print(f"bureau-reporter proxy {proxy.proxy_id} as reporter {proxy.reporter.key_id}, "
+              f"{len(config.routes)} route(s), on http://{_bound(runner)}, {ops_at}, "
+              f"spool {config.spool_dir}", flush=True)
+        await stop.wait()
+        log.info("%s: stopping; calls in flight and delivery get %g s each",
+                 received[0], config.drain_seconds)
+    finally:
+        await runner.cleanup()  # no new calls; in-flight ones finish; then Proxy.close
+        if ops_runner is not None:
+            await ops_runner.cleanup()
+
+
 def cmd_proxy(args: argparse.Namespace) -> int:
     base = Path(args.config).parent if args.config else Path(".")
     try:
@@ -68,10 +131,56 @@ def cmd_proxy(args: argparse.Namespace) -> int:
     except (ConfigError, OSError, ValueError, BureauClientError) as exc:
         print(f"bureau-reporter proxy: {exc}", file=sys.stderr)
         return 2
-    print(f"bureau-reporter proxy {proxy.proxy_id} as reporter {proxy.reporter.key_id}, "
-          f"{len(config.routes)} route(s), on http://{config.host}:{config.port}", flush=True)
-    web.run_app(proxy.app(), host=config.host, port=config.port, print=None, access_log=None)
+    try:
+        asyncio.run(serve(proxy, config))
+    except (OSError, BureauClientError) as exc:  # a port taken, the spool in use
+        print(f"bureau-reporter proxy: {exc}", file=sys.stderr)
+        return 2
     return 0
+
+
+async def resend(key_file: Path, bureau_url: str, spool: Path, since: float | None,
+                 timeout: float) -> int:
+    """Spool the kept facts again and deliver them; 0 once the bureau answered for all."""
+    answers: dict[str, int] = {"accepted": 0, "duplicate": 0, "rejected": 0}
+
+    def count(d: Delivery) -> None:
+        for name in answers:
+            answers[name] += getattr(d, name)
+
+    # Kept for good here: pruning them is the proxy's business, by its own retention.
+    async with Reporter(load_key(key_file), bureau_url, spool, on_delivery=count,
+                        keep_delivered=float("inf")) as reporter:
+        n = await reporter.resend_delivered(since)
+        try:
+            await asyncio.wait_for(reporter.flush(), timeout)
+        except TimeoutError:
+            print(f"bureau-reporter resend: {reporter.pending} of {n} not answered within "
+                  f"{timeout:g} s; they stay in the spool for the next run", file=sys.stderr)
+            return 1
+    print(f"bureau-reporter resend: {n} facts sent again: {answers['accepted']} accepted "
+          f"(the bureau had lost them), {answers['duplicate']} duplicate, "
+          f"{answers['rejected']} rejected")
+    return 0
+
+
+def cmd_resend(args: argparse.Namespace) -> int:
+    since = None
+    if args.since is not None:
+        try:
+            if not args.since.endswith("Z"):
+                raise ValueError("not UTC")
+            since = parse_timestamp(args.since).timestamp()
+        except ValueError:
+            print(f"bureau-reporter resend: --since {args.since!r}: an RFC 3339 UTC time "
+                  "like 2026-11-30T00:00:00Z is needed", file=sys.stderr)
+            return 2
+    try:
+        return asyncio.run(resend(Path(args.key), args.bureau, Path(args.spool), since,
+                                  args.timeout))
+    except (OSError, BureauClientError) as exc:
+        print(f"bureau-reporter resend: {exc}", file=sys.stderr)
+        return 2
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,6 +194,12 @@ def build_parser() -> argparse.ArgumentParser:
     proxy.add_argument("--spool", help="the spool directory (facts wait here, durably)")
     proxy.add_argument("--proxy-id", help="interaction ids are PROXY_ID:N")
     proxy.add_argument("--listen", help="HOST:PORT to listen on (default 127.0.0.1:8081)")
+    proxy.add_argument("--ops-listen",
+                       help="HOST:PORT of the ops listener: /healthz, /readyz, /metrics "
+                            "(default 127.0.0.1:9465; 'off' for none)")
+    proxy.add_argument("--drain-seconds", type=float,
+                       help="at a stop: time for calls in flight to finish, then for "
+                            "delivering the spool (default 10)")
     proxy.add_argument("--route", action="append", default=[],
                        help="PREFIX=AGENT_KEY_ID@UPSTREAM_URL (repeatable)")
     proxy.add_argument("--promise", action="append", default=[],
@@ -93,7 +208,19 @@ def build_parser() -> argparse.ArgumentParser:
                        help="window for a retry or a switch to count (default 30)")
     proxy.add_argument("--quiet-seconds", type=float,
                        help="silence after a failed call that means ABANDONED (default 300)")
+    proxy.add_argument("--keep-delivered-days", type=float,
+                       help="keep delivered facts this long, for `resend` after a bureau "
+                            "restore (default 0: not kept)")
     proxy.set_defaults(func=cmd_proxy)
+    again = sub.add_parser("resend", help="send kept facts again after a bureau restore")
+    again.add_argument("--key", required=True, help="the reporter's key file (PKCS#8 PEM)")
+    again.add_argument("--bureau", required=True, help="the bureau's base URL")
+    again.add_argument("--spool", required=True, help="the proxy's spool directory")
+    again.add_argument("--since", help="only facts delivered at or after this RFC 3339 "
+                                       "UTC time (default: every fact kept)")
+    again.add_argument("--timeout", type=float, default=300.0,
+                       help="seconds to wait for the bureau's answers (default 300)")
+    again.set_defaults(func=cmd_resend)
     return parser
 
 

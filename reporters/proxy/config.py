@@ -7,6 +7,9 @@ The file (docs/proxy.md has the full reference)::
     spool_dir = "./spool"
     proxy_id = "gw-eu-1"              # optional; interaction ids are "<proxy_id>:<n>"
     listen = "127.0.0.1:8081"
+    ops_listen = "127.0.0.1:9465"     # /healthz, /readyz, /metrics; "off" for none
+    drain_seconds = 10                # at a stop: for calls in flight, then for delivery
+    keep_delivered_days = 0           # keep delivered facts, to re-send after a restore
     settle_seconds = 30               # the retry/switch window
     quiet_seconds = 300               # silence after a failure that means ABANDONED
 
@@ -41,6 +44,10 @@ from reporters.wire import WireError, public_key_from_key_id
 _PREFIX_RE = re.compile(r"^(/[A-Za-z0-9._~!$&'()*+,;=:@%-]+)+$")
 _PROXY_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _PROMISE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")
+
+#: Paths the proxy answers itself, on its own port as well as on the ops listener:
+#: never forwarded, so no route may cover them.
+RESERVED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 
 
 class ConfigError(ValueError):
@@ -77,6 +84,14 @@ class ProxyConfig:
     proxy_id: str | None = None
     host: str = "127.0.0.1"
     port: int = 8081
+    #: the ops listener (/healthz, /readyz, /metrics); ``ops_port`` None: no listener
+    ops_host: str = "127.0.0.1"
+    ops_port: int | None = 9465
+    #: at a stop: how long calls in flight may take to finish, then how long the spool
+    #: is delivered for; what is left stays on disk for the next start
+    drain_seconds: float = 10.0
+    #: keep delivered facts in the spool this long, for ``bureau-reporter resend``
+    keep_delivered_days: float = 0.0
     settle_seconds: float = 30.0
     quiet_seconds: float = 300.0
     #: largest request or response body forwarded, in bytes
@@ -92,6 +107,14 @@ class ProxyConfig:
             raise ConfigError("settle_seconds must be positive and at most quiet_seconds")
         if self.proxy_id is not None and not _PROXY_ID_RE.match(self.proxy_id):
             raise ConfigError("proxy_id: letters, digits, '.', '_', '-'; at most 64")
+        if not self.drain_seconds >= 0:
+            raise ConfigError("drain_seconds must not be negative")
+        if not self.keep_delivered_days >= 0:
+            raise ConfigError("keep_delivered_days must not be negative")
+        for route in self.routes:
+            if route.prefix in RESERVED_PATHS:
+                raise ConfigError(f"routes: {route.prefix} is the proxy's own; choose "
+                                  "another prefix")
 
     def route_for(self, path: str) -> Route | None:
         """The route with the longest prefix matching ``path`` on a segment boundary."""
@@ -163,13 +186,17 @@ def _promises(raw: Mapping[str, Any]) -> dict[str, dict[str, int]]:
 def from_mapping(raw: Mapping[str, Any], base: Path = Path(".")) -> ProxyConfig:
     """A :class:`ProxyConfig` from a parsed file (``base``: its directory)."""
     unknown = set(raw) - {"bureau_url", "key_file", "spool_dir", "proxy_id", "listen",
-                          "settle_seconds", "quiet_seconds", "max_body", "agents", "routes"}
+                          "ops_listen", "drain_seconds", "keep_delivered_days",
+                          "settle_seconds", "quiet_seconds",
+                          "max_body", "agents", "routes"}
     if unknown:
         raise ConfigError(f"unknown field(s) {sorted(unknown)}")
     for name in ("bureau_url", "key_file", "spool_dir"):
         if not isinstance(raw.get(name), str):
             raise ConfigError(f"{name}: required")
     host, port = parse_listen(str(raw.get("listen", "127.0.0.1:8081")))
+    ops = str(raw.get("ops_listen", "127.0.0.1:9465"))
+    ops_host, ops_port = ("", None) if ops == "off" else parse_listen(ops, "ops_listen")
     return ProxyConfig(
         bureau_url=raw["bureau_url"].rstrip("/"),
         key_file=base / raw["key_file"],
@@ -177,7 +204,9 @@ def from_mapping(raw: Mapping[str, Any], base: Path = Path(".")) -> ProxyConfig:
         routes=tuple(_route(r, base, i) for i, r in enumerate(raw.get("routes", []))),
         promises=_promises(raw.get("agents", {})),
         proxy_id=raw.get("proxy_id"),
-        host=host, port=port,
+        host=host, port=port, ops_host=ops_host, ops_port=ops_port,
+        drain_seconds=float(raw.get("drain_seconds", 10.0)),
+        keep_delivered_days=float(raw.get("keep_delivered_days", 0.0)),
         settle_seconds=float(raw.get("settle_seconds", 30.0)),
         quiet_seconds=float(raw.get("quiet_seconds", 300.0)),
         max_body=int(raw.get("max_body", 16 * 1024 * 1024)),
@@ -193,8 +222,8 @@ def read_file(path: Path) -> dict[str, Any]:
     return doc
 
 
-def parse_listen(text: str) -> tuple[str, int]:
+def parse_listen(text: str, field: str = "listen") -> tuple[str, int]:
     host, _, port = text.rpartition(":")
-    if not host or not port.isdigit():
-        raise ConfigError(f"listen: HOST:PORT is needed, not {text!r}")
+    if not host or not port.isdigit() or int(port) > 65535:
+        raise ConfigError(f"{field}: HOST:PORT is needed, not {text!r}")
     return host, int(port)

@@ -59,6 +59,15 @@ class Settled:
     derived: Derived | None
 
 
+@dataclass(frozen=True, slots=True)
+class Thread:
+    """An open thread as the tracker holds it: enough to carry it across a restart."""
+
+    head: Call
+    last: Call
+    attempts: int
+
+
 @dataclass(slots=True)
 class _Thread:
     head: Call
@@ -145,6 +154,23 @@ class DerivedOutcomes:
                 out.append(Settled(thread.head.interaction, None))
         self._threads.clear()
         return out
+
+    def thread(self, caller: str, task: str) -> Thread | None:
+        """The open thread of ``caller`` at ``task``, if there is one."""
+        t = self._threads.get((caller, task))
+        return None if t is None else Thread(t.head, t.last, t.attempts)
+
+    def restore(self, threads: list[Thread]) -> None:
+        """Re-open threads a previous run held (their calls' ``at`` already moved onto
+        this tracker's clock), oldest head first, as if they had never been away. Each
+        caller counts as last seen at the latest call of its threads: the call that
+        would show it came back is always the last of some open thread."""
+        for t in sorted(threads, key=lambda t: t.head.at):
+            if t.head.caller is None:
+                continue
+            self._threads[(t.head.caller, t.head.task)] = _Thread(t.head, t.last, t.attempts)
+            seen = self._last_seen.get(t.head.caller, t.last.at)
+            self._last_seen[t.head.caller] = max(seen, t.last.at)
 
     def next_deadline(self) -> float | None:
         """The earliest time at which :meth:`due` may release something."""

@@ -3,6 +3,7 @@ runs against a real bureau, and the README names every public name and client co
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import textwrap
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 import reporters
+from reporters import files
 from reporters._internal.errors import CLIENT_CODES
 from tests.support import BureauUnderTest
 
@@ -45,13 +47,30 @@ async def test_the_example_runs_against_a_real_bureau(
 
 def test_public_surface_is_small_and_documented() -> None:
     assert sorted(reporters.__all__) == sorted([
-        "Admin", "Agent", "BureauClientError", "Receipt", "Rejected", "Rejection",
-        "Reporter", "Unavailable", "VerificationError", "generate_key", "key_id",
-        "load_key", "models", "save_key", "verify_chain", "verify_report",
-        "VerifiedCheckpoint", "evidence_root", "verify_consistency", "verify_inclusion",
-        "verify_note"])
+        "Admin", "Agent", "BureauClientError", "Delivery", "Entry", "FilePage", "Receipt",
+        "Refusal", "Rejected", "Rejection", "Reporter", "Unavailable", "VerificationError",
+        "VerifiedCheckpoint", "evidence_root", "files", "generate_key", "key_id", "load_key",
+        "models", "save_key", "verify_chain", "verify_consistency", "verify_inclusion",
+        "verify_note", "verify_report"])
     text = README.read_text()
     for name in reporters.__all__:
         assert f"`{name}" in text, name
     for code in CLIENT_CODES:
         assert f"`{code}`" in text, code
+
+
+def test_every_method_and_read_model_field_is_documented() -> None:
+    """The README names every public method of the parties and every field of the
+    models a caller gets back."""
+    text = README.read_text()
+    for party in (reporters.Agent, reporters.Admin, reporters.Reporter):
+        for name, member in vars(party).items():
+            if not name.startswith("_") and (callable(member) or isinstance(member, property)):
+                assert f"`{name}" in text or f"{name}(" in text, f"{party.__name__}.{name}"
+    for model in (files.FilePage, files.Entry, files.Refusal, files.Envelope,
+                  files.GenesisBody, files.ExclusionBody, files.SealBody):
+        assert f"`{model.__name__}`" in text, model.__name__
+        for field in model.model_fields:
+            assert f"`{field}`" in text, f"{model.__name__}.{field}"
+    for field in dataclasses.fields(reporters.Delivery):
+        assert f"`{field.name}`" in text, f"Delivery.{field.name}"

@@ -113,7 +113,7 @@ CLIENT_SCRIPT = textwrap.dedent("""
         async with reporters.Agent(key, url) as agent:
             receipt = await agent.enroll("solo", "solo.example", "Solo Ltd")
             page = await agent.entries(0, 100)
-        entries = page["entries"]
+        entries = page.raw_entries
         reporters.verify_chain(entries)
         print(json.dumps({
             "key_id": reporters.key_id(key),

@@ -146,7 +146,8 @@ async def signed_reads_server() -> AsyncIterator[tuple[str, list[str]]]:
         if request.match_info["agent"] != kid:
             return web.json_response({"status": "rejected", "code": "FORBIDDEN", "path": "",
                                       "detail": "not yours"}, status=403)
-        return web.json_response({"entries": []})
+        return web.json_response({"entries": [], "next_after": None, "refusals": [],
+                                  "next_refusals_after": None})
 
     app = web.Application()
     app.router.add_get("/v1/agents/{agent}/entries", handler)
@@ -166,7 +167,9 @@ async def test_reads_are_signed_for_path_and_query(
         signed_reads_server: tuple[str, list[str]]) -> None:
     url, seen = signed_reads_server
     async with reporters.Agent(reporters.generate_key(), url) as agent:
-        assert await agent.entries(after=7, limit=50) == {"entries": []}
-        assert await agent.explain(epoch=3) == {"entries": []}
-        assert seen == [f"/v1/agents/{agent.key_id}/entries?after=7&limit=50",
+        page = await agent.entries(after=7, limit=50, refusals_after=2)
+        assert page == reporters.FilePage(entries=(), refusals=(), next_after=None,
+                                          next_refusals_after=None)
+        assert (await agent.explain(epoch=3))["entries"] == []
+        assert seen == [f"/v1/agents/{agent.key_id}/entries?after=7&limit=50&refusals_after=2",
                         f"/v1/agents/{agent.key_id}/explain?epoch=3"]

@@ -15,6 +15,7 @@ import aiohttp
 import asyncpg
 import nacl.signing
 from aiohttp import web
+from prometheus_client.parser import text_string_to_metric_families
 
 from reporters import wire
 from reporters.httpsig import sign_request_headers
@@ -50,6 +51,15 @@ class RunningProxy:
     url: str
     proxy: Proxy
     session: aiohttp.ClientSession
+    ops_url: str
+
+    async def metrics(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        """The ops listener's /metrics: (sample name, sorted labels) -> value."""
+        async with self.session.get(self.ops_url + "/metrics") as resp:
+            assert resp.status == 200
+            text = await resp.text()
+        return {(s.name, tuple(sorted(s.labels.items()))): s.value
+                for family in text_string_to_metric_families(text) for s in family.samples}
 
     async def call(self, method: str, path: str, body: Any = None,
                    signer: nacl.signing.SigningKey | None = None,
@@ -70,36 +80,46 @@ async def running_proxy(bureau: BureauUnderTest, tmp: Path, routes: list[dict[st
                         quiet: float = 0.8, proxy_id: str = "px-test",
                         checks: Mapping[str, DeliverableCheck] | None = None,
                         reporter: nacl.signing.SigningKey | None = None,
-                        ) -> AsyncIterator[RunningProxy]:
+                        **settings: Any) -> AsyncIterator[RunningProxy]:
+    """A proxy in this process on a loopback port, and its ops listener on another;
+    ``settings`` are more config fields (``bureau_url`` overrides the bureau's)."""
     key = reporter if reporter is not None else await bureau.reporter(("facts",))
     config = from_mapping({
         "bureau_url": bureau.url, "key_file": "unused.key", "spool_dir": str(tmp / "spool"),
         "proxy_id": proxy_id, "settle_seconds": settle, "quiet_seconds": quiet,
-        "routes": routes, "agents": dict(agents or {})}, tmp)
+        "routes": routes, "agents": dict(agents or {}), **settings}, tmp)
     proxy = Proxy(config, key, checks=checks)
     runner = web.AppRunner(proxy.app())
+    ops_runner = web.AppRunner(proxy.ops_app())
     await runner.setup()
+    await ops_runner.setup()
     _, port = await _port(runner)
+    _, ops_port = await _port(ops_runner)
     async with aiohttp.ClientSession() as session:
         try:
-            yield RunningProxy(f"http://127.0.0.1:{port}", proxy, session)
+            yield RunningProxy(f"http://127.0.0.1:{port}", proxy, session,
+                               f"http://127.0.0.1:{ops_port}")
         finally:
             await runner.cleanup()
+            await ops_runner.cleanup()
 
 
-async def stored_facts(database_url: str, reporter: str) -> dict[str, dict[str, Any]]:
-    """Every fact entry signed by ``reporter``: interaction -> decoded payload."""
+async def ledger_facts(database_url: str, reporter: str) -> list[dict[str, Any]]:
+    """Every fact entry signed by ``reporter``, decoded, in ledger order (duplicates and
+    all, if there were any)."""
     conn = await asyncpg.connect(database_url)
     try:
         rows = await conn.fetch("SELECT entry FROM entries WHERE kind = 'fact' AND signer = $1"
                                 " ORDER BY seq", reporter)
     finally:
         await conn.close()
-    out: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        payload = json.loads(base64.b64decode(json.loads(row["entry"])["envelope"]["payload"]))
-        out[payload["interaction"]] = payload
-    return out
+    return [json.loads(base64.b64decode(json.loads(row["entry"])["envelope"]["payload"]))
+            for row in rows]
+
+
+async def stored_facts(database_url: str, reporter: str) -> dict[str, dict[str, Any]]:
+    """Every fact entry signed by ``reporter``: interaction -> decoded payload."""
+    return {f["interaction"]: f for f in await ledger_facts(database_url, reporter)}
 
 
 def new_agent() -> str:

@@ -5,9 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from prometheus_client.metrics import MetricWrapperBase
+
 from bureau.cli import build_parser as bureau_parser
 from reporters.proxy.cli import build_parser as proxy_parser
-from reporters.proxy.config import ProxyConfig, Route
+from reporters.proxy.config import RESERVED_PATHS, ProxyConfig, Route
+from reporters.proxy.metrics import ProxyMetrics
+from tests.docs.test_docs import _table_rows
 
 DOCS = Path(__file__).resolve().parent.parent.parent / "docs"
 
@@ -20,8 +24,9 @@ def _flags(parser: argparse.ArgumentParser, command: str) -> list[str]:
 
 def test_every_proxy_flag_is_documented() -> None:
     text = (DOCS / "proxy.md").read_text()
-    for flag in _flags(proxy_parser(), "proxy"):
-        assert f"`{flag}" in text, flag
+    for command in ("proxy", "resend"):
+        for flag in _flags(proxy_parser(), command):
+            assert f"`{flag}" in text, (command, flag)
 
 
 def test_every_simulate_flag_is_documented() -> None:
@@ -32,11 +37,36 @@ def test_every_simulate_flag_is_documented() -> None:
 
 def test_every_config_field_is_documented() -> None:
     text = (DOCS / "proxy.md").read_text()
-    fields = {"bureau_url", "key_file", "spool_dir", "proxy_id", "listen", "settle_seconds",
+    fields = {"bureau_url", "key_file", "spool_dir", "proxy_id", "listen", "ops_listen",
+              "drain_seconds", "keep_delivered_days", "settle_seconds",
               "quiet_seconds", "max_body", "promises", "max_ms", "prefix", "agent", "upstream",
               "timeout_seconds", "schema", "schema_file", "claim", "check", "pointer", "values"}
-    assert {f for f in ProxyConfig.__dataclass_fields__ if f not in ("host", "port", "routes")}\
-        <= fields
+    listeners = ("host", "port", "ops_host", "ops_port", "routes")  # from listen, ops_listen
+    assert {f for f in ProxyConfig.__dataclass_fields__ if f not in listeners} <= fields
     assert set(Route.__dataclass_fields__) <= fields
     for name in fields:
         assert f"{name} =" in text or f"`{name}`" in text, name
+
+
+def test_every_metric_is_documented_with_its_type_labels_and_help() -> None:
+    rows = _table_rows((DOCS / "proxy.md").read_text(), "| metric | type |")
+    documented = {row[0].strip("`"): row for row in rows}
+    metrics = [m for m in vars(ProxyMetrics()).values() if isinstance(m, MetricWrapperBase)]
+    exposed = {}
+    for m in metrics:
+        assert m._name.startswith("bureau_proxy_"), m._name
+        assert m._documentation.strip(), m._name
+        # prometheus_client keeps a counter's name without "_total" and adds it on exposition
+        exposed[m._name + "_total" if m._type == "counter" else m._name] = m
+    assert set(documented) == set(exposed)
+    for name, m in exposed.items():
+        kind, labels = documented[name][1], documented[name][2]
+        assert kind == m._type, name
+        assert {label.strip("` ") for label in labels.split(",") if label.strip()} == \
+            set(m._labelnames), name
+
+
+def test_the_ops_paths_are_documented() -> None:
+    text = (DOCS / "proxy.md").read_text()
+    rows = _table_rows(text, "| path | answer |")
+    assert {row[0].strip("`") for row in rows} == RESERVED_PATHS

@@ -132,3 +132,29 @@ def test_next_deadline(tracker: DerivedOutcomes, clock: Clock) -> None:
     assert tracker.next_deadline() is None
     tracker.observe(call(1, clock))
     assert tracker.next_deadline() == clock.now + 10
+
+
+def test_restored_threads_carry_on_as_if_never_away(clock: Clock) -> None:
+    """What one tracker holds, another (after a restart) restores from ``thread``: the
+    same calls then come out with the same derived values."""
+    first = DerivedOutcomes(clock, window=10, quiet=60)
+    first.observe(call(1, clock, caller="R", ok=False))
+    clock.now += 2
+    first.observe(call(2, clock, caller="R"))  # a retry that was kept
+    first.observe(call(3, clock, caller="G", task="U", ok=False))  # G then goes silent
+    first.observe(call(4, clock, caller="B", task="V", ok=False))
+    clock.now += 1
+    first.observe(call(5, clock, caller="B", task="W"))  # B came back with other business
+    saved = [t for t in (first.thread("R", "T"), first.thread("G", "U"),
+                         first.thread("B", "V"), first.thread("B", "W")) if t is not None]
+    assert [t.attempts for t in saved] == [2, 1, 1, 1]
+
+    later = DerivedOutcomes(clock, window=10, quiet=60)
+    later.restore(saved)
+    assert later.held == first.held == 4
+    clock.now += 10
+    assert sorted(later.due(), key=lambda s: s.interaction) == sorted(
+        first.due(), key=lambda s: s.interaction) == [
+        Settled("ia-1", "RETRY_ACCEPTED"), Settled("ia-4", None), Settled("ia-5", None)]
+    clock.now += 60
+    assert later.due() == first.due() == [Settled("ia-3", "ABANDONED")]

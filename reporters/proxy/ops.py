@@ -1,0 +1,88 @@
+"""The proxy's own routes: liveness, readiness and metrics (docs/proxy.md, "Operating it").
+
+* ``/healthz`` — 200 while the process serves HTTP.
+* ``/readyz`` — 200 when the whole reporting path works: the proxy has started (its
+  spool is open, held facts taken back) and is not stopping, and the bureau answers its
+  own ``/readyz`` with 200 within 2 s. Otherwise 503, in the bureau's error shape, with
+  ``detail`` saying which part is missing. Calls are forwarded and their facts kept on
+  disk while the bureau is away, so gate traffic on ``/healthz`` and alert on
+  ``/readyz`` if the gateway must keep working through a bureau outage.
+* ``/metrics`` — the proxy's own Prometheus registry (:mod:`reporters.proxy.metrics`).
+
+All three are served on the ops listener; ``/healthz`` and ``/readyz`` also on the
+proxy's own port, where ``/metrics`` is answered 404. None of them is ever forwarded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST
+
+if TYPE_CHECKING:
+    from reporters.proxy.app import Proxy
+
+_OWN_METHODS = frozenset({"GET", "HEAD"})
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _refusal(status: int, code: str, detail: str) -> web.Response:
+    return web.json_response({"status": "rejected", "code": code, "path": "",
+                              "detail": detail}, status=status)
+
+
+def _get_only(request: web.Request) -> web.Response | None:
+    if request.method not in _OWN_METHODS:
+        return _refusal(405, "NOT_FOUND", f"{request.path} answers GET only")
+    return None
+
+
+async def _not_found(request: web.Request) -> web.Response:
+    return _refusal(404, "NOT_FOUND", "the ops listener serves /healthz, /readyz, /metrics")
+
+
+def _handlers(proxy: Proxy) -> dict[str, Handler]:
+    async def healthz(request: web.Request) -> web.Response:
+        return _get_only(request) or web.json_response({"status": "ok"})
+
+    async def readyz(request: web.Request) -> web.Response:
+        refused = _get_only(request)
+        if refused is not None:
+            return refused
+        if not proxy.serving:
+            return _refusal(503, "UNAVAILABLE", "the proxy is starting or stopping")
+        why = await proxy.bureau_ready()
+        if why is not None:
+            return _refusal(503, "UNAVAILABLE", why)
+        return web.json_response({"status": "ready"})
+
+    async def metrics(request: web.Request) -> web.Response:
+        return _get_only(request) or web.Response(
+            body=proxy.metrics.exposition(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    return {"/healthz": healthz, "/readyz": readyz, "/metrics": metrics}
+
+
+def add_own_routes(app: web.Application, proxy: Proxy) -> None:
+    """On the proxy's own port: ``/healthz`` and ``/readyz``; ``/metrics`` is 404 there.
+    Added before the catch-all route, for every method, so none of them is forwarded."""
+    handlers = _handlers(proxy)
+
+    async def not_here(request: web.Request) -> web.Response:
+        return _refusal(404, "NOT_FOUND", "metrics are served on the ops listener only")
+
+    app.router.add_route("*", "/healthz", handlers["/healthz"])
+    app.router.add_route("*", "/readyz", handlers["/readyz"])
+    app.router.add_route("*", "/metrics", not_here)
+
+
+def ops_app(proxy: Proxy) -> web.Application:
+    """The ops listener: the three routes, and 404 for anything else."""
+    app = web.Application()
+    for path, handler in _handlers(proxy).items():
+        app.router.add_route("*", path, handler)
+    app.router.add_route("*", "/{tail:.*}", _not_found)
+    return app
