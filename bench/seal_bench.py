@@ -42,7 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bureau import db
 from bureau.config import Config, default_report_workers
 from bureau.ledger import GroupTx, Ledger, epoch_of, flush
-from bureau.reports import ReportBuilder, seals
+from bureau.report_store import seals
+from bureau.reports import ReportBuilder
 from bureau.settle import seal_elapsed
 from bureau.state import GroupState
 from reporters import wire

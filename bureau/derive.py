@@ -1,6 +1,6 @@
 """Incremental derivation: every agent's report as of a seq, updated entry by entry.
 
-The reference path (:func:`bureau.reports.reference_payloads`) scores the whole ledger
+The reference path (:func:`reference_payloads`, at the end of this module) scores the whole ledger
 at every seal; it is what a report *is*. This module computes exactly the same bytes
 but pays, at each seal, for what changed since the previous one:
 
@@ -26,13 +26,25 @@ their facts, constant raters and exclusions.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import gc
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncGenerator, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 from typing import Any
 
-from bureau.evidence import AgentName, Item
+import asyncpg
+
+from bureau.evidence import (
+    AgentName,
+    Item,
+    LedgerEvidence,
+    load_evidence,
+    read_with_targets,
+)
+from bureau.report_store import Seal
 from bureau.report_view import (
     AgentState,
     Cluster,
@@ -40,6 +52,15 @@ from bureau.report_view import (
     Evidential,
     compact,
     seal_part,
+)
+from bureau.report_view import encode as encode_payload
+from bureau.scoring import (
+    EMPTY_EVIDENCE,
+    build_report_payload,
+    evaluator_table,
+    policy_hash,
+    policy_v1,
+    split_by_agent,
 )
 from bureau.scoring.evaluators import EvaluatorRecord, EvaluatorStats, evaluator_stats
 from bureau.scoring.inputs import (
@@ -51,8 +72,9 @@ from bureau.scoring.inputs import (
     Probe,
     ValueJudgment,
 )
-from bureau.scoring.outcomes import InteractionKey, resolve_all, truth_index
+from bureau.scoring.outcomes import resolve_all
 from bureau.scoring.policy import Policy
+from bureau.scoring.truth import InteractionKey, truth_index
 
 _KIND_LABEL = {Fact: "fact", Probe: "probe", Attestation: "attestation",
                ValueJudgment: "value_judgment"}
@@ -406,3 +428,77 @@ class Deriver:
         for agent in sorted(self.agents):
             yield agent, self.agents[agent].payload(part)
 
+
+# ----------------------------------------------------------------- from the entries
+
+
+@contextlib.contextmanager
+def long_lived_objects() -> Iterator[None]:
+    """The deriver holds millions of long-lived objects: keep the cyclic collector from
+    walking them over and over while they are made (it makes nothing cyclic), then
+    freeze them out of every later collection."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+        gc.freeze()
+
+
+async def feed(conn: asyncpg.Connection, deriver: Deriver, upto: int, *,
+               shard: tuple[int, int] | None = None) -> int:
+    """Apply every entry after the deriver's seq up to ``upto`` (only those of one
+    shard of the agents, with ``shard=(i, n)``); return how many evidence items that
+    was. The caller settles.
+
+    The next chunk is fetched (PostgreSQL decodes its payloads, in its own process)
+    while this one is applied in a worker thread, and the event loop keeps serving."""
+    count = 0
+    with long_lived_objects():
+        chunks = read_with_targets(conn, deriver.seq, upto, shard)
+        assert isinstance(chunks, AsyncGenerator)
+        pending = asyncio.ensure_future(anext(chunks, None))
+        try:
+            while (got := await pending) is not None:
+                pending = asyncio.ensure_future(anext(chunks, None))
+                await asyncio.to_thread(deriver.apply, *got)
+                count += len(got[0])
+            deriver.seq = upto
+        finally:
+            if not pending.done():
+                pending.cancel()
+            await asyncio.gather(pending, return_exceptions=True)
+            await chunks.aclose()
+    return count
+
+
+async def advance(conn: asyncpg.Connection, deriver: Deriver, upto: int) -> int:
+    """Feed the deriver everything up to ``upto`` and settle it."""
+    count = await feed(conn, deriver, upto)
+    with long_lived_objects():
+        await asyncio.to_thread(deriver.settle)
+    return count
+
+
+# ----------------------------------------------------------------- the reference path
+
+
+def reference_payloads(ev_items: LedgerEvidence, epoch: int, seq: int,
+                       head: str) -> list[tuple[str, dict[str, Any]]]:
+    """The definition of an epoch's reports: the scoring library over the whole ledger
+    up to the seal, as ``bureau.scoring`` documents. The deriver must equal it."""
+    policy, phash = policy_v1(), policy_hash()
+    evidence = ev_items.evidence()
+    evaluators = evaluator_table(evidence, policy)
+    split = split_by_agent(evidence)
+    return [(agent, build_report_payload(
+        agent, ev_items.names.get(agent), epoch, seq, head, policy, phash,
+        split.get(agent, EMPTY_EVIDENCE), evaluators)) for agent in ev_items.agents()]
+
+
+async def reference_reports(conn: asyncpg.Connection, seal: Seal) -> list[tuple[str, bytes]]:
+    ev = await load_evidence(conn, seal.last_seq)
+    return [(a, encode_payload(p))
+            for a, p in reference_payloads(ev, seal.epoch, seal.last_seq, seal.head)]

@@ -40,7 +40,9 @@ from typing import Any
 import asyncpg
 import nacl.signing
 
-from bureau.derive import Deriver, EvaluatorBook
+from bureau.derive import Deriver, EvaluatorBook, feed, long_lived_objects
+from bureau.report_sign import REPORT_TYPE, sign_many
+from bureau.report_store import insert_reports
 from bureau.scoring import policy_hash, policy_v1
 
 log = logging.getLogger(__name__)
@@ -179,14 +181,6 @@ def _worker_main(pipe: Connection, dsn: str, shard: int, shards: int, seed: byte
 
 async def _serve(pipe: Connection, dsn: str, shard: int, shards: int,
                  key: nacl.signing.SigningKey) -> None:
-    from bureau.reports import (
-        REPORT_TYPE,
-        feed,
-        insert_reports,
-        long_lived_objects,
-        sign_many,
-    )
-
     deriver = Deriver(policy_v1(), policy_hash())
     conn = await asyncpg.connect(dsn)
     try:

@@ -194,6 +194,30 @@ async def read_items(conn: asyncpg.Connection, after: int, upto: int, chunk: int
         yield out
 
 
+async def _targets(conn: asyncpg.Connection,
+                   items: Iterable[tuple[int, Item]]) -> dict[str, tuple[int, Item | None]]:
+    """The entries the exclusions in ``items`` name (by :func:`seq_ref`), decoded.
+    Exclusions are rare; a target that is not an entry of this ledger names nothing."""
+    seqs = sorted({int(i.target[1:]) for _, i in items
+                   if isinstance(i, Exclusion) and i.target.startswith("#")})
+    if not seqs:
+        return {}
+    rows = await conn.fetch("SELECT seq, kind, signer, entry FROM entries"
+                            " WHERE seq = ANY($1::bigint[])", seqs)
+    return {seq_ref(r["seq"]): (r["seq"], decode_entry(
+        r["seq"], seq_ref(r["seq"]), r["kind"], r["signer"], r["entry"])) for r in rows}
+
+
+async def read_with_targets(conn: asyncpg.Connection, after: int, upto: int,
+                            shard: tuple[int, int] | None,
+                            ) -> AsyncIterator[tuple[list[tuple[int, Item]],
+                                                     dict[str, tuple[int, Item | None]]]]:
+    """:func:`read_items` with short ids, each chunk with the entries its exclusions
+    name (what :meth:`bureau.derive.Deriver.apply` takes)."""
+    async for chunk in read_items(conn, after, upto, short_ids=True, shard=shard):
+        yield chunk, await _targets(conn, chunk)
+
+
 @dataclass
 class LedgerEvidence:
     """Everything reports need from entries up to one seq, in whole-ledger form."""

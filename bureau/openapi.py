@@ -277,11 +277,11 @@ def _main(argv: list[str]) -> int:
         for name in drift:
             print(f"schemas/{name} differs from the models", file=sys.stderr)
         return 1 if drift else 0
-    from bureau.config import Config  # the document needs an app, not a database
-    from bureau.http.app import create_app
-    from reporters.wire import generate_key
+    from bureau.http.routes import TABLES  # the routes, not the application
 
-    app = create_app(Config(), "postgresql:///unused", generate_key())
+    app = web.Application()
+    for table in TABLES:
+        app.add_routes(table)
     print(json.dumps(build_document(app), indent=2, ensure_ascii=False))
     return 0
 

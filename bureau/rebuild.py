@@ -28,7 +28,8 @@ import nacl.signing
 
 from bureau.envelope import decode_payload, parse_envelope
 from bureau.ledger import GroupTx, flush, record_admitted
-from bureau.reports import ReportBuilder, seals
+from bureau.report_store import seals
+from bureau.reports import ReportBuilder
 from bureau.state import GroupState, Submission
 
 INDEX_TABLES = ("reporters", "facts", "probes", "agents", "verdicts", "exclusions",

@@ -35,9 +35,10 @@ from bureau.scoring.inputs import (
     Probe,
     ValueJudgment,
 )
-from bureau.scoring.outcomes import InteractionKey, Resolution
+from bureau.scoring.outcomes import Resolution
 from bureau.scoring.policy import Policy
 from bureau.scoring.report import nearest_rank, wilson_interval
+from bureau.scoring.truth import InteractionKey
 from reporters import wire
 
 #: A report's keys in RFC 8785 order (a test checks this is their sorted order).

@@ -9,7 +9,7 @@ from aiohttp import web
 
 from bureau import db, openapi
 from bureau.config import Config
-from bureau.http import intake_routes, ops_routes, page_routes, read_routes, report_routes
+from bureau.http import report_routes, routes
 from bureau.http.errors import error_middleware
 from bureau.http.keys import CONFIG, DATABASE_URL, INTAKE, LEDGER, NONCES, POOL, SIGNING_KEY
 from bureau.intake import MAX_BATCH_BYTES, Intake
@@ -43,10 +43,7 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
 
     app.cleanup_ctx.append(resources)
     app.cleanup_ctx.append(report_routes.settler_ctx)  # seals epochs, builds reports
-    app.add_routes(intake_routes.routes)
-    app.add_routes(ops_routes.routes)
-    app.add_routes(read_routes.routes)
-    app.add_routes(report_routes.routes)
-    app.add_routes(page_routes.routes)
+    for table in routes.TABLES:
+        app.add_routes(table)
     app.on_startup.append(openapi.publish)  # after every route: it describes them all
     return app

@@ -11,7 +11,7 @@ from bureau.errors import BureauError, Code
 from bureau.http.errors import error_response
 from bureau.http.keys import CONFIG, POOL, SIGNING_KEY
 from bureau.http.pages import agent_page, index_page, payload_of
-from bureau.reports import checkpoint_envelope, report_envelope
+from bureau.report_store import checkpoint_envelope, report_envelope
 from bureau.scoring.policy import policy_hash
 from reporters import wire
 

@@ -20,7 +20,8 @@ from aiohttp import web
 from bureau.errors import BureauError, Code, pointer
 from bureau.http.errors import error_response
 from bureau.http.keys import CONFIG, DATABASE_URL, LEDGER, POOL, SIGNING_KEY
-from bureau.reports import ReportBuilder, checkpoint_envelope, report_envelope
+from bureau.report_store import checkpoint_envelope, report_envelope
+from bureau.reports import ReportBuilder
 from bureau.settle import Settler
 from reporters import wire
 

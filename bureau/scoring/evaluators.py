@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from bureau.scoring.inputs import Evidence
-from bureau.scoring.outcomes import InteractionKey, excluded_ids, truth_index
 from bureau.scoring.policy import Policy
+from bureau.scoring.truth import InteractionKey, excluded_ids, truth_index
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,70 +8,26 @@ so they count nowhere. See ``docs/scoring.md`` for every choice the spec leaves 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from bureau.scoring.evaluators import EvaluatorStats
 from bureau.scoring.inputs import (
     CLAIM_DECLINED,
     CLAIM_FAILURE,
-    DISPUTED,
     FAIL,
     PASS,
-    SELF_DEALING,
     Attestation,
     Evidence,
-    Exclusion,
     Fact,
     Probe,
     ValueJudgment,
 )
 from bureau.scoring.policy import Policy
+from bureau.scoring.truth import InteractionKey, excluded_ids
 
-if TYPE_CHECKING:
-    from bureau.scoring.evaluators import EvaluatorStats
-
-#: ``(reporter, interaction, subject)``: how facts, probes and attestations meet.
-InteractionKey = tuple[str, str, str]
 #: ``("i", reporter, interaction, subject)`` or ``("e", reporter, engagement, subject)``.
 UnitKey = tuple[str, str, str, str]
-
-
-# --------------------------------------------------------------------------- exclusions
-
-
-def excluded_ids(exclusions: Iterable[Exclusion]) -> dict[str, str]:
-    """Excluded entry id -> reason. An entry excluded for both reasons is counted once,
-    as ``self_dealing`` (the reason that needs no dispute)."""
-    out: dict[str, str] = {}
-    for ex in exclusions:
-        if out.get(ex.target) != SELF_DEALING:
-            out[ex.target] = SELF_DEALING if ex.reason == SELF_DEALING else DISPUTED
-    return out
-
-
-# --------------------------------------------------------------------------- ground truth
-
-
-def truth_index(
-    facts: Iterable[Fact], probes: Iterable[Probe], excluded: Mapping[str, str]
-) -> dict[InteractionKey, bool]:
-    """Ground truth per interaction: its latest probe result, else its fact's check."""
-    truth: dict[InteractionKey, bool] = {}
-    for f in facts:
-        if f.check is not None and f.entry_id not in excluded:
-            truth[(f.reporter, f.interaction, f.subject)] = f.check == PASS
-    latest: dict[InteractionKey, Probe] = {}
-    for p in probes:
-        if p.entry_id in excluded:
-            continue
-        key = (p.reporter, p.interaction, p.subject)
-        prev = latest.get(key)
-        if prev is None or p.seq > prev.seq:
-            latest[key] = p
-    for key, p in latest.items():
-        truth[key] = p.passed
-    return truth
 
 
 # --------------------------------------------------------------------------- units

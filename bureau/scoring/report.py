@@ -15,8 +15,9 @@ from typing import Any
 
 from bureau.scoring.evaluators import EvaluatorStats
 from bureau.scoring.inputs import EXCLUSION_REASONS, Evidence, Fact
-from bureau.scoring.outcomes import Resolution, excluded_ids, resolve_all
+from bureau.scoring.outcomes import Resolution, resolve_all
 from bureau.scoring.policy import Policy
+from bureau.scoring.truth import excluded_ids
 
 #: Why a report's score is null; the explanation carries it as ``score_reason``.
 NO_SCORED_EVIDENCE = "no_scored_evidence"  # nothing resolved to a scored outcome

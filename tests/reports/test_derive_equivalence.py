@@ -11,10 +11,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from bureau.derive import Deriver, EvaluatorBook
+from bureau.derive import Deriver, EvaluatorBook, reference_payloads
 from bureau.evidence import AgentName, Item, LedgerEvidence
 from bureau.report_view import encode as encode_payload
-from bureau.reports import reference_payloads
 from bureau.scoring import policy_hash, policy_v1
 from bureau.scoring.inputs import (
     Attestation,

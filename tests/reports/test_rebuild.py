@@ -10,9 +10,10 @@ from pathlib import Path
 
 import asyncpg
 
+from bureau.derive import reference_reports
 from bureau.evidence import decode_entry, read_items
 from bureau.rebuild import rebuild
-from bureau.reports import reference_reports, seals
+from bureau.report_store import seals
 from reporters import wire
 from tests.reports.support import World, get, next_epoch, now_text
 from tests.support import BureauUnderTest, kid

@@ -11,7 +11,8 @@ import pytest
 
 from bureau.derive_shards import ShardFailed
 from bureau.http.report_routes import SETTLER
-from bureau.reports import ReportBuilder, Seal, seals
+from bureau.report_store import Seal, seals
+from bureau.reports import ReportBuilder
 from tests.reports.test_rebuild import busy_ledger
 from tests.support import BureauUnderTest
 
