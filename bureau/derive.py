@@ -1,8 +1,9 @@
 """Incremental derivation: every agent's report as of a seq, updated entry by entry.
 
-The reference path (:func:`reference_payloads`, at the end of this module) scores the whole ledger
-at every seal; it is what a report *is*. This module computes exactly the same bytes
-but pays, at each seal, for what changed since the previous one:
+Two paths, one definition. The reference path (:func:`reference_payloads`, at the end
+of this module) scores the whole ledger at every seal; it is what a report *is*. The
+:class:`Deriver` computes exactly the same bytes but pays, at each seal, for what
+changed since the previous one:
 
 * **Clusters.** An agent's entries fall into clusters that never influence each other:
   everything about one ``(reporter, interaction, subject)`` — or, for an engagement,
@@ -12,12 +13,14 @@ but pays, at each seal, for what changed since the previous one:
   re-resolves its one cluster.
 * **Evaluators.** An evaluator's record is a sum over the interactions it attested.
   Each ``(evaluator, interaction)`` contribution is kept, so a new attestation, a new
-  ground truth or an exclusion swaps one contribution; the statistics themselves come
-  from the library's ``evaluator_stats``.
+  ground truth or an exclusion swaps one contribution; the sums, and the statistics
+  they give, are the scoring library's (:class:`~bureau.scoring.evaluators.EvaluatorSums`,
+  ``evaluator_stats``).
 * **Agents** (:mod:`bureau.report_view`): the report's counters take a re-resolved
   cluster out and put it back; the score is re-summed for agents whose clusters changed
-  and for agents judged by an evaluator whose weight or offset moved; every report's
-  bytes are spliced from cached canonical parts.
+  and for agents judged by an evaluator whose weight or offset moved (by the library's
+  :func:`~bureau.scoring.score.score_terms`); every report's bytes are spliced from
+  cached canonical parts.
 
 ``tests/reports/test_derive_equivalence.py`` holds this path and the reference equal,
 byte for byte, at every seal of randomised ledgers with engagements, probes before
@@ -29,10 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-from collections import Counter
 from collections.abc import AsyncGenerator, Iterable, Iterator
-from dataclasses import dataclass, field
-from itertools import chain, repeat
 from typing import Any
 
 import asyncpg
@@ -62,7 +62,13 @@ from bureau.scoring import (
     policy_v1,
     split_by_agent,
 )
-from bureau.scoring.evaluators import EvaluatorRecord, EvaluatorStats, evaluator_stats
+from bureau.scoring.evaluators import (
+    Contribution,
+    EvaluatorBook,
+    EvaluatorPart,
+    EvaluatorSums,
+    contribution,
+)
 from bureau.scoring.inputs import (
     SELF_DEALING,
     Attestation,
@@ -80,122 +86,6 @@ _KIND_LABEL = {Fact: "fact", Probe: "probe", Attestation: "attestation",
                ValueJudgment: "value_judgment"}
 
 
-@dataclass(frozen=True, slots=True)
-class EvaluatorPart:
-    """One shard's sums for one evaluator, as handed to the :class:`EvaluatorBook`.
-    A subject belongs to one shard only, so distinct subjects add up across shards."""
-
-    attestations: int
-    subjects: int
-    outcomes: frozenset[str]
-    positives: int
-    negatives: int
-    tp: int
-    tn: int
-    errors: tuple[tuple[float, int], ...]  # (value - truth, how many times)
-
-
-@dataclass
-class _EvalAcc:
-    """Counters whose multiset semantics let one contribution be taken out again."""
-
-    subjects: Counter[str] = field(default_factory=Counter)
-    outcomes: Counter[str] = field(default_factory=Counter)
-    errors: Counter[float] = field(default_factory=Counter)
-    attestations: int = 0
-    positives: int = 0
-    negatives: int = 0
-    tp: int = 0
-    tn: int = 0
-
-    def apply(self, c: tuple[str, float, bool | None], subject: str, sign: int,
-              threshold: float) -> None:
-        outcome, value, truth = c
-        self.attestations += sign
-        _bump(self.subjects, subject, sign)
-        _bump(self.outcomes, outcome, sign)
-        if truth is None:
-            return
-        called_pass = value >= threshold
-        if truth:
-            self.positives += sign
-            self.tp += sign * called_pass
-        else:
-            self.negatives += sign
-            self.tn += sign * (not called_pass)
-        _bump(self.errors, value - (1.0 if truth else 0.0), sign)
-
-    def part(self) -> EvaluatorPart:
-        return EvaluatorPart(self.attestations, len(self.subjects),
-                             frozenset(self.outcomes), self.positives, self.negatives,
-                             self.tp, self.tn, tuple(self.errors.items()))
-
-
-def _bump(counter: Counter[Any], key: Any, sign: int) -> None:
-    """Add ``sign`` to a count, dropping it at zero (so ``len`` counts what is there)."""
-    n = counter[key] + sign
-    if n:
-        counter[key] = n
-    else:
-        del counter[key]
-
-
-def _record(parts: list[EvaluatorPart]) -> EvaluatorRecord:
-    """The whole record of one evaluator from the parts of every shard."""
-    return EvaluatorRecord(
-        attestations=sum(p.attestations for p in parts),
-        subjects=sum(p.subjects for p in parts),
-        outcomes=set().union(*(p.outcomes for p in parts)),
-        positives=sum(p.positives for p in parts), negatives=sum(p.negatives for p in parts),
-        tp=sum(p.tp for p in parts), tn=sum(p.tn for p in parts),
-        errors=list(chain.from_iterable(repeat(e, n) for p in parts for e, n in p.errors)))
-
-
-class EvaluatorBook:
-    """Evaluator records summed over the shards of the agents, and the weights they give.
-
-    An evaluator's record is a sum over the interactions it attested, and every
-    interaction belongs to one agent, so derivers that each hold some of the agents
-    (in this process or in others, see :mod:`bureau.derive_shards`) each keep their part
-    of the sums; the book adds the parts up. Only the parts of evaluators a shard
-    reports as touched are recomputed.
-    """
-
-    def __init__(self, policy: Policy) -> None:
-        self.policy = policy
-        self._parts: dict[int, dict[str, EvaluatorPart]] = {}
-        self.stats: dict[str, EvaluatorStats] = {}
-
-    def update(self, reports: Iterable[tuple[int, dict[str, EvaluatorPart | None]]],
-               ) -> dict[str, tuple[float, float] | None]:
-        """Take (shard, its sums for the evaluators it touched) and return every
-        evaluator whose (weight, offset) changed, with the new value (None: the evaluator
-        has no record any more, so it weighs the policy's default)."""
-        touched: set[str] = set()
-        for shard, sums in reports:
-            mine = self._parts.setdefault(shard, {})
-            for evaluator, part in sums.items():
-                if part is None:
-                    mine.pop(evaluator, None)
-                else:
-                    mine[evaluator] = part
-                touched.add(evaluator)
-        changed: dict[str, tuple[float, float] | None] = {}
-        for evaluator in sorted(touched):
-            parts = [p[evaluator] for p in self._parts.values() if evaluator in p]
-            before = self.stats.get(evaluator)
-            if not parts:
-                self.stats.pop(evaluator, None)
-                after = None
-            else:
-                after = self.stats[evaluator] = evaluator_stats(evaluator, _record(parts),
-                                                                self.policy)
-            weighs = None if after is None else (after.weight, after.offset)
-            if (None if before is None else (before.weight, before.offset)) != weighs:
-                changed[evaluator] = weighs
-        return changed
-
-
 class Deriver:
     """Reports as of ``self.seq``, advanced by :meth:`apply` and :meth:`settle`."""
 
@@ -211,9 +101,9 @@ class Deriver:
         #: this deriver's evaluator sums as one shard of the whole (see EvaluatorBook)
         self.book = EvaluatorBook(policy)
         self.weights: dict[str, tuple[float, float]] = {}  # evaluator -> (w_e, offset)
-        self._accs: dict[str, _EvalAcc] = {}
+        self._accs: dict[str, EvaluatorSums] = {}
         #: evaluator -> interaction -> (outcome, value, truth) it adds to the record
-        self._contrib: dict[str, dict[InteractionKey, tuple[str, float, bool | None]]] = {}
+        self._contrib: dict[str, dict[InteractionKey, Contribution]] = {}
         self._judged: dict[str, set[str]] = {}  # evaluator -> agents it decided units of
         # pending work, cleared by settle()
         self._dirty_clusters: dict[str, set[ClusterKey]] = {}
@@ -393,10 +283,8 @@ class Deriver:
                 firsts[pair] = a
         threshold = policy.evaluators.polarity_threshold
         for (evaluator, ikey), first in firsts.items():
-            new = None
-            if first is not None and not policy.is_unscored(first.outcome):
-                new = (first.outcome, policy.outcome_value(first.outcome, first.corrections),
-                       truth.get(ikey))
+            new = None if first is None else contribution(
+                first.outcome, first.corrections, truth.get(ikey), policy)
             mine = self._contrib.get(evaluator)
             if mine is None:
                 mine = self._contrib[evaluator] = {}
@@ -405,7 +293,7 @@ class Deriver:
                 continue
             acc = self._accs.get(evaluator)
             if acc is None:
-                acc = self._accs[evaluator] = _EvalAcc()
+                acc = self._accs[evaluator] = EvaluatorSums()
             if old is not None:
                 acc.apply(old, ikey[2], -1, threshold)
                 del mine[ikey]

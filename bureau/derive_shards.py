@@ -2,7 +2,7 @@
 
 One Python process scores one core's worth. Everything a report says is a function of
 the entries about its agent, except evaluator weights, which are sums over every agent
-an evaluator attested (:class:`bureau.derive.EvaluatorBook`). So the agents are split
+an evaluator attested (:class:`bureau.scoring.evaluators.EvaluatorBook`). So the agents are split
 by their key (``SHARD_OF_ENTRY`` in :mod:`bureau.evidence`, computed by PostgreSQL on
 the ``subject`` column), and each worker process:
 
@@ -40,10 +40,11 @@ from typing import Any
 import asyncpg
 import nacl.signing
 
-from bureau.derive import Deriver, EvaluatorBook, feed, long_lived_objects
+from bureau.derive import Deriver, feed, long_lived_objects
 from bureau.report_sign import REPORT_TYPE, sign_many
 from bureau.report_store import insert_reports
 from bureau.scoring import policy_hash, policy_v1
+from bureau.scoring.evaluators import EvaluatorBook
 
 log = logging.getLogger(__name__)
 

@@ -14,18 +14,18 @@ object's members in sorted key order, and the report's keys are fixed, so the by
 the whole are the bytes of the parts in that order (``REPORT_KEYS``). The tests hold
 the result equal to ``wire.canonical_json`` of the reference payload.
 
-What this module repeats of the scoring library is counting (``_reliability``, the
-outcome tallies of ``build_report_payload``) and the score arithmetic of
-``score_agent``; ``tests/reports/test_derive_equivalence.py`` holds them equal.
+Scores are not computed here: the score arithmetic and rules 3–4 (the weight and
+value of an evaluator's verdict) are :mod:`bureau.scoring`'s, called with counted
+terms. What this module repeats of the scoring library is counting (``_reliability``,
+the outcome tallies of ``build_report_payload``);
+``tests/reports/test_derive_equivalence.py`` holds the two paths equal.
 """
 
 from __future__ import annotations
 
 import bisect
 import json
-import math
 from collections import Counter
-from itertools import chain, repeat
 from typing import Any
 
 from bureau.scoring.inputs import (
@@ -35,9 +35,10 @@ from bureau.scoring.inputs import (
     Probe,
     ValueJudgment,
 )
-from bureau.scoring.outcomes import Resolution
+from bureau.scoring.outcomes import Resolution, attestation_term, value_judgment_term
 from bureau.scoring.policy import Policy
-from bureau.scoring.report import nearest_rank, wilson_interval
+from bureau.scoring.report import nearest_rank
+from bureau.scoring.score import Term, score_terms
 from bureau.scoring.truth import InteractionKey
 from reporters import wire
 
@@ -281,19 +282,20 @@ class AgentState:
 
     def rescore(self, policy: Policy, weights: dict[str, tuple[float, float]]) -> None:
         """Re-sum the score with the evaluators' current (weight, offset)."""
-        terms = [(w, v, rule, n) for (w, v, rule), n in self.fixed.items() if n]
+        terms: list[Term] = [(w, v, rule, n) for (w, v, rule), n in self.fixed.items() if n]
         default = (policy.evaluators.default_weight, 0.0)
         for (_, rule, evaluator, raw, spent), n in self.verdicts.items():
             if not n:
                 continue
             w_e, offset = weights.get(evaluator, default)
-            if rule == 3:  # as bureau.scoring.outcomes.resolve, rule 3
-                terms.append((w_e, min(1.0, max(0.0, raw - offset)), 3, n))
-            else:  # rule 4
+            if rule == 3:
+                weight, value = attestation_term(raw, w_e, offset)
+            else:
                 assert spent is not None
-                weight = policy.weights.value_judgment * w_e * policy.spend_factor(spent)
-                terms.append((weight, raw, 4, n))
-        score, share = score_terms(terms, policy)
+                weight, value = value_judgment_term(raw, w_e, spent, policy)
+            terms.append((weight, value, rule, n))
+        result = score_terms(terms, policy)
+        score, share = result.score, result.value_judgment_share
         if score is None:
             score_bytes = b"null"
         else:
@@ -311,26 +313,3 @@ class AgentState:
 
 def seal_part(epoch: int, seq: int, head: str) -> tuple[bytes, bytes]:
     return encode(epoch), encode({"seq": seq, "head": head})
-
-
-def score_terms(terms: list[tuple[float, float, int, int]],
-                policy: Policy) -> tuple[dict[str, Any] | None, float]:
-    """The score arithmetic of :func:`bureau.scoring.report.score_agent`, over
-    (weight, value, rule, how many units) terms. ``math.fsum`` is exact, so the sums do
-    not depend on term order, and repeating a term n times inside fsum gives exactly
-    the library's sum over n separate units."""
-    if not terms:
-        return None, 0.0
-    total_w = math.fsum(chain.from_iterable(repeat(w, n) for w, _, _, n in terms))
-    vj_w = math.fsum(chain.from_iterable(repeat(w, n) for w, _, rule, n in terms
-                                         if rule == 4))
-    share = vj_w / total_w if total_w > 0 else 0.0
-    if total_w <= 0:
-        return None, share
-    rules, rnd = policy.score, policy.round
-    weighted = math.fsum(chain.from_iterable(repeat(w * v, n) for w, v, _, n in terms))
-    k = rules.prior_observations
-    p = (weighted + k * rules.prior_value) / (total_w + k)
-    low, high = wilson_interval(p, total_w, rules.wilson_z)
-    return {"value": rnd(p), "low": rnd(low), "high": rnd(high), "weight": rnd(total_w),
-            "interactions": sum(n for _, _, _, n in terms)}, share

@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from bureau.derive import Deriver, EvaluatorBook, reference_payloads
+from bureau.derive import Deriver, reference_payloads
 from bureau.evidence import AgentName, Item, LedgerEvidence
 from bureau.report_view import encode as encode_payload
 from bureau.scoring import policy_hash, policy_v1
+from bureau.scoring.evaluators import EvaluatorBook
 from bureau.scoring.inputs import (
     Attestation,
     Engagement,
