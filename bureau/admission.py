@@ -1,20 +1,32 @@
 """Stages 4–5 of intake: authorize the signer, then admit the payload (SPEC §5).
 
 Pure rules: each takes the submission, the bureau's clock reading and an
-:class:`AdmissionState` (what the ledger already holds) and either raises a
-:class:`BureauError` or returns a :class:`Decision`. No I/O happens here; the ledger
-reaches these rules through the one narrow protocol below, and tests can pass an
-in-memory state.
+:class:`~bureau.records.AdmissionState` (what the ledger already holds) and either
+raises a :class:`BureauError` or returns a :class:`~bureau.records.Decision`. No I/O
+happens here; the ledger reaches these rules through that one narrow protocol, and
+tests can pass an in-memory state.
+
+Who may sign what is the kinds table's (:mod:`bureau.kinds`, ``signer`` and ``role``);
+what a payload must fit is one function per payload model, registered with
+:func:`rule`. A kind without a rule is admitted once its signer is authorized.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Protocol
+from collections.abc import Callable
+from typing import TypeVar, cast
 
 from bureau.errors import BureauError, Code
+from bureau.kinds import ATTESTATION, SUBMITTED, VALUE_JUDGMENT, Kind, Signer
+from bureau.records import (
+    ADMIT,
+    AdmissionState,
+    AgentRecord,
+    Decision,
+    amended_record,
+    enrolled_record,
+)
 from reporters.models import (
     AmendmentPayload,
     AttestationPayload,
@@ -30,99 +42,22 @@ from reporters.models import (
 
 MAX_CLOCK_SKEW = dt.timedelta(seconds=300)
 
-ADMIN_KINDS = frozenset({"reporter", "resolution", "seal"})
-REPORTER_ROLE = {"fact": "facts", "probe": "probes"}
-AGENT_KINDS = frozenset(
-    {"amendment", "withdrawal", "attestation", "value-judgment", "dispute"}
-)
-
 # Exclusion reasons, as counted in a report's "excluded" object.
 SELF_DEALING = "self_dealing"
 DISPUTED = "disputed"
 
-
-# --------------------------------------------------------------------------- records
-
-
-@dataclass(frozen=True, slots=True)
-class ReporterRecord:
-    key: str
-    roles: frozenset[str]
+P = TypeVar("P", bound=Payload)
+#: (payload, signer, its content key, the bureau's clock, the state) -> the decision
+Rule = Callable[[P, str, str, dt.datetime, AdmissionState], Decision]
+_RULES: dict[type[Payload], Rule[Payload]] = {}
 
 
-@dataclass(frozen=True, slots=True)
-class AgentRecord:
-    key: str
-    name: str
-    operator: str
-    anchor_kind: str
-    anchor_value: str
-    withdrawn: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class FactRecord:
-    content_key: str
-    subject: str
-    caller: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class EngagementFact:
-    """The latest fact of an engagement: what a value judgment must match."""
-
-    subject: str
-    caller: str | None
-    arrangement: str
-    spent: int
-    currency: str
-    units: tuple[tuple[str, int], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class VerdictRecord:
-    entry_id: str
-    kind: str  # "attestation" | "value-judgment"
-    evaluator: str
-    subject: str
-
-
-@dataclass(frozen=True, slots=True)
-class EntryRecord:
-    id: str
-    kind: str
-    subject: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """Admit the submission. ``exclusions`` are (target entry id, reason) pairs the
-    bureau must append right after it, in this order."""
-
-    exclusions: tuple[tuple[str, str], ...] = field(default_factory=tuple)
-
-
-ADMIT = Decision()
-
-
-class AdmissionState(Protocol):
-    """What the rules may ask of the ledger. Implementations see entries admitted
-    earlier in the same group commit, so a fact and its attestation may share a batch."""
-
-    def is_admin(self, key: str) -> bool: ...
-    def reporter(self, key: str) -> ReporterRecord | None: ...
-    def agent(self, key: str) -> AgentRecord | None: ...
-    def fact(self, reporter: str, interaction: str) -> FactRecord | None: ...
-    def probe(self, reporter: str, interaction: str) -> FactRecord | None: ...
-    def engagement_fact(self, reporter: str, engagement: str) -> EngagementFact | None: ...
-    def verdict(self, kind: str, evaluator: str, reporter: str, ref: str) -> str | None:
-        """Content key of the evaluator's existing verdict, if any."""
-        ...
-    def verdicts_involving(self, agent: str) -> Iterable[VerdictRecord]: ...
-    def entry(self, entry_id: str) -> EntryRecord | None: ...
-    def dispute_target(self, dispute_id: str) -> str | None: ...
-    def is_resolved(self, dispute_id: str) -> bool: ...
-    def is_excluded(self, entry_id: str) -> bool: ...
+def rule(model: type[P]) -> Callable[[Rule[P]], Rule[P]]:
+    """Register the stage-5 rule of one payload model."""
+    def register(fn: Rule[P]) -> Rule[P]:
+        _RULES[model] = cast(Rule[Payload], fn)
+        return fn
+    return register
 
 
 # --------------------------------------------------------------------------- links
@@ -148,33 +83,47 @@ def linked(a: AgentRecord, b: AgentRecord) -> bool:
 # --------------------------------------------------------------------------- authorize
 
 
-def authorize(kind: str, signer: str, state: AdmissionState) -> None:
-    """Stage 4: may this signer submit this kind of payload at all?"""
-    if kind in ADMIN_KINDS:
-        if not state.is_admin(signer):
-            raise BureauError(Code.NOT_ADMIN, "", f"a {kind} payload is signed by an admin key")
-        return
-    if kind in REPORTER_ROLE:
-        rep = state.reporter(signer)
-        if rep is None:
-            raise BureauError(Code.UNKNOWN_REPORTER, "", "signer is not a registered reporter")
-        role = REPORTER_ROLE[kind]
-        if role not in rep.roles:
-            raise BureauError(Code.MISSING_ROLE, "", f"reporter lacks the role {role!r}")
-        return
+def _admin(kind: Kind, signer: str, state: AdmissionState) -> None:
+    if not state.is_admin(signer):
+        raise BureauError(Code.NOT_ADMIN, "", f"a {kind.payload} payload is signed by an admin key")
+
+
+def _reporter(kind: Kind, signer: str, state: AdmissionState) -> None:
+    rep = state.reporter(signer)
+    if rep is None:
+        raise BureauError(Code.UNKNOWN_REPORTER, "", "signer is not a registered reporter")
+    if kind.role not in rep.roles:
+        raise BureauError(Code.MISSING_ROLE, "", f"reporter lacks the role {kind.role!r}")
+
+
+def _enrolling(kind: Kind, signer: str, state: AdmissionState) -> None:
     agent = state.agent(signer)
-    if kind == "enrollment":
-        if agent is not None:
-            code = Code.WITHDRAWN if agent.withdrawn else Code.ALREADY_ENROLLED
-            raise BureauError(code, "", "this key has already enrolled")
-        return
-    if kind in AGENT_KINDS:
-        if agent is None:
-            raise BureauError(Code.NOT_ENROLLED, "", "signer is not an enrolled agent")
-        if agent.withdrawn:
-            raise BureauError(Code.WITHDRAWN, "", "signer has withdrawn")
-        return
-    raise AssertionError(f"no authorization rule for {kind}")  # pragma: no cover
+    if agent is not None:
+        code = Code.WITHDRAWN if agent.withdrawn else Code.ALREADY_ENROLLED
+        raise BureauError(code, "", "this key has already enrolled")
+
+
+def _agent(kind: Kind, signer: str, state: AdmissionState) -> None:
+    agent = state.agent(signer)
+    if agent is None:
+        raise BureauError(Code.NOT_ENROLLED, "", "signer is not an enrolled agent")
+    if agent.withdrawn:
+        raise BureauError(Code.WITHDRAWN, "", "signer has withdrawn")
+
+
+#: Who signs (the kinds table's ``signer``) -> the check that the signer may.
+#: ``Signer.BUREAU`` has none: nobody may submit what the bureau writes.
+_AUTHORIZE: dict[Signer, Callable[[Kind, str, AdmissionState], None]] = {
+    Signer.ADMIN: _admin,
+    Signer.REPORTER: _reporter,
+    Signer.ENROLLING: _enrolling,
+    Signer.AGENT: _agent,
+}
+
+
+def authorize(kind: Kind, signer: str, state: AdmissionState) -> None:
+    """Stage 4: may this signer submit this kind of payload at all?"""
+    _AUTHORIZE[kind.signer](kind, signer, state)
 
 
 # --------------------------------------------------------------------------- admit
@@ -185,7 +134,10 @@ def _check_clock(observed_at: str, now: dt.datetime, path: str) -> None:
         raise BureauError(Code.CLOCK_SKEW, path, "more than 300 s ahead of the bureau's clock")
 
 
-def _admit_fact(p: FactPayload, signer: str, key: str, state: AdmissionState) -> None:
+@rule(FactPayload)
+def _admit_fact(p: FactPayload, signer: str, key: str, now: dt.datetime,
+                state: AdmissionState) -> Decision:
+    _check_clock(p.observed_at, now, "/observed_at")
     existing = state.fact(signer, p.interaction)
     if existing is not None and existing.content_key != key:
         raise BureauError(Code.CONFLICTING_FACT, "/interaction",
@@ -195,9 +147,13 @@ def _admit_fact(p: FactPayload, signer: str, key: str, state: AdmissionState) ->
         # the mirror of a probe naming another subject than the fact (UNWITNESSED there)
         raise BureauError(Code.CONFLICTING_FACT, "/subject",
                           "this reporter's probe of the interaction names another subject")
+    return ADMIT
 
 
-def _admit_probe(p: ProbePayload, signer: str, key: str, state: AdmissionState) -> None:
+@rule(ProbePayload)
+def _admit_probe(p: ProbePayload, signer: str, key: str, now: dt.datetime,
+                 state: AdmissionState) -> Decision:
+    _check_clock(p.observed_at, now, "/observed_at")
     fact = state.fact(signer, p.interaction)
     if fact is not None and fact.subject != p.subject:
         raise BureauError(Code.UNWITNESSED, "/subject",
@@ -206,6 +162,7 @@ def _admit_probe(p: ProbePayload, signer: str, key: str, state: AdmissionState) 
     if existing is not None and existing.content_key != key:
         raise BureauError(Code.CONFLICTING_FACT, "/interaction",
                           "this reporter already reported a different probe result here")
+    return ADMIT
 
 
 def _check_not_self_dealing(evaluator: str, subject: str, state: AdmissionState) -> None:
@@ -216,16 +173,17 @@ def _check_not_self_dealing(evaluator: str, subject: str, state: AdmissionState)
                           "evaluator and subject share an operator or an anchor")
 
 
-def _check_one_verdict(kind: str, signer: str, reporter: str, ref: str, key: str,
+def _check_one_verdict(kind: Kind, signer: str, reporter: str, ref: str, key: str,
                        state: AdmissionState, path: str) -> None:
-    existing = state.verdict(kind, signer, reporter, ref)
+    existing = state.verdict(kind.name, signer, reporter, ref)
     if existing is not None and existing != key:
         raise BureauError(Code.DUPLICATE_VERDICT, path,
                           "this evaluator already gave its verdict here; the first one stands")
 
 
-def _admit_attestation(p: AttestationPayload, signer: str, key: str,
-                       state: AdmissionState) -> None:
+@rule(AttestationPayload)
+def _admit_attestation(p: AttestationPayload, signer: str, key: str, now: dt.datetime,
+                       state: AdmissionState) -> Decision:
     fact = state.fact(p.reporter, p.interaction)
     if fact is None:
         raise BureauError(Code.UNWITNESSED, "/interaction",
@@ -235,12 +193,14 @@ def _admit_attestation(p: AttestationPayload, signer: str, key: str,
     if fact.caller != signer:
         raise BureauError(Code.UNWITNESSED, "", "the fact names another caller than the signer")
     _check_not_self_dealing(signer, p.subject, state)
-    _check_one_verdict("attestation", signer, p.reporter, p.interaction, key, state,
+    _check_one_verdict(ATTESTATION, signer, p.reporter, p.interaction, key, state,
                        "/interaction")
+    return ADMIT
 
 
-def _admit_value_judgment(p: ValueJudgmentPayload, signer: str, key: str,
-                          state: AdmissionState) -> None:
+@rule(ValueJudgmentPayload)
+def _admit_value_judgment(p: ValueJudgmentPayload, signer: str, key: str, now: dt.datetime,
+                          state: AdmissionState) -> Decision:
     fact = state.engagement_fact(p.reporter, p.engagement)
     if fact is None:
         raise BureauError(Code.UNWITNESSED, "/engagement",
@@ -260,8 +220,9 @@ def _admit_value_judgment(p: ValueJudgmentPayload, signer: str, key: str,
     if units != tuple(sorted(fact.units)):
         raise BureauError(Code.AMOUNT_MISMATCH, "/units", "units differ from the fact's")
     _check_not_self_dealing(signer, p.subject, state)
-    _check_one_verdict("value-judgment", signer, p.reporter, p.engagement, key, state,
+    _check_one_verdict(VALUE_JUDGMENT, signer, p.reporter, p.engagement, key, state,
                        "/engagement")
+    return ADMIT
 
 
 def _revealed_links(me: AgentRecord, state: AdmissionState) -> tuple[tuple[str, str], ...]:
@@ -277,30 +238,34 @@ def _revealed_links(me: AgentRecord, state: AdmissionState) -> tuple[tuple[str, 
     return tuple(out)
 
 
-def enrolled_record(p: EnrollmentPayload, signer: str) -> AgentRecord:
-    return AgentRecord(signer, p.name, p.operator, p.anchor.kind, p.anchor.value)
+@rule(EnrollmentPayload)
+def _admit_enrollment(p: EnrollmentPayload, signer: str, key: str, now: dt.datetime,
+                      state: AdmissionState) -> Decision:
+    return Decision(_revealed_links(enrolled_record(p, signer), state))
 
 
-def amended_record(old: AgentRecord, p: AmendmentPayload) -> AgentRecord:
-    return AgentRecord(
-        old.key,
-        p.name if p.name is not None else old.name,
-        p.operator if p.operator is not None else old.operator,
-        p.anchor.kind if p.anchor is not None else old.anchor_kind,
-        p.anchor.value if p.anchor is not None else old.anchor_value,
-        old.withdrawn,
-    )
+@rule(AmendmentPayload)
+def _admit_amendment(p: AmendmentPayload, signer: str, key: str, now: dt.datetime,
+                     state: AdmissionState) -> Decision:
+    old = state.agent(signer)
+    assert old is not None  # authorize() checked
+    return Decision(_revealed_links(amended_record(old, p), state))
 
 
-def _admit_dispute(p: DisputePayload, signer: str, state: AdmissionState) -> None:
+@rule(DisputePayload)
+def _admit_dispute(p: DisputePayload, signer: str, key: str, now: dt.datetime,
+                   state: AdmissionState) -> Decision:
     target = state.entry(p.entry)
     if target is None:
         raise BureauError(Code.UNKNOWN_ENTRY, "/entry", "no entry with this id")
     if target.subject != signer:
         raise BureauError(Code.NOT_SUBJECT, "/entry", "that entry is not about the signer")
+    return ADMIT
 
 
-def _admit_resolution(p: ResolutionPayload, state: AdmissionState) -> Decision:
+@rule(ResolutionPayload)
+def _admit_resolution(p: ResolutionPayload, signer: str, key: str, now: dt.datetime,
+                      state: AdmissionState) -> Decision:
     target = state.dispute_target(p.dispute)
     if target is None:
         raise BureauError(Code.UNKNOWN_ENTRY, "/dispute", "no dispute entry with this id")
@@ -311,34 +276,15 @@ def _admit_resolution(p: ResolutionPayload, state: AdmissionState) -> Decision:
     return ADMIT
 
 
-def admit(kind: str, payload: Payload, signer: str, key: str, now: dt.datetime,
+def admit(payload: Payload, signer: str, key: str, now: dt.datetime,
           state: AdmissionState) -> Decision:
     """Stage 5: does the payload fit what the ledger already holds?"""
-    if type(payload) is FactPayload:
-        _check_clock(payload.observed_at, now, "/observed_at")
-        _admit_fact(payload, signer, key, state)
-    elif type(payload) is ProbePayload:
-        _check_clock(payload.observed_at, now, "/observed_at")
-        _admit_probe(payload, signer, key, state)
-    elif type(payload) is AttestationPayload:
-        _admit_attestation(payload, signer, key, state)
-    elif type(payload) is ValueJudgmentPayload:
-        _admit_value_judgment(payload, signer, key, state)
-    elif type(payload) is EnrollmentPayload:
-        return Decision(_revealed_links(enrolled_record(payload, signer), state))
-    elif type(payload) is AmendmentPayload:
-        old = state.agent(signer)
-        assert old is not None  # authorize() checked
-        return Decision(_revealed_links(amended_record(old, payload), state))
-    elif type(payload) is DisputePayload:
-        _admit_dispute(payload, signer, state)
-    elif type(payload) is ResolutionPayload:
-        return _admit_resolution(payload, state)
-    return ADMIT
+    check = _RULES.get(type(payload))
+    return ADMIT if check is None else check(payload, signer, key, now, state)
 
 
-def judge(kind: str, payload: Payload, signer: str, key: str, now: dt.datetime,
+def judge(name: str, payload: Payload, signer: str, key: str, now: dt.datetime,
           state: AdmissionState) -> Decision:
-    """Stages 4 and 5 together."""
-    authorize(kind, signer, state)
-    return admit(kind, payload, signer, key, now, state)
+    """Stages 4 and 5 together, for a payload of the kind its payloadType names."""
+    authorize(SUBMITTED[name], signer, state)
+    return admit(payload, signer, key, now, state)

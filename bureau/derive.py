@@ -38,8 +38,6 @@ from typing import Any
 import asyncpg
 
 from bureau.evidence import (
-    AgentName,
-    Item,
     LedgerEvidence,
     load_evidence,
     read_with_targets,
@@ -71,10 +69,12 @@ from bureau.scoring.evaluators import (
 )
 from bureau.scoring.inputs import (
     SELF_DEALING,
+    AgentName,
     Attestation,
     Evidence,
     Exclusion,
     Fact,
+    Item,
     Probe,
     ValueJudgment,
 )

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import binascii
 import json
-import sys
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,40 +21,22 @@ from typing import Any
 import asyncpg
 import orjson
 
+from bureau.kinds import BY_NAME, EVIDENCE_KINDS, EXCLUSION
 from bureau.scoring.inputs import (
     Attestation,
-    Engagement,
     Evidence,
     Exclusion,
     Fact,
+    Item,
     Probe,
-    Promise,
     ValueJudgment,
 )
 
-#: The kinds derivation reads; every other kind (reporter, dispute, resolution,
-#: seal-request, seal, withdrawal) says nothing a report needs.
-EVIDENCE_KINDS = ("fact", "probe", "attestation", "value-judgment", "exclusion",
-                  "enrollment", "amendment")
 CHUNK = 20_000
 
 # Canonical JSON sorts keys, so an envelope entry always starts like this and its
 # payload runs to the next quote (base64 has none). Anything else takes the slow path.
 _ENVELOPE_PREFIX = b'{"envelope":{"payload":"'
-_intern = sys.intern
-
-
-@dataclass(frozen=True, slots=True)
-class AgentName:
-    """An enrollment (``enrolled``) or an amendment that renames the agent."""
-
-    seq: int
-    agent: str
-    name: str | None
-    enrolled: bool
-
-
-Item = Fact | Probe | Attestation | ValueJudgment | Exclusion | AgentName
 
 
 def _payload(raw: bytes) -> dict[str, Any]:
@@ -71,66 +52,18 @@ def _payload(raw: bytes) -> dict[str, Any]:
     return doc
 
 
-def _opt_key(value: str | None) -> str | None:
-    return None if value is None else _intern(value)
-
-
-def _fact(seq: int, entry_id: str, signer: str, p: dict[str, Any]) -> Fact:
-    eng = p.get("engagement")
-    engagement = None if eng is None else Engagement(
-        id=eng["id"], arrangement=eng["arrangement"], cap=eng["cap"], spent=eng["spent"],
-        currency=eng["currency"],
-        units=tuple((u["unit"], u["quantity"]) for u in eng.get("units", ())),
-        concluded=eng.get("concluded"))
-    return Fact(
-        seq, entry_id, _intern(signer), _intern(p["interaction"]), _intern(p["subject"]),
-        _opt_key(p.get("caller")), p["answered"], p.get("latency_ms"), p.get("well_formed"),
-        _promises(p.get("promises")), p.get("claimed"), p.get("check"), p.get("derived"),
-        engagement)
-
-
-_PROMISES: dict[tuple[tuple[str, bool], ...], tuple[Promise, ...]] = {}
-
-
-def _promises(listed: list[dict[str, Any]] | None) -> tuple[Promise, ...]:
-    """Promise tallies repeat endlessly: one shared tuple per distinct tally."""
-    if not listed:
-        return ()
-    key = tuple((x["promise"], x["kept"]) for x in listed)
-    got = _PROMISES.get(key)
-    if got is None:
-        got = tuple(Promise(_intern(name), kept) for name, kept in key)
-        if len(_PROMISES) < 4096:
-            _PROMISES[key] = got
-    return got
-
-
 def decode_entry(seq: int, entry_id: str, kind: str, signer: str | None,
                  raw: bytes) -> Item | None:
-    """The scoring input one stored entry contributes, or None."""
-    if kind == "exclusion":
-        body = json.loads(raw)["body"]
-        return Exclusion(target=body["entry"], reason=body["reason"])
-    if signer is None or kind not in EVIDENCE_KINDS:
+    """The scoring input one stored entry contributes, or None (the kinds table's
+    ``evidence`` decodes it: a submitted entry's payload, a bureau entry's body)."""
+    k = BY_NAME.get(kind)
+    if k is None or k.evidence is None:
         return None
-    p = _payload(raw)
-    if kind == "fact":
-        return _fact(seq, entry_id, signer, p)
-    if kind == "attestation":
-        return Attestation(seq, entry_id, _intern(signer), _intern(p["reporter"]),
-                           _intern(p["interaction"]), _intern(p["subject"]), p["outcome"],
-                           p["corrections"])
-    if kind == "probe":
-        return Probe(seq, entry_id, _intern(signer), _intern(p["interaction"]),
-                     _intern(p["subject"]), p["probe"], p["passed"])
-    if kind == "value-judgment":
-        return ValueJudgment(seq, entry_id, _intern(signer), _intern(p["reporter"]),
-                             p["engagement"], _intern(p["subject"]), p["judgment"], p["spent"])
-    if kind == "enrollment":
-        return AgentName(seq, _intern(signer), p["name"], True)
-    if kind == "amendment" and "name" in p:
-        return AgentName(seq, _intern(signer), p["name"], False)
-    return None
+    if k.payload is None:
+        return k.evidence(seq, entry_id, "", json.loads(raw)["body"])
+    if signer is None:
+        return None
+    return k.evidence(seq, entry_id, signer, _payload(raw))
 
 
 # The entries of a seq range that derivation reads, in seq order, as stored. For an
@@ -140,11 +73,10 @@ def decode_entry(seq: int, entry_id: str, kind: str, signer: str | None,
 # at a seal every core is busy anyway.
 _RAW_SQL = r"""
 SELECT seq, id, kind, signer, entry,
-  CASE WHEN kind = 'exclusion' THEN (SELECT t.seq FROM entries t WHERE t.id =
+  CASE WHEN kind = '{exclusion}' THEN (SELECT t.seq FROM entries t WHERE t.id =
     convert_from(e.entry, 'UTF8')::jsonb->'body'->>'entry') END AS target_seq
 FROM entries e WHERE seq > $1 AND seq <= $2
-  AND kind IN ('fact', 'probe', 'attestation', 'value-judgment', 'exclusion', 'enrollment',
-               'amendment') {shard}
+  AND kind IN ({kinds}) {shard}
 ORDER BY seq
 """
 
@@ -152,8 +84,10 @@ ORDER BY seq
 #: for every entry a report reads is the agent it is about — for an exclusion, its
 #: target's subject; for an enrollment or amendment, the agent itself.
 SHARD_OF_ENTRY = "(hashtext(coalesce(subject, '')) & 2147483647) % $4"
-_ALL_SQL = _RAW_SQL.format(shard="")
-_SHARD_SQL = _RAW_SQL.format(shard=f"AND {SHARD_OF_ENTRY} = $3")
+_KINDS_SQL = ", ".join(f"'{k}'" for k in EVIDENCE_KINDS)  # names from the kinds table
+_ALL_SQL = _RAW_SQL.format(kinds=_KINDS_SQL, exclusion=EXCLUSION.name, shard="")
+_SHARD_SQL = _RAW_SQL.format(kinds=_KINDS_SQL, exclusion=EXCLUSION.name,
+                             shard=f"AND {SHARD_OF_ENTRY} = $3")
 
 
 def seq_ref(seq: int) -> str:

@@ -24,25 +24,15 @@ from typing import Any, Literal
 
 import asyncpg
 
-from bureau import admission, db, metrics
+from bureau import admission as rules
+from bureau import db, metrics
 from bureau.config import Config
 from bureau.errors import BureauError, Code
-from bureau.state import GroupState, Submission, engagement_fact_of
+from bureau.index import Admitted, record_admitted, record_exclusion
+from bureau.kinds import EXCLUSION, SEAL_REQUEST, SUBMITTED, subject_of
+from bureau.state import GroupState, Submission
 from bureau.writes import Writes, write_group
 from reporters import wire
-from reporters.models import (
-    AmendmentPayload,
-    AttestationPayload,
-    DisputePayload,
-    EnrollmentPayload,
-    FactPayload,
-    Payload,
-    ProbePayload,
-    ReporterPayload,
-    ResolutionPayload,
-    ValueJudgmentPayload,
-    WithdrawalPayload,
-)
 
 log = logging.getLogger(__name__)
 
@@ -118,84 +108,12 @@ class GroupTx:
 # --------------------------------------------------------------------------- judging
 
 
-def _entry_subject(kind: str, payload: Payload, signer: str) -> str | None:
-    # type() is, not isinstance: pydantic models have an ABC metaclass, whose
-    # isinstance costs ~0.6 µs, and the committer asks dozens of times per envelope.
-    if (type(payload) is FactPayload or type(payload) is ProbePayload
-            or type(payload) is AttestationPayload or type(payload) is ValueJudgmentPayload):
-        return payload.subject
-    if kind in ("enrollment", "amendment", "withdrawal", "dispute"):
-        return signer
-    return None
-
-
-def record_admitted(tx: GroupTx, sub: Submission, payload: Payload, entry_id: str,
-                    seq: int) -> None:
-    """Update the in-group state and queue the index rows for an admitted submission."""
-    st, w, signer, key = tx.state, tx.writes, sub.signer, sub.envelope.content_key
-    st.admitted[key] = (entry_id, seq)
-    st.entries[entry_id] = admission.EntryRecord(
-        entry_id, sub.envelope.name, _entry_subject(sub.envelope.name, payload, signer))
-    if type(payload) is ReporterPayload:
-        st.reporters[payload.reporter] = admission.ReporterRecord(
-            payload.reporter, frozenset(payload.roles))
-        w.reporters.append((payload.reporter, payload.name, payload.operator,
-                            list(payload.roles), seq))
-    elif type(payload) is FactPayload:
-        st.facts[(signer, payload.interaction)] = admission.FactRecord(
-            key, payload.subject, payload.caller)
-        eng = payload.engagement
-        if eng is not None:
-            st.engagements[(signer, eng.id)] = engagement_fact_of(payload.model_dump())
-        w.facts.append((signer, payload.interaction, seq, key, payload.subject,
-                        payload.caller, eng.id if eng else None))
-    elif type(payload) is ProbePayload:
-        st.probes[(signer, payload.interaction)] = admission.FactRecord(
-            key, payload.subject, None)
-        w.probes.append((signer, payload.interaction, seq, key, payload.subject))
-    elif (type(payload) is EnrollmentPayload or type(payload) is AmendmentPayload
-          or type(payload) is WithdrawalPayload):
-        if type(payload) is EnrollmentPayload:
-            rec = admission.enrolled_record(payload, signer)
-        else:
-            old = st.agent(signer)
-            assert old is not None
-            rec = (admission.amended_record(old, payload)
-                   if type(payload) is AmendmentPayload
-                   else admission.AgentRecord(old.key, old.name, old.operator,
-                                              old.anchor_kind, old.anchor_value, True))
-        st.agents[signer] = rec
-        w.agents.append((rec.key, rec.name, rec.operator, rec.anchor_kind, rec.anchor_value,
-                         rec.withdrawn, seq))
-    elif (type(payload) is AttestationPayload or type(payload) is ValueJudgmentPayload):
-        kind = sub.envelope.name
-        ref = payload.interaction if isinstance(payload, AttestationPayload) \
-            else payload.engagement
-        st.verdicts[(kind, signer, payload.reporter, ref)] = key
-        verdict = admission.VerdictRecord(entry_id, kind, signer, payload.subject)
-        for who in (signer, payload.subject):
-            if who in st.involving and st.involving[who] is not None:
-                st.involving[who].append(verdict)  # type: ignore[union-attr]
-        st.excluded[entry_id] = False
-        w.verdicts.append((seq, entry_id, kind, signer, payload.reporter, ref,
-                           payload.subject, key))
-    elif type(payload) is DisputePayload:
-        st.disputes[entry_id] = payload.entry
-        st.resolved[entry_id] = False
-        st.excluded.setdefault(payload.entry, False)
-        w.disputes.append((entry_id, payload.entry, signer, seq))
-    elif type(payload) is ResolutionPayload:
-        st.resolved[payload.dispute] = True
-        w.resolutions.append((payload.dispute, entry_id, payload.decision, seq))
-
-
 def _append_exclusion(tx: GroupTx, target: str, reason: str, cause: str) -> None:
     target_rec = tx.state.entry(target) if target in tx.state.entries else None
     _, seq = tx.append(
-        "exclusion", body={"entry": target, "reason": reason, "cause": cause},
+        EXCLUSION.name, body={"entry": target, "reason": reason, "cause": cause},
         subject=target_rec.subject if target_rec else None)
-    tx.state.excluded[target] = True
-    tx.writes.exclusions.append((target, seq, reason))
+    record_exclusion(tx.state, tx.writes, target, seq, reason)
 
 
 def _is_known_party(st: GroupState, key: str) -> bool:
@@ -209,23 +127,26 @@ def judge_one(tx: GroupTx, sub: Submission, now: dt.datetime) -> Result:
     seen = st.admitted.get(env.content_key)
     if seen is not None:
         return Result("duplicate", seen[0], seen[1])
+    kind = SUBMITTED[env.name]
     try:
         if sub.refusal is not None:
             raise sub.refusal
-        assert sub.payload is not None
-        decision = admission.judge(env.name, sub.payload, sub.signer, env.content_key, now, st)
+        payload = sub.payload
+        assert payload is not None
+        rules.authorize(kind, sub.signer, st)
+        decision = rules.admit(payload, sub.signer, env.content_key, now, st)
     except BureauError as err:
         if _is_known_party(st, sub.signer):
             tx.writes.refusals.append((
                 env.content_key, sub.signer, env.name, err.code.value, err.path, err.detail,
                 tx.recorded_at, env.canonical))
         return Result("rejected", error=err)
-    kind = "seal-request" if env.name == "seal" else env.name
-    tx.seal_requested |= env.name == "seal"
-    entry_id, seq = tx.append(
-        kind, envelope=env.canonical, signer=sub.signer, content_key=env.content_key,
-        subject=_entry_subject(env.name, sub.payload, sub.signer))
-    record_admitted(tx, sub, sub.payload, entry_id, seq)
+    tx.seal_requested |= kind is SEAL_REQUEST
+    subject = subject_of(kind, payload, sub.signer)
+    entry_id, seq = tx.append(kind.name, envelope=env.canonical, signer=sub.signer,
+                              content_key=env.content_key, subject=subject)
+    record_admitted(st, tx.writes, Admitted(kind, payload, sub.signer, env.content_key,
+                                            subject, entry_id, seq))
     for target, reason in decision.exclusions:
         _append_exclusion(tx, target, reason, entry_id)
     return Result("accepted", entry_id, seq)

@@ -7,7 +7,7 @@ same bytes. In one transaction, holding the ledger head lock (intake and sealing
 2. empty them all: the admission indexes (reporters, facts, probes, agents, verdicts,
    exclusions, disputes, resolutions) and seals, reports, checkpoints;
 3. replay the entries, in seq order, a chunk at a time, through the very function that
-   wrote the admission indexes at intake (``bureau.ledger.record_admitted``, flushed by
+   wrote the admission indexes at intake (``bureau.index.record_admitted``, flushed by
    ``bureau.ledger.flush``); ``exclusion`` and ``seal`` entries give back their rows;
 4. derive and sign every sealed epoch's reports and checkpoint with a fresh
    :class:`~bureau.reports.ReportBuilder` (no state carried over);
@@ -27,7 +27,9 @@ import asyncpg
 import nacl.signing
 
 from bureau.envelope import decode_payload, parse_envelope
-from bureau.ledger import GroupTx, flush, record_admitted
+from bureau.index import Admitted, record_admitted, record_exclusion
+from bureau.kinds import EXCLUSION, SEAL, SUBMITTED, subject_of
+from bureau.ledger import GroupTx, flush
 from bureau.report_store import seals
 from bureau.reports import ReportBuilder
 from bureau.state import GroupState, Submission
@@ -71,13 +73,15 @@ async def _replay_indexes(conn: asyncpg.Connection, head: asyncpg.Record) -> int
         for r, doc in zip(rows, docs, strict=True):
             sub = subs.get(r["seq"])
             if sub is not None:
-                assert sub.payload is not None
-                record_admitted(tx, sub, sub.payload, r["id"], r["seq"])
-            elif r["kind"] == "exclusion":
+                kind, payload = SUBMITTED[sub.envelope.name], sub.payload
+                assert payload is not None
+                record_admitted(tx.state, tx.writes, Admitted(
+                    kind, payload, sub.signer, sub.envelope.content_key,
+                    subject_of(kind, payload, sub.signer), r["id"], r["seq"]))
+            elif r["kind"] == EXCLUSION.name:
                 body = doc["body"]
-                tx.state.excluded[body["entry"]] = True
-                tx.writes.exclusions.append((body["entry"], r["seq"], body["reason"]))
-            elif r["kind"] == "seal":
+                record_exclusion(tx.state, tx.writes, body["entry"], r["seq"], body["reason"])
+            elif r["kind"] == SEAL.name:
                 body = doc["body"]
                 await conn.execute(
                     "INSERT INTO seals (epoch, seq, last_seq, head) VALUES ($1, $2, $3, $4)",

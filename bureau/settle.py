@@ -36,6 +36,7 @@ import asyncpg
 
 from bureau import db, metrics
 from bureau.config import Config
+from bureau.kinds import SEAL
 from bureau.ledger import GroupTx, Ledger, epoch_of
 from bureau.reports import ReportBuilder
 
@@ -54,8 +55,9 @@ async def seal_elapsed(tx: GroupTx) -> list[int]:
     after = 0 if last is None else last["last_seq"]
     # Everything after the last sealed entry is in a later epoch (epochs never go back).
     rows = await conn.fetch(
-        "SELECT epoch, max(seq) AS last, bool_or(kind <> 'seal') AS busy FROM entries"
-        " WHERE seq > $1 AND epoch < $2 GROUP BY epoch ORDER BY epoch", after, tx.epoch)
+        "SELECT epoch, max(seq) AS last, bool_or(kind <> $3) AS busy FROM entries"
+        " WHERE seq > $1 AND epoch < $2 GROUP BY epoch ORDER BY epoch", after, tx.epoch,
+        SEAL.name)
     todo = [(r["epoch"], r["last"]) for r in rows if r["busy"]]
     if not todo:
         return []
@@ -63,7 +65,7 @@ async def seal_elapsed(tx: GroupTx) -> list[int]:
         "SELECT seq, id FROM entries WHERE seq = ANY($1::bigint[])", [s for _, s in todo])}
     for epoch, last_seq in todo:
         head = heads[last_seq]
-        _, seq = tx.append("seal", body={"epoch": epoch, "seq": last_seq, "head": head})
+        _, seq = tx.append(SEAL.name, body={"epoch": epoch, "seq": last_seq, "head": head})
         await conn.execute("INSERT INTO seals (epoch, seq, last_seq, head)"
                            " VALUES ($1, $2, $3, $4)", epoch, seq, last_seq, head)
         metrics.SEALS_TOTAL.inc()
@@ -74,9 +76,9 @@ async def seal_elapsed(tx: GroupTx) -> list[int]:
 async def seal_due(conn: asyncpg.Connection, current_epoch: int) -> bool:
     """A cheap look, outside the lock: is there a busy, elapsed epoch not yet sealed?"""
     due: bool = await conn.fetchval(
-        "SELECT EXISTS (SELECT 1 FROM entries WHERE kind <> 'seal' AND epoch < $1 AND seq >"
+        "SELECT EXISTS (SELECT 1 FROM entries WHERE kind <> $2 AND epoch < $1 AND seq >"
         " COALESCE((SELECT last_seq FROM seals ORDER BY epoch DESC LIMIT 1), 0))",
-        current_epoch)
+        current_epoch, SEAL.name)
     return due
 
 

@@ -1,7 +1,8 @@
 """The admission state of one group commit: what the rules need, fetched in a few bulk
 queries under the ledger lock, plus everything admitted earlier in the same group.
 
-:class:`GroupState` implements :class:`bureau.admission.AdmissionState`. It only answers
+:class:`GroupState` implements :class:`bureau.records.AdmissionState`; what it loads for
+each submission is what the submission's kind ``needs`` (:mod:`bureau.kinds`). It only answers
 questions about keys it was told about in :meth:`GroupState.load`; asking about any other
 key is a programming error and fails loudly rather than silently answering "absent".
 """
@@ -15,7 +16,10 @@ from typing import Any, TypeVar
 
 import asyncpg
 
-from bureau.admission import (
+from bureau.envelope import Envelope
+from bureau.errors import BureauError
+from bureau.kinds import SUBMITTED, StateKeys
+from bureau.records import (
     AgentRecord,
     EngagementFact,
     EntryRecord,
@@ -23,19 +27,8 @@ from bureau.admission import (
     ReporterRecord,
     VerdictRecord,
 )
-from bureau.envelope import Envelope
-from bureau.errors import BureauError
 from reporters import wire
-from reporters.models import (
-    AttestationPayload,
-    DisputePayload,
-    FactPayload,
-    Payload,
-    ProbePayload,
-    ReporterPayload,
-    ResolutionPayload,
-    ValueJudgmentPayload,
-)
+from reporters.models import Payload
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -167,48 +160,27 @@ class GroupState:
                    admin_keys: frozenset[str]) -> GroupState:
         """Fetch, in a handful of queries, everything the rules may ask about ``subs``."""
         st = cls(admin_keys)
-        party_keys: set[str] = set()
-        fact_keys: set[tuple[str, str]] = set()
-        probe_keys: set[tuple[str, str]] = set()
-        engagement_keys: set[tuple[str, str]] = set()
-        verdict_keys: set[tuple[str, str, str, str]] = set()
-        involving_keys: set[str] = set()
-        entry_ids: set[str] = set()
-        dispute_ids: set[str] = set()
+        keys = StateKeys()
         for sub in subs:
-            p, signer = sub.payload, sub.signer
-            party_keys.add(signer)
-            if type(p) is ReporterPayload:
-                party_keys.add(p.reporter)
-            elif (type(p) is FactPayload or type(p) is ProbePayload):
-                fact_keys.add((signer, p.interaction))
-                probe_keys.add((signer, p.interaction))
-            elif type(p) is AttestationPayload:
-                party_keys.add(p.subject)
-                fact_keys.add((p.reporter, p.interaction))
-                verdict_keys.add(("attestation", signer, p.reporter, p.interaction))
-            elif type(p) is ValueJudgmentPayload:
-                party_keys.add(p.subject)
-                engagement_keys.add((p.reporter, p.engagement))
-                verdict_keys.add(("value-judgment", signer, p.reporter, p.engagement))
-            elif type(p) is DisputePayload:
-                entry_ids.add(p.entry)
-            elif type(p) is ResolutionPayload:
-                dispute_ids.add(p.dispute)
-            if sub.envelope.name in ("enrollment", "amendment"):
-                involving_keys.add(signer)
+            keys.parties.add(sub.signer)
+            p = sub.payload
+            if p is not None:
+                needs = SUBMITTED[sub.envelope.name].needs
+                if needs is not None:
+                    needs(p, sub.signer, keys)
+        party_keys = keys.parties
 
         st.head = await st._load_first(conn, [s.envelope.content_key for s in subs],
-                                       fact_keys, probe_keys, party_keys)
-        await st._load_engagements(conn, engagement_keys)
-        await st._load_verdicts(conn, verdict_keys)
-        excluded_candidates = await st._load_involving(conn, involving_keys)
+                                       keys.facts, keys.probes, party_keys)
+        await st._load_engagements(conn, keys.engagements)
+        await st._load_verdicts(conn, keys.verdicts)
+        excluded_candidates = await st._load_involving(conn, keys.involving)
         more = {v.subject for vs in st.involving.values() if vs for v in vs}
         more |= {v.evaluator for vs in st.involving.values() if vs for v in vs}
         await st._load_parties(conn, more - party_keys)
-        targets = await st._load_disputes(conn, dispute_ids)
+        targets = await st._load_disputes(conn, keys.disputes)
         # Dispute targets too: an exclusion entry is about its target's subject.
-        await st._load_entries(conn, entry_ids | targets)
+        await st._load_entries(conn, keys.entries | targets)
         await st._load_exclusions(conn, excluded_candidates | targets)
         return st
 

@@ -20,8 +20,10 @@ import nacl.signing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bureau import admission
-from bureau.admission import (
+from bureau import admission, records
+from bureau.errors import BureauError, Code, Stage
+from bureau.intake import prepare
+from bureau.records import (
     AgentRecord,
     EngagementFact,
     EntryRecord,
@@ -29,8 +31,6 @@ from bureau.admission import (
     ReporterRecord,
     VerdictRecord,
 )
-from bureau.errors import BureauError, Code, Stage
-from bureau.intake import prepare
 from bureau.state import Submission
 from reporters import wire
 from reporters.models import PAYLOAD_MODELS
@@ -59,7 +59,7 @@ def kid(key: nacl.signing.SigningKey) -> str:
 
 @dataclass
 class MemoryState:
-    """An :class:`~bureau.admission.AdmissionState` in dicts: a small world in which
+    """An :class:`~bureau.records.AdmissionState` in dicts: a small world in which
     every rule has something to find (a reporter, two enrolled agents, a withdrawn one,
     a fact with a caller, a T&M engagement, an attestation, a dispute)."""
 
@@ -123,7 +123,7 @@ class MemoryState:
         return False
 
 
-def run_pipeline(raw: bytes) -> Submission | admission.Decision | BureauError:
+def run_pipeline(raw: bytes) -> Submission | records.Decision | BureauError:
     """Stages 1–5 as the service runs them, minus the database; asserts the contract."""
     prepared = prepare(raw)
     if isinstance(prepared, BureauError):

@@ -12,15 +12,17 @@ from dataclasses import dataclass, field
 import pytest
 
 from bureau.derive import Deriver, reference_payloads
-from bureau.evidence import AgentName, Item, LedgerEvidence
+from bureau.evidence import LedgerEvidence
 from bureau.report_view import encode as encode_payload
 from bureau.scoring import policy_hash, policy_v1
 from bureau.scoring.evaluators import EvaluatorBook
 from bureau.scoring.inputs import (
+    AgentName,
     Attestation,
     Engagement,
     Exclusion,
     Fact,
+    Item,
     Probe,
     Promise,
     ValueJudgment,
