@@ -34,7 +34,7 @@ bench-seal: $(STAMP)
 	$(BIN)/python bench/seal_bench.py
 
 schemas: $(STAMP)        ## regenerate schemas/ from the pydantic models
-	$(BIN)/python -m bureau.openapi --write-schemas
+	$(BIN)/python -m bureau.http.openapi --write-schemas
 
 vectors: $(STAMP)        ## regenerate tests/vectors (only when the wire format changes on purpose)
 	$(BIN)/python ops/make_vectors.py

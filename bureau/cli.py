@@ -147,7 +147,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 async def _rebuild(url: str, signing_path: Path) -> int:
-    from bureau.rebuild import rebuild
+    from bureau.views.rebuild import rebuild
 
     key = keyfiles.read_key(signing_path)
     conn = await db.connect(url)
@@ -177,7 +177,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
 
 
 async def _report(url: str, agent: str, epoch: int | None) -> int:
-    from bureau.report_store import report_envelope
+    from bureau.views.store import report_envelope
 
     conn = await db.connect(url)
     try:

@@ -3,11 +3,11 @@ it is about, what admission needs loaded to judge it, which index it writes, how
 reports read it. docs/protocol.md describes the same kinds for people.
 
 Adding a kind is: its payload model (``reporters/models.py``, ``PAYLOAD_MODELS``), one
-:class:`Kind` below, and its admission rule (``bureau.admission``, ``@rule``). The
+:class:`Kind` below, and its admission rule (``bureau.intake.rules``, ``@rule``). The
 machinery reads the table and nothing else: stage 4 authorizes by ``signer`` and
-``role``, :class:`bureau.state.GroupState` loads what ``needs`` asks for, the ledger
+``role``, :class:`bureau.intake.state.GroupState` loads what ``needs`` asks for, the ledger
 writes ``subject`` into the entry row and hands the entry to the ``index`` writer of
-:mod:`bureau.index`, and the report views decode stored entries with ``evidence``.
+:mod:`bureau.intake.index`, and the report views decode stored entries with ``evidence``.
 
 Lookups are dicts on the kind's name (``SUBMITTED``, ``BY_NAME``) or on the payload's
 model (``BY_MODEL``): one hash lookup where the committer used to walk a chain of
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from bureau.records import AgentRecord, amended_record, enrolled_record, withdrawn_record
+from bureau.intake.records import AgentRecord, amended_record, enrolled_record, withdrawn_record
 from bureau.scoring.inputs import (
     AgentName,
     Attestation,
@@ -103,7 +103,7 @@ class Kind:
     role: str | None = None
     subject: SubjectOf | None = None
     needs: NeedsOf | None = None
-    #: the admission index table an admitted entry adds a row to (bureau.index)
+    #: the admission index table an admitted entry adds a row to (bureau.intake.index)
     index: str | None = None
     verdict: VerdictOf | None = None
     agent: AgentOf | None = None
@@ -310,10 +310,10 @@ RESOLUTION = Kind("resolution", "resolution", Signer.ADMIN, needs=_resolution_ne
 #: An admin's request to seal now; the entry is named apart from the bureau's own seals.
 SEAL_REQUEST = Kind("seal-request", "seal", Signer.ADMIN)
 #: Written by the bureau: ``{"entry", "reason", "cause"}``; its subject is the subject of
-#: the entry it excludes (bureau.ledger writes its index row).
+#: the entry it excludes (bureau.intake.ledger writes its index row).
 EXCLUSION = Kind("exclusion", None, Signer.BUREAU, index="exclusions",
                  evidence=_exclusion_evidence)
-#: Written by the bureau: ``{"epoch", "seq", "head"}`` (bureau.settle writes its row).
+#: Written by the bureau: ``{"epoch", "seq", "head"}`` (bureau.views.settle writes its row).
 SEAL = Kind("seal", None, Signer.BUREAU, index="seals")
 
 KINDS: tuple[Kind, ...] = (REPORTER, FACT, PROBE, ENROLLMENT, AMENDMENT, WITHDRAWAL,

@@ -7,13 +7,14 @@ from collections.abc import AsyncIterator
 import nacl.signing
 from aiohttp import web
 
-from bureau import db, openapi
+from bureau import db
 from bureau.config import Config
-from bureau.http import report_routes, routes
+from bureau.http import openapi, routes
 from bureau.http.errors import error_middleware
 from bureau.http.keys import CONFIG, DATABASE_URL, INTAKE, LEDGER, NONCES, POOL, SIGNING_KEY
-from bureau.intake import MAX_BATCH_BYTES, Intake
-from bureau.ledger import Clock, Ledger, utcnow
+from bureau.http.routes import reports as report_routes
+from bureau.intake.ledger import Clock, Ledger, utcnow
+from bureau.intake.pipeline import MAX_BATCH_BYTES, Intake
 from reporters.httpsig import NonceStore
 
 

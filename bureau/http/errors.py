@@ -12,8 +12,8 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from bureau import metrics
-from bureau.envelope import NotJSON
 from bureau.errors import BureauError, Code, Stage
+from bureau.intake.envelope import NotJSON
 
 log = logging.getLogger(__name__)
 

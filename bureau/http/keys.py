@@ -7,8 +7,8 @@ import nacl.signing
 from aiohttp import web
 
 from bureau.config import Config
-from bureau.intake import Intake
-from bureau.ledger import Ledger
+from bureau.intake.ledger import Ledger
+from bureau.intake.pipeline import Intake
 from reporters.httpsig import NonceStore
 
 CONFIG = web.AppKey("config", Config)
@@ -20,5 +20,5 @@ SIGNING_KEY = web.AppKey("signing_key", nacl.signing.SigningKey)
 DATABASE_URL = web.AppKey("database_url", str)
 # Authenticated reads (bureau.http.auth): the nonces already accepted by this process.
 NONCES = web.AppKey("nonces", NonceStore)
-# GET /openapi.json: the document, built once when the app starts (bureau.openapi).
+# GET /openapi.json: the document, built once when the app starts (bureau.http.openapi).
 OPENAPI = web.AppKey("openapi", bytes)

@@ -237,7 +237,7 @@ class EvaluatorBook:
 
     An evaluator's record is a sum over the interactions it attested, and every
     interaction belongs to one agent, so derivers that each hold some of the agents
-    (in this process or in others, see :mod:`bureau.derive_shards`) each keep their part
+    (in this process or in others, see :mod:`bureau.views.shards`) each keep their part
     of the sums; the book adds the parts up. Only the parts of evaluators a shard
     reports as touched are recomputed.
     """

@@ -3,7 +3,7 @@ weighted mean pulled towards the policy's prior, with its Wilson interval.
 
 This is the only place a score is computed. The reference path
 (:func:`bureau.scoring.report.score_agent`) hands it one term per resolved unit; the
-incremental deriver (:meth:`bureau.report_view.AgentState.rescore`) hands it the same
+incremental deriver (:meth:`bureau.views.parts.AgentState.rescore`) hands it the same
 terms counted (a term that n units share, once with ``n``). Both get the same numbers:
 :func:`math.fsum` is exact, so neither the order of the terms nor repeating one n times
 inside it changes a sum.

@@ -3,9 +3,10 @@ it: the payload models, the admission rules, the index writers, the report views
 
 from __future__ import annotations
 
-from bureau import admission, index, kinds
+from bureau import kinds
+from bureau.intake import index, rules
 from bureau.kinds import BY_MODEL, KINDS, SUBMITTED, Signer
-from bureau.rebuild import INDEX_TABLES
+from bureau.views.rebuild import INDEX_TABLES
 from reporters.models import PAYLOAD_MODELS
 
 
@@ -49,7 +50,7 @@ def test_every_index_a_kind_names_has_a_writer() -> None:
 
 
 def test_every_admission_rule_belongs_to_a_submitted_kind() -> None:
-    assert set(admission._RULES) <= set(BY_MODEL)
+    assert set(rules._RULES) <= set(BY_MODEL)
 
 
 def test_the_views_read_exactly_the_kinds_with_a_decoder() -> None:

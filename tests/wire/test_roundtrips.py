@@ -8,7 +8,7 @@ import rfc8785
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bureau.envelope import parse_envelope
+from bureau.intake.envelope import parse_envelope
 from reporters import strictjson, wire
 
 json_values = st.recursive(
