@@ -9,6 +9,7 @@ key is a programming error and fails loudly rather than silently answering "abse
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -67,33 +68,54 @@ class Head:
 
     seq: int
     head: str
-    recorded_at: Any  # datetime | None (None before the first entry)
+    recorded_at: dt.datetime | None  # None before the first entry
 
 
-# Reporters and agents by key ($1), as rows of _FIRST_SQL's shape.
-_PARTIES_SQL = """
-SELECT 'reporter' AS t, key AS a, NULL AS b, NULL AS c, NULL AS d, NULL AS e,
-  NULL::bigint AS n, NULL::timestamptz AS ts, roles, NULL::boolean AS flag
-  FROM reporters WHERE key = ANY($1::text[])
-UNION ALL SELECT 'agent', key, name, operator, anchor_kind, anchor_value, NULL, NULL, NULL,
-  withdrawn FROM agents WHERE key = ANY($1::text[])
-"""
-# One statement, one row shape: t names the kind of row; a..e, n, ts, roles and flag are
-# its values (see GroupState._load_first for which is which).
-_FIRST_SQL = """
-SELECT 'head' AS t, head AS a, NULL AS b, NULL AS c, NULL AS d, NULL AS e, seq AS n,
-  recorded_at AS ts, NULL::text[] AS roles, NULL::boolean AS flag FROM ledger_head
-UNION ALL SELECT 'admitted', content_key, id, NULL, NULL, NULL, seq, NULL, NULL, NULL
-  FROM entries WHERE content_key = ANY($1::text[])
-UNION ALL SELECT 'fact', f.reporter, f.interaction, f.content_key, f.subject, f.caller,
-  NULL, NULL, NULL, NULL
-  FROM facts f JOIN unnest($2::text[], $3::text[]) AS k(rep, ia)
-  ON f.reporter = k.rep AND f.interaction = k.ia
-UNION ALL SELECT 'probe', p.reporter, p.interaction, p.content_key, p.subject, NULL,
-  NULL, NULL, NULL, NULL
-  FROM probes p JOIN unnest($4::text[], $5::text[]) AS k(rep, ia)
-  ON p.reporter = k.rep AND p.interaction = k.ia
-UNION ALL (""" + _PARTIES_SQL.replace("$1", "$6") + ")"
+#: The columns of every row the state loader reads in one statement (see
+#: :meth:`GroupState._load_first`): ``what`` says which kind of row it is, and each row
+#: fills the columns of its kind, leaving the others NULL.
+_ROW_COLUMNS = (
+    ("what", "text"), ("head", "text"), ("seq", "bigint"), ("recorded_at", "timestamptz"),
+    ("content_key", "text"), ("entry_id", "text"), ("reporter", "text"),
+    ("interaction", "text"), ("subject", "text"), ("caller", "text"), ("party", "text"),
+    ("name", "text"), ("operator", "text"), ("anchor_kind", "text"),
+    ("anchor_value", "text"), ("withdrawn", "boolean"), ("roles", "text[]"),
+)
+
+
+def _rows(what: str, source: str, **columns: str) -> str:
+    """``SELECT`` of one kind of row in the shape of ``_ROW_COLUMNS``, from ``source``."""
+    unknown = columns.keys() - {c for c, _ in _ROW_COLUMNS}
+    assert not unknown, unknown
+    values = [f"'{what}'"] + [columns.get(c, f"NULL::{t}") for c, t in _ROW_COLUMNS[1:]]
+    return "SELECT " + ", ".join(f"{v} AS {c}" for v, (c, _) in
+                                 zip(values, _ROW_COLUMNS, strict=True)) + " " + source
+
+
+def _parties_sql(keys: str) -> str:
+    """Reporters and agents whose key is in the array parameter ``keys``."""
+    return (_rows("reporter", f"FROM reporters WHERE key = ANY({keys}::text[])",
+                  party="key", roles="roles")
+            + "\nUNION ALL " + _rows(
+                "agent", f"FROM agents WHERE key = ANY({keys}::text[])", party="key",
+                name="name", operator="operator", anchor_kind="anchor_kind",
+                anchor_value="anchor_value", withdrawn="withdrawn"))
+
+
+_PARTIES_SQL = _parties_sql("$1")
+_FIRST_SQL = "\nUNION ALL ".join((
+    _rows("head", "FROM ledger_head", head="head", seq="seq", recorded_at="recorded_at"),
+    _rows("admitted", "FROM entries WHERE content_key = ANY($1::text[])",
+          content_key="content_key", entry_id="id", seq="seq"),
+    _rows("fact", "FROM facts f JOIN unnest($2::text[], $3::text[]) AS k(rep, ia)"
+          " ON f.reporter = k.rep AND f.interaction = k.ia", reporter="f.reporter",
+          interaction="f.interaction", content_key="f.content_key", subject="f.subject",
+          caller="f.caller"),
+    _rows("probe", "FROM probes p JOIN unnest($4::text[], $5::text[]) AS k(rep, ia)"
+          " ON p.reporter = k.rep AND p.interaction = k.ia", reporter="p.reporter",
+          interaction="p.interaction", content_key="p.content_key", subject="p.subject"),
+    "(" + _parties_sql("$6") + ")",
+))
 
 
 @dataclass
@@ -201,14 +223,15 @@ class GroupState:
         head: Head | None = None
         for r in await conn.fetch(_FIRST_SQL, content_keys, f_reps, f_ints, p_reps, p_ints,
                                   parties):
-            t = r["t"]
-            if t == "fact" or t == "probe":
-                table = self.facts if t == "fact" else self.probes
-                table[(r["a"], r["b"])] = FactRecord(r["c"], r["d"], r["e"])
-            elif t == "admitted":
-                self.admitted[r["a"]] = (r["b"], r["n"])
-            elif t == "head":
-                head = Head(r["n"], r["a"], r["ts"])
+            what = r["what"]
+            if what == "fact" or what == "probe":
+                table = self.facts if what == "fact" else self.probes
+                table[(r["reporter"], r["interaction"])] = FactRecord(
+                    r["content_key"], r["subject"], r["caller"])
+            elif what == "admitted":
+                self.admitted[r["content_key"]] = (r["entry_id"], r["seq"])
+            elif what == "head":
+                head = Head(r["seq"], r["head"], r["recorded_at"])
             else:
                 self._take_party(r)
         assert head is not None
@@ -224,12 +247,13 @@ class GroupState:
             self._take_party(r)
 
     def _take_party(self, r: asyncpg.Record) -> None:
-        """A 'reporter' or 'agent' row of _FIRST_SQL's (or _PARTIES_SQL's) shape."""
-        if r["t"] == "reporter":
-            self.reporters[r["a"]] = ReporterRecord(r["a"], frozenset(r["roles"]))
+        """A 'reporter' or 'agent' row (see ``_ROW_COLUMNS``)."""
+        if r["what"] == "reporter":
+            self.reporters[r["party"]] = ReporterRecord(r["party"], frozenset(r["roles"]))
         else:
-            self.agents[r["a"]] = AgentRecord(r["a"], r["b"], r["c"], r["d"], r["e"],
-                                              r["flag"])
+            self.agents[r["party"]] = AgentRecord(r["party"], r["name"], r["operator"],
+                                                  r["anchor_kind"], r["anchor_value"],
+                                                  r["withdrawn"])
 
     async def _load_engagements(self, conn: asyncpg.Connection,
                                 engagement_keys: set[tuple[str, str]]) -> None:
