@@ -20,7 +20,7 @@ import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import asyncpg
 
@@ -160,7 +160,8 @@ async def flush(tx: GroupTx) -> None:
 # --------------------------------------------------------------------------- committer
 
 #: Extra work done under the ledger lock after a group's submissions (e.g. sealing).
-LockedWork = Callable[[GroupTx], Awaitable[Any]]
+LockedWork = Callable[[GroupTx], Awaitable[None]]
+T = TypeVar("T")
 
 
 @dataclass
@@ -168,7 +169,6 @@ class _Unit:
     subs: Sequence[Submission]
     future: asyncio.Future[list[Result]]
     work: LockedWork | None = None
-    work_result: Any = None
 
 
 class Ledger:
@@ -231,11 +231,16 @@ class Ledger:
         unit = _Unit(subs, asyncio.get_running_loop().create_future())
         return await self._enqueue(unit)
 
-    async def run_locked(self, work: LockedWork) -> Any:
-        """Run ``work`` under the ledger lock, in a group transaction of its own kind."""
-        unit = _Unit((), asyncio.get_running_loop().create_future(), work)
-        await self._enqueue(unit)
-        return unit.work_result
+    async def run_locked(self, work: Callable[[GroupTx], Awaitable[T]]) -> T:
+        """Run ``work`` under the ledger lock, in a group transaction of its own kind;
+        return what it returned, once that transaction has committed."""
+        returned: list[T] = []
+
+        async def locked(tx: GroupTx) -> None:
+            returned.append(await work(tx))
+
+        await self._enqueue(_Unit((), asyncio.get_running_loop().create_future(), locked))
+        return returned[-1]
 
     async def _enqueue(self, unit: _Unit) -> list[Result]:
         self._pending += len(unit.subs)
@@ -329,7 +334,7 @@ class Ledger:
             for unit in units:
                 results.append([judge_one(tx, s, now) for s in unit.subs])
                 if unit.work is not None:
-                    unit.work_result = await unit.work(tx)
+                    await unit.work(tx)
             if tx.seal_requested and self.seal_hook is not None:
                 await self.seal_hook(tx)
             await flush(tx)
