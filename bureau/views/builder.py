@@ -21,9 +21,8 @@ import nacl.signing
 from bureau import metrics
 from bureau.scoring import policy_hash, policy_v1
 from bureau.views.derive import Deriver, advance
-from bureau.views.parts import encode as encode_payload
 from bureau.views.shards import ShardPool
-from bureau.views.sign import CHECKPOINT_TYPE, REPORT_TYPE, checkpoint_payload, sign_many
+from bureau.views.sign import REPORT_TYPE, sign_checkpoint, sign_many
 from bureau.views.store import Seal, seals, store_epoch
 
 log = logging.getLogger(__name__)
@@ -62,8 +61,7 @@ class ReportBuilder:
             self._shards.reset()
 
     def _checkpoint(self, seal: Seal) -> bytes:
-        cp = encode_payload(checkpoint_payload(seal.epoch, seal.last_seq, seal.head))
-        return sign_many(self.key, CHECKPOINT_TYPE, [cp])[0]
+        return sign_checkpoint(self.key, seal.epoch, seal.last_seq, seal.head)
 
     async def sign_epoch(self, conn: asyncpg.Connection,
                          seal: Seal) -> tuple[list[str], list[bytes], bytes]:

@@ -79,8 +79,8 @@ from bureau.views.parts import (
     compact,
     seal_part,
 )
-from bureau.views.parts import encode as encode_payload
 from bureau.views.store import Seal
+from reporters import wire
 
 _KIND_LABEL = {Fact: "fact", Probe: "probe", Attestation: "attestation",
                ValueJudgment: "value_judgment"}
@@ -388,5 +388,5 @@ def reference_payloads(ev_items: LedgerEvidence, epoch: int, seq: int,
 
 async def reference_reports(conn: asyncpg.Connection, seal: Seal) -> list[tuple[str, bytes]]:
     ev = await load_evidence(conn, seal.last_seq)
-    return [(a, encode_payload(p))
+    return [(a, wire.canonical_json_fast(p))
             for a, p in reference_payloads(ev, seal.epoch, seal.last_seq, seal.head)]

@@ -9,10 +9,11 @@ A report payload is made of three kinds of parts:
   weights of its evaluators change;
 * **seal** — epoch and ledger: the same for every agent of an epoch.
 
-The payload bytes are spliced from the canonical bytes of each part: RFC 8785 writes an
-object's members in sorted key order, and the report's keys are fixed, so the bytes of
-the whole are the bytes of the parts in that order (``REPORT_KEYS``). The tests hold
-the result equal to ``wire.canonical_json`` of the reference payload.
+The payload bytes are spliced from the canonical bytes of each part, as
+:mod:`reporters.wire` writes them: RFC 8785 writes an object's members in sorted key
+order, and the report's keys are fixed, so the bytes of the whole are the bytes of the
+parts in that order (``REPORT_KEYS``). The tests hold the result equal to
+``wire.canonical_json`` of the reference payload.
 
 Scores are not computed here: the score arithmetic and rules 3–4 (the weight and
 value of an evaluator's verdict) are :mod:`bureau.scoring`'s, called with counted
@@ -24,7 +25,6 @@ the outcome tallies of ``build_report_payload``);
 from __future__ import annotations
 
 import bisect
-import json
 from collections import Counter
 from typing import Any
 
@@ -48,60 +48,12 @@ REPORT_KEYS = ("agent", "epoch", "excluded", "ledger", "name", "outcomes", "poli
 assert list(REPORT_KEYS) == sorted(REPORT_KEYS)
 
 
-class _SlowPath(Exception):
-    pass
-
-
-def _prepare(value: Any) -> Any:
-    if isinstance(value, float):
-        if value.is_integer() and abs(value) < 2**53:
-            return int(value)  # JCS writes 1.0 as 1, exactly as it writes the int 1
-        if 1e-4 <= abs(value) < 1e16:
-            return value  # repr is plain decimal here: the same digits as ECMAScript
-        raise _SlowPath
-    if isinstance(value, dict):
-        if not all(k.isascii() for k in value):
-            raise _SlowPath  # code-point and UTF-16 key orders agree on ASCII only
-        return {k: _prepare(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_prepare(v) for v in value]
-    return value
-
-
-def encode(value: Any) -> bytes:
-    """RFC 8785 bytes of a JSON value made of report-shaped parts.
-
-    A fast path over the C JSON encoder where it provably writes what
-    :func:`reporters.wire.canonical_json` writes (ASCII keys; floats that Python and
-    ECMAScript print alike); anything else goes to ``wire.canonical_json`` itself.
-    """
-    try:
-        prepared = _prepare(value)
-    except _SlowPath:
-        return wire.canonical_json(value)
-    return _dumps(prepared)
-
-
-def _dumps(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
-                      allow_nan=False).encode("utf-8")
-
-
-def number(x: float) -> bytes:
-    """RFC 8785 bytes of one float (what ``wire.canonical_json`` writes for it)."""
-    if x.is_integer() and abs(x) < 2**53:
-        return b"%d" % int(x)  # JCS writes 1.0 as 1 (and -0.0 as 0)
-    if 1e-4 <= abs(x) < 1e16:
-        return repr(x).encode()  # plain decimal here: the same digits as ECMAScript
-    return wire.canonical_json(x)
-
-
 class _Odd(float):
-    """A float the C encoder would not write as RFC 8785 does (tiny or huge)."""
+    """A float that is not plain (see ``reporters.wire.canonical_json_plain``)."""
 
 
 def _plain(x: float) -> float | int:
-    """A rate for the C encoder: an integer-valued float as an int, a tiny one marked."""
+    """A rate, plain: an integer-valued float as an int, a tiny one marked odd."""
     if x.is_integer():
         return int(x)
     return x if 1e-4 <= abs(x) < 1e16 else _Odd(x)
@@ -270,11 +222,12 @@ class AgentState:
                "probes": probes, "reliability": reliability, "score": "\x002",
                "unscored": unscored, "value_judgment_share": "\x003"}
         # Every number here is an int or a rate made plain by _plain, and every key but
-        # the promises' is a fixed ASCII word: the C encoder writes RFC 8785 as is.
+        # the promises' is a fixed ASCII word: then the payload is plain (see
+        # reporters.wire.canonical_json_plain).
         fast = all(k.isascii() for k in self.promises) and not any(
             isinstance(r, _Odd) for r in (reliability["answer_rate"],
                                           reliability["well_formed_rate"]))
-        whole = _dumps(doc) if fast else wire.canonical_json(_unodd(doc))
+        whole = wire.canonical_json_plain(doc) if fast else wire.canonical_json(_unodd(doc))
         parts = whole.split(b'"\\u0000')
         assert len(parts) == 5 and all(p[:2] == b'%d"' % i for i, p in enumerate(parts[1:]))
         self.static_bytes = (parts[0], parts[1][2:], parts[2][2:], parts[3][2:])
@@ -295,14 +248,17 @@ class AgentState:
                 weight, value = value_judgment_term(raw, w_e, spent, policy)
             terms.append((weight, value, rule, n))
         result = score_terms(terms, policy)
-        score, share = result.score, result.value_judgment_share
+        score, number = result.score, wire.canonical_number
         if score is None:
             score_bytes = b"null"
         else:
+            # The score object's canonical bytes, its members in their sorted order and
+            # its numbers by wire: ~2 µs, where an encoder call costs 5-10 µs, and most
+            # seals re-score every agent (an evaluator's weight moves them all).
             score_bytes = b'{"high":%s,"interactions":%d,"low":%s,"value":%s,"weight":%s}' % (
                 number(score["high"]), score["interactions"], number(score["low"]),
                 number(score["value"]), number(score["weight"]))
-        self.score_bytes = (score_bytes, number(policy.round(share)))
+        self.score_bytes = (score_bytes, number(policy.round(result.value_judgment_share)))
 
     def payload(self, seal_part: tuple[bytes, bytes]) -> bytes:
         """The canonical payload bytes, given the epoch's (epoch, ledger) bytes."""
@@ -312,4 +268,5 @@ class AgentState:
 
 
 def seal_part(epoch: int, seq: int, head: str) -> tuple[bytes, bytes]:
-    return encode(epoch), encode({"seq": seq, "head": head})
+    return (wire.canonical_json_fast(epoch),
+            wire.canonical_json_fast({"seq": seq, "head": head}))

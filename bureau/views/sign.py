@@ -7,7 +7,6 @@ releases the GIL).
 
 from __future__ import annotations
 
-import binascii
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -19,29 +18,21 @@ from reporters import wire
 REPORT_TYPE = wire.payload_type("report")
 CHECKPOINT_TYPE = wire.payload_type("checkpoint")
 
-def _b64(data: bytes) -> bytes:
-    return binascii.b2a_base64(data, newline=False)
-
-
-def sign_payload_bytes(key: nacl.signing.SigningKey, kid: bytes, ptype: str,
-                       body: bytes) -> bytes:
-    """Canonical JSON of the DSSE envelope over ``body`` — the stored, served bytes.
-    Equal to ``wire.canonical_json(wire.sign_envelope(key, ptype, body))`` (tested):
-    every field is ASCII and the keys are already in sorted order."""
-    sig = key.sign(wire.pae(ptype, body)).signature
-    return (b'{"payload":"' + _b64(body) + b'","payloadType":"' + ptype.encode()
-            + b'","signatures":[{"keyid":"' + kid + b'","sig":"' + _b64(sig) + b'"}]}')
-
 
 def sign_many(key: nacl.signing.SigningKey, ptype: str, bodies: Sequence[bytes],
               pool: ThreadPoolExecutor | None = None) -> list[bytes]:
-    """Sign ``bodies`` in order; libsodium releases the GIL, so threads use every core."""
-    kid = wire.signing_key_id(key).encode()
+    """Each body's signed envelope, as the canonical bytes that are stored and served
+    (:func:`reporters.wire.sign_envelope_bytes`), in order. libsodium releases the GIL,
+    so with a ``pool`` big epochs are signed on every core."""
+    kid = wire.signing_key_id(key)
+
+    def sign(chunk: Sequence[bytes]) -> list[bytes]:
+        return [wire.sign_envelope_bytes(key, ptype, b, key_id=kid) for b in chunk]
+
     if pool is None or len(bodies) < 2000:
-        return [sign_payload_bytes(key, kid, ptype, b) for b in bodies]
+        return sign(bodies)
     step = -(-len(bodies) // 4)
-    parts = pool.map(lambda i: [sign_payload_bytes(key, kid, ptype, b)
-                                for b in bodies[i:i + step]], range(0, len(bodies), step))
+    parts = pool.map(sign, [bodies[i:i + step] for i in range(0, len(bodies), step)])
     return [env for part in parts for env in part]
 
 
@@ -51,3 +42,7 @@ def checkpoint_payload(epoch: int, seq: int, head: str) -> dict[str, Any]:
     return {"epoch": epoch, "seq": seq, "head": head, "entries": seq}
 
 
+def sign_checkpoint(key: nacl.signing.SigningKey, epoch: int, seq: int, head: str) -> bytes:
+    """The signed checkpoint envelope of an epoch sealed at entry ``seq`` (id ``head``)."""
+    body = wire.canonical_json_fast(checkpoint_payload(epoch, seq, head))
+    return wire.sign_envelope_bytes(key, CHECKPOINT_TYPE, body)
