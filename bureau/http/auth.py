@@ -19,7 +19,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from bureau import db
-from bureau.errors import BureauError, Code
+from bureau.errors import BureauError, Code, Pushback
 from bureau.http.keys import CONFIG, LEDGER, NONCES, POOL
 from reporters.httpsig import HttpSignatureError, NonceStore, verify_request
 
@@ -48,7 +48,8 @@ async def _claim_in_database(request: web.Request, keyid: str, nonce: str,
             keyid, nonce, expires_at, now)
     except Exception as exc:
         if db.is_connection_error(exc):
-            raise BureauError(Code.UNAVAILABLE, "", "database unreachable") from None
+            raise BureauError(Code.UNAVAILABLE, "", "database unreachable",
+                              pushback=Pushback.DATABASE_UNREACHABLE) from None
         raise
     if not claimed:
         raise BureauError(Code.UNAUTHENTICATED, "", "nonce has already been used")

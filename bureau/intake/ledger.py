@@ -26,7 +26,7 @@ import asyncpg
 
 from bureau import db, metrics
 from bureau.config import Config
-from bureau.errors import BureauError, Code
+from bureau.errors import BureauError, Code, Pushback
 from bureau.intake import rules
 from bureau.intake.index import Admitted, record_admitted, record_exclusion
 from bureau.intake.state import GroupState, Submission
@@ -201,8 +201,9 @@ class Ledger:
         while not self._queue.empty():
             unit = self._queue.get_nowait()
             if not unit.future.done():
-                unit.future.set_exception(
-                    BureauError(Code.UNAVAILABLE, "", "the bureau is shutting down"))
+                unit.future.set_exception(BureauError(
+                    Code.UNAVAILABLE, "", "the bureau is shutting down",
+                    pushback=Pushback.SHUTTING_DOWN))
 
     @contextlib.contextmanager
     def admitting(self, n: int) -> Iterator[None]:
@@ -215,7 +216,8 @@ class Ledger:
         reaching the queue. Refusing before parse and verify also spends no CPU on work
         that will not be written."""
         if self._inflight + n > self.config.max_pending:
-            raise BureauError(Code.UNAVAILABLE, "", "intake is full; retry later")
+            raise BureauError(Code.UNAVAILABLE, "", "intake is full; retry later",
+                              pushback=Pushback.INTAKE_FULL)
         self._inflight += n
         try:
             yield
@@ -227,7 +229,8 @@ class Ledger:
         if not subs:
             return []
         if self._pending + len(subs) > self.config.max_pending:
-            raise BureauError(Code.UNAVAILABLE, "", "intake queue is full; retry later")
+            raise BureauError(Code.UNAVAILABLE, "", "intake queue is full; retry later",
+                              pushback=Pushback.QUEUE_FULL)
         unit = _Unit(subs, asyncio.get_running_loop().create_future())
         return await self._enqueue(unit)
 
@@ -261,8 +264,9 @@ class Ledger:
             except asyncio.CancelledError:
                 for u in units:
                     if not u.future.done():
-                        u.future.set_exception(
-                            BureauError(Code.UNAVAILABLE, "", "the bureau is shutting down"))
+                        u.future.set_exception(BureauError(
+                            Code.UNAVAILABLE, "", "the bureau is shutting down",
+                            pushback=Pushback.SHUTTING_DOWN))
                 raise
             finally:
                 self._pending -= size
@@ -346,11 +350,11 @@ class Ledger:
             if db.is_connection_error(exc):
                 log.warning("database unreachable during group commit: %s", exc)
                 err = BureauError(Code.UNAVAILABLE, "", "database unreachable; nothing was "
-                                  "written; retry later")
+                                  "written; retry later", pushback=Pushback.DATABASE_UNREACHABLE)
             else:
                 log.exception("group commit failed")
                 err = BureauError(Code.UNAVAILABLE, "", "internal error; nothing was written",
-                                  internal=True)
+                                  pushback=Pushback.INTERNAL_ERROR)
             for u in units:
                 if not u.future.done():
                     u.future.set_exception(err)

@@ -6,7 +6,7 @@ import prometheus_client
 from aiohttp import web
 
 from bureau import db
-from bureau.errors import BureauError, Code
+from bureau.errors import BureauError, Code, Pushback
 from bureau.http.keys import POOL
 
 routes = web.RouteTableDef()
@@ -22,7 +22,8 @@ async def healthz(request: web.Request) -> web.Response:
 async def readyz(request: web.Request) -> web.Response:
     """The database answers: this process can take evidence."""
     if not await db.is_reachable(request.app[POOL]):
-        raise BureauError(Code.UNAVAILABLE, "", "database unreachable")
+        raise BureauError(Code.UNAVAILABLE, "", "database unreachable",
+                          pushback=Pushback.DATABASE_UNREACHABLE)
     return web.json_response({"status": "ready"})
 
 
