@@ -130,6 +130,18 @@ class BureauError(Exception):
                 "detail": self.detail}
 
 
+class InternalError(BureauError):
+    """The bureau found itself broken — a ledger that does not verify, a report worker
+    that died — rather than refusing someone's input. It reads as its detail; should
+    one ever reach HTTP it is answered 500 (``internal_error``)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(Code.UNAVAILABLE, "", detail, pushback=Pushback.INTERNAL_ERROR)
+
+    def __str__(self) -> str:
+        return self.detail
+
+
 def pointer(*parts: str | int) -> str:
     """A JSON Pointer (RFC 6901) from path parts."""
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)

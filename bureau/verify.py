@@ -15,12 +15,15 @@ from dataclasses import dataclass
 
 import asyncpg
 
+from bureau.errors import InternalError
 from reporters import wire
 
 _BATCH = 5000
 
 
-class BadEntry(Exception):
+class BadEntry(InternalError):
+    """The first entry of the ledger that does not verify, and why."""
+
     def __init__(self, seq: int, reason: str) -> None:
         super().__init__(f"entry {seq}: {reason}")
         self.seq = seq

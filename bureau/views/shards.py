@@ -40,6 +40,7 @@ from typing import Any
 import asyncpg
 import nacl.signing
 
+from bureau.errors import InternalError
 from bureau.scoring import policy_hash, policy_v1
 from bureau.scoring.evaluators import EvaluatorBook
 from bureau.views.derive import Deriver, feed, long_lived_objects
@@ -54,7 +55,7 @@ _CONTEXT = multiprocessing.get_context("spawn")
 _STOP_TIMEOUT = 5.0
 
 
-class ShardFailed(RuntimeError):
+class ShardFailed(InternalError):
     """A worker process failed or died; the builder's state is no longer trusted."""
 
 
