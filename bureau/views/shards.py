@@ -92,11 +92,12 @@ class ShardPool:
 
     async def _ask(self, message: tuple[Any, ...]) -> list[Any]:
         """Send ``message`` to every worker; their replies, in shard order."""
-        try:
-            for _, pipe in self._workers:
+        for proc, pipe in self._workers:
+            try:
                 pipe.send(message)
-        except OSError as exc:
-            raise ShardFailed(f"a report worker is gone: {exc}") from exc
+            except OSError as exc:  # its end of the pipe is closed: the process is gone
+                raise ShardFailed(f"report worker {proc.name} died (exit code "
+                                  f"{proc.exitcode}; {exc})") from exc
         # Every reply is awaited, even after a failure: no thread is left reading a
         # pipe that reset() is about to close.
         replies = await asyncio.gather(
