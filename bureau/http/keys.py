@@ -1,4 +1,5 @@
-"""Typed application state keys (no module globals)."""
+"""Every typed application state key (no module globals); :mod:`bureau.http.app`
+fills them all."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from aiohttp import web
 from bureau.config import Config
 from bureau.intake.ledger import Ledger
 from bureau.intake.pipeline import Intake
+from bureau.views.settle import Settler
 from reporters.httpsig import NonceStore
 
 CONFIG = web.AppKey("config", Config)
@@ -22,3 +24,5 @@ DATABASE_URL = web.AppKey("database_url", str)
 NONCES = web.AppKey("nonces", NonceStore)
 # GET /openapi.json: the document, built once when the app starts (bureau.http.openapi).
 OPENAPI = web.AppKey("openapi", bytes)
+# The settler: seals elapsed epochs and has their reports built (bureau.views.settle).
+SETTLER = web.AppKey("settler", Settler)

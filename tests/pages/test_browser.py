@@ -8,7 +8,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from bureau.http.routes.reports import SETTLER
+from bureau.http.keys import SETTLER
 from reporters import wire
 from tests.support import BureauUnderTest, fact_payload, kid, now_text
 

@@ -13,7 +13,7 @@ import aiohttp
 import asyncpg
 import nacl.signing
 
-from bureau.http.routes.reports import SETTLER
+from bureau.http.keys import SETTLER
 from reporters import wire
 from tests.support import BureauUnderTest, fact_payload, kid
 

@@ -9,7 +9,7 @@ import signal
 import asyncpg
 import pytest
 
-from bureau.http.routes.reports import SETTLER
+from bureau.http.keys import SETTLER
 from bureau.views.builder import ReportBuilder
 from bureau.views.shards import ShardFailed
 from bureau.views.store import Seal, seals

@@ -12,7 +12,7 @@ import aiohttp
 import asyncpg
 import nacl.signing
 
-from bureau.http.routes.reports import SETTLER
+from bureau.http.keys import SETTLER
 from bureau.intake.ledger import epoch_of
 from reporters import wire
 from tests.processes import ServeProcess, bureau_env

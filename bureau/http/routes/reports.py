@@ -1,4 +1,4 @@
-"""Public reads of bureau-signed documents (SPEC §8, §9), and the settler's lifetime.
+"""Public reads of bureau-signed documents (SPEC §8, §9).
 
 * ``GET /v1/agents/{agent}/report[?epoch=E]`` — the agent's signed report at ``E``,
   by default at the latest epoch whose reports are complete; ``404`` if none.
@@ -12,22 +12,17 @@ given epoch never changes: it is served as immutable.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 
 import asyncpg
 from aiohttp import web
 
 from bureau.errors import BureauError, Code, pointer
 from bureau.http.errors import error_response
-from bureau.http.keys import CONFIG, DATABASE_URL, LEDGER, POOL, SIGNING_KEY
-from bureau.views.builder import ReportBuilder
-from bureau.views.settle import Settler
+from bureau.http.keys import POOL
 from bureau.views.store import checkpoint_envelope, report_envelope
 from reporters import wire
 
 routes = web.RouteTableDef()
-
-SETTLER = web.AppKey("settler", Settler)
 
 _EPOCH_RE = re.compile(r"^[0-9]{1,18}$")
 _IMMUTABLE = {"Cache-Control": "public, max-age=31536000, immutable"}
@@ -88,20 +83,3 @@ async def latest_checkpoint(request: web.Request) -> web.Response:
 async def checkpoint(request: web.Request) -> web.Response:
     """The checkpoint of one sealed epoch (public)."""
     return await _checkpoint(request, int(request.match_info["epoch"]))
-
-
-async def settler_ctx(app: web.Application) -> AsyncIterator[None]:
-    """cleanup_ctx: after the pool and the ledger exist, run the settler; stop it
-    before they go (cleanup contexts unwind in reverse order)."""
-    ledger = app[LEDGER]
-    builder = ReportBuilder(app[SIGNING_KEY], workers=app[CONFIG].report_workers,
-                            dsn=app[DATABASE_URL])
-    settler = Settler(app[POOL], ledger, builder, app[CONFIG], ledger.clock)
-    ledger.seal_hook = settler.on_seal_request
-    app[SETTLER] = settler
-    await settler.start()
-    try:
-        yield
-    finally:
-        ledger.seal_hook = None
-        await settler.stop()
