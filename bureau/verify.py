@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
+from bureau import db
 from bureau.errors import InternalError
 from reporters import wire
 
@@ -125,7 +126,8 @@ async def verify_database(conn: asyncpg.Connection, progress: Progress | None = 
     checker = ChainVerifier()
     pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="verify")
     try:
-        async with conn.transaction(isolation="repeatable_read", readonly=True):
+        async with db.transaction(conn, "verify_ledger", isolation="repeatable_read",
+                                  readonly=True):
             head_row = await conn.fetchrow("SELECT seq, head FROM ledger_head")
             cursor = await conn.cursor(
                 "SELECT seq, id, prev, kind, entry FROM entries ORDER BY seq")

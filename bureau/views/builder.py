@@ -18,12 +18,12 @@ from concurrent.futures import ThreadPoolExecutor
 import asyncpg
 import nacl.signing
 
-from bureau import metrics
+from bureau import db, metrics
 from bureau.scoring import policy_hash, policy_v1
 from bureau.views.derive import Deriver, advance
 from bureau.views.shards import ShardPool
 from bureau.views.sign import REPORT_TYPE, sign_checkpoint, sign_many
-from bureau.views.store import Seal, seals, store_epoch
+from bureau.views.store import Seal, seals, store_checkpoint, store_epoch
 
 log = logging.getLogger(__name__)
 
@@ -98,13 +98,13 @@ class ReportBuilder:
         if self._shards is not None:
             # The workers insert the reports; the checkpoint, last, makes them visible.
             count = await self._shards.store_epoch(seal.last_seq, seal.epoch, seal.head)
-            await conn.execute("INSERT INTO checkpoints (epoch, envelope) VALUES ($1, $2)"
-                               " ON CONFLICT DO NOTHING", seal.epoch, self._checkpoint(seal))
+            async with db.transaction(conn, "store_checkpoint"):
+                await store_checkpoint(conn, seal.epoch, self._checkpoint(seal))
         else:
             agents, envelopes, checkpoint = await self.sign_epoch(conn, seal)
             count = len(agents)
             try:
-                async with conn.transaction():
+                async with db.transaction(conn, "store_epoch"):
                     await store_epoch(conn, seal.epoch, agents, envelopes, checkpoint)
             except asyncpg.UniqueViolationError:
                 log.info("epoch %d: already stored by another writer", seal.epoch)

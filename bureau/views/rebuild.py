@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import asyncpg
 import nacl.signing
 
+from bureau import db
 from bureau.intake.envelope import decode_payload, parse_envelope
 from bureau.intake.index import Admitted, record_admitted, record_exclusion
 from bureau.intake.ledger import GroupTx, flush
@@ -118,7 +119,7 @@ async def rebuild(conn: asyncpg.Connection, signing_key: nacl.signing.SigningKey
                   progress: Callable[[str], None] = lambda _: None) -> RebuildResult:
     """Re-derive every view from the entries; commit; say what, if anything, changed."""
     result = RebuildResult()
-    async with conn.transaction():
+    async with db.transaction(conn, "rebuild_views"):
         head = await conn.fetchrow("SELECT seq, head, recorded_at FROM ledger_head FOR UPDATE")
         assert head is not None
         for table in DERIVED_TABLES:

@@ -40,6 +40,7 @@ from typing import Any
 import asyncpg
 import nacl.signing
 
+from bureau import db
 from bureau.errors import InternalError
 from bureau.scoring import policy_hash, policy_v1
 from bureau.scoring.evaluators import EvaluatorBook
@@ -213,7 +214,8 @@ async def _serve(pipe: Connection, dsn: str, shard: int, shards: int,
                         bodies.append(body)
                     envelopes = sign_many(key, REPORT_TYPE, bodies)
                     if store:
-                        await insert_reports(conn, epoch, agents, envelopes)
+                        async with db.transaction(conn, "store_reports"):
+                            await insert_reports(conn, epoch, agents, envelopes)
                         reply = len(agents)
                     else:
                         reply = list(zip(agents, envelopes, strict=True))

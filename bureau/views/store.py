@@ -39,6 +39,12 @@ async def store_epoch(conn: asyncpg.Connection, epoch: int, agents: list[str],
     await conn.copy_records_to_table(
         "reports", records=[(a, epoch, e) for a, e in zip(agents, envelopes, strict=True)],
         columns=("agent", "epoch", "envelope"))
+    await store_checkpoint(conn, epoch, checkpoint)
+
+
+async def store_checkpoint(conn: asyncpg.Connection, epoch: int, checkpoint: bytes) -> None:
+    """Write an epoch's checkpoint: from then on its reports are served. Another
+    writer's checkpoint of the same epoch is the same bytes."""
     await conn.execute("INSERT INTO checkpoints (epoch, envelope) VALUES ($1, $2)"
                        " ON CONFLICT DO NOTHING", epoch, checkpoint)
 
