@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test test-fast lint bench bench-intake bench-seal schemas vectors clean
+.PHONY: run test test-fast lint bench bench-intake bench-seal bench-judge schemas vectors clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,13 +25,16 @@ lint: $(STAMP)
 	$(BIN)/ruff check bureau reporters tests bench ops
 	$(BIN)/mypy bureau reporters
 
-bench: bench-intake bench-seal
+bench: bench-intake bench-seal bench-judge
 
 bench-intake: $(STAMP)
 	$(BIN)/python bench/intake_bench.py
 
 bench-seal: $(STAMP)
 	$(BIN)/python bench/seal_bench.py
+
+bench-judge: $(STAMP)    ## the committer's CPU per envelope, in memory (no database)
+	$(BIN)/python bench/judge_bench.py
 
 schemas: $(STAMP)        ## regenerate schemas/ from the pydantic models
 	$(BIN)/python -m bureau.http.openapi --write-schemas
