@@ -28,10 +28,10 @@ from bureau import db, metrics
 from bureau.config import Config
 from bureau.errors import BureauError, Code, Pushback
 from bureau.intake import rules
-from bureau.intake.index import Admitted, record_admitted, record_exclusion
+from bureau.intake.index import record_admitted, record_exclusion
 from bureau.intake.state import GroupState, Submission
 from bureau.intake.writes import Writes, write_group
-from bureau.kinds import EXCLUSION, SEAL_REQUEST, SUBMITTED, subject_of
+from bureau.kinds import EXCLUSION, SEAL_REQUEST, SUBMITTED
 from reporters import wire
 
 log = logging.getLogger(__name__)
@@ -123,8 +123,8 @@ def _is_known_party(st: GroupState, key: str) -> bool:
 
 def judge_one(tx: GroupTx, sub: Submission, now: dt.datetime) -> Result:
     """Judge one submission under the lock and append it if admitted."""
-    env, st = sub.envelope, tx.state
-    seen = st.admitted.get(env.content_key)
+    env, st, signer, key = sub.envelope, tx.state, sub.signer, sub.envelope.content_key
+    seen = st.admitted.get(key)
     if seen is not None:
         return Result("duplicate", seen[0], seen[1])
     kind = SUBMITTED[env.name]
@@ -133,20 +133,19 @@ def judge_one(tx: GroupTx, sub: Submission, now: dt.datetime) -> Result:
             raise sub.refusal
         payload = sub.payload
         assert payload is not None
-        rules.authorize(kind, sub.signer, st)
-        decision = rules.admit(payload, sub.signer, env.content_key, now, st)
+        rules.authorize(kind, signer, st)
+        decision = rules.admit(payload, signer, key, now, st)
     except BureauError as err:
-        if _is_known_party(st, sub.signer):
+        if _is_known_party(st, signer):
             tx.writes.refusals.append((
-                env.content_key, sub.signer, env.name, err.code.value, err.path, err.detail,
+                key, signer, env.name, err.code.value, err.path, err.detail,
                 tx.recorded_at, env.canonical))
         return Result("rejected", error=err)
     tx.seal_requested |= kind is SEAL_REQUEST
-    subject = subject_of(kind, payload, sub.signer)
-    entry_id, seq = tx.append(kind.name, envelope=env.canonical, signer=sub.signer,
-                              content_key=env.content_key, subject=subject)
-    record_admitted(st, tx.writes, Admitted(kind, payload, sub.signer, env.content_key,
-                                            subject, entry_id, seq))
+    subject = None if kind.subject is None else kind.subject(payload, signer)
+    entry_id, seq = tx.append(kind.name, envelope=env.canonical, signer=signer,
+                              content_key=key, subject=subject)
+    record_admitted(st, tx.writes, kind, payload, signer, key, subject, entry_id, seq)
     for target, reason in decision.exclusions:
         _append_exclusion(tx, target, reason, entry_id)
     return Result("accepted", entry_id, seq)

@@ -28,7 +28,7 @@ import nacl.signing
 
 from bureau import db
 from bureau.intake.envelope import decode_payload, parse_envelope
-from bureau.intake.index import Admitted, record_admitted, record_exclusion
+from bureau.intake.index import record_admitted, record_exclusion
 from bureau.intake.ledger import GroupTx, flush
 from bureau.intake.state import GroupState, Submission
 from bureau.kinds import EXCLUSION, SEAL, SUBMITTED, subject_of
@@ -76,9 +76,9 @@ async def _replay_indexes(conn: asyncpg.Connection, head: asyncpg.Record) -> int
             if sub is not None:
                 kind, payload = SUBMITTED[sub.envelope.name], sub.payload
                 assert payload is not None
-                record_admitted(tx.state, tx.writes, Admitted(
-                    kind, payload, sub.signer, sub.envelope.content_key,
-                    subject_of(kind, payload, sub.signer), r["id"], r["seq"]))
+                record_admitted(tx.state, tx.writes, kind, payload, sub.signer,
+                                sub.envelope.content_key, subject_of(kind, payload, sub.signer),
+                                r["id"], r["seq"])
             elif r["kind"] == EXCLUSION.name:
                 body = doc["body"]
                 record_exclusion(tx.state, tx.writes, body["entry"], r["seq"], body["reason"])
