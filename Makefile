@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test test-fast lint bench bench-intake bench-seal bench-tlog bench-proxy schemas vectors ops-tools clean client-wheel
+.PHONY: run test test-fast lint bench bench-intake bench-seal bench-judge bench-tlog bench-proxy schemas vectors ops-tools clean client-wheel
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,7 +25,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check bureau reporters tests bench ops
 	$(BIN)/mypy bureau reporters
 
-bench: bench-intake bench-seal bench-proxy
+bench: bench-intake bench-seal bench-judge bench-proxy
 
 bench-intake: $(STAMP)
 	$(BIN)/python bench/intake_bench.py
@@ -39,8 +39,11 @@ bench-tlog: $(STAMP)     ## the Merkle tree alone: appends, proofs from stored n
 bench-proxy: $(STAMP)
 	$(BIN)/python bench/proxy_bench.py
 
+bench-judge: $(STAMP)    ## the committer's CPU per envelope, in memory (no database)
+	$(BIN)/python bench/judge_bench.py
+
 schemas: $(STAMP)        ## regenerate schemas/ from the pydantic models
-	$(BIN)/python -m bureau.openapi --write-schemas
+	$(BIN)/python -m bureau.http.openapi --write-schemas
 
 vectors: $(STAMP)        ## regenerate tests/vectors (only when the wire format changes on purpose)
 	$(BIN)/python ops/make_vectors.py

@@ -41,10 +41,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bureau import db
 from bureau.config import Config, default_report_workers
-from bureau.ledger import GroupTx, Ledger, epoch_of, flush
-from bureau.reports import ReportBuilder, seals
-from bureau.settle import seal_elapsed
-from bureau.state import GroupState
+from bureau.intake.ledger import GroupTx, Ledger, epoch_of, flush
+from bureau.intake.state import GroupState
+from bureau.views.builder import ReportBuilder
+from bureau.views.settle import seal_elapsed
+from bureau.views.store import seals
 from reporters import wire
 
 EPOCH_SECONDS = 21600

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import binascii
 import json
 import logging
 import os
@@ -146,7 +147,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 async def _rebuild(url: str, signing_path: Path) -> int:
-    from bureau.rebuild import rebuild
+    from bureau.views.rebuild import rebuild
 
     key = keyfiles.read_key(signing_path)
     conn = await db.connect(url)
@@ -176,7 +177,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
 
 
 async def _report(url: str, agent: str, epoch: int | None) -> int:
-    from bureau.reports import render_report, report_envelope
+    from bureau.views.store import report_envelope
 
     conn = await db.connect(url)
     try:
@@ -189,6 +190,43 @@ async def _report(url: str, agent: str, epoch: int | None) -> int:
         return 1
     print(render_report(envelope))
     return 0
+
+
+def render_report(envelope: bytes) -> str:
+    """A report envelope, for people (``bureau report``)."""
+    env = json.loads(envelope)
+    p = json.loads(binascii.a2b_base64(env["payload"]))
+    def pct(x: float | None) -> str:
+        return "n/a" if x is None else f"{100 * x:.1f}%"
+
+    def counts(d: dict[str, int]) -> str:
+        return ", ".join(f"{k} {v}" for k, v in d.items() if v) or "none"
+
+    lines = [f"agent      {p['agent']}" + (f"  ({p['name']})" if p["name"] else ""),
+             f"epoch      {p['epoch']}   ledger seq {p['ledger']['seq']}  head "
+             f"{p['ledger']['head']}",
+             f"signed by  {env['signatures'][0]['keyid']}   policy {p['policy']}"]
+    s = p["score"]
+    if s is None:
+        why = "nothing scored yet" if not any(p["outcomes"].values()) else \
+            "every scored outcome came from an evaluator of weight 0"
+        lines.append(f"score      none ({why})")
+    else:
+        lines.append(f"score      {s['value']:.6f}  (95% interval {s['low']:.6f} .. "
+                     f"{s['high']:.6f}; weight {s['weight']} over {s['interactions']} "
+                     f"interactions; {pct(p['value_judgment_share'])} from value judgments)")
+    r = p["reliability"]
+    lines += [f"outcomes   {counts(p['outcomes'])}",
+              f"unscored   {counts(p['unscored'])}",
+              f"reliability observed {r['observed']}, answered {pct(r['answer_rate'])}, "
+              f"well-formed {pct(r['well_formed_rate'])}, latency p50 "
+              f"{r['latency_ms']['p50']} ms, p95 {r['latency_ms']['p95']} ms"]
+    for promise, kb in r["promises"].items():
+        lines.append(f"promise    {promise}: kept {kb['kept']}, broken {kb['broken']}")
+    lines += [f"probes     passed {p['probes']['passed']}, failed {p['probes']['failed']}",
+              f"excluded   self-dealing {p['excluded']['self_dealing']}, disputed "
+              f"{p['excluded']['disputed']}"]
+    return "\n".join(lines)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

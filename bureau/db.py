@@ -7,10 +7,11 @@ wheel) with its data under ``BUREAU_HOME/pgdata``, so a newcomer needs nothing e
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -76,7 +77,7 @@ async def migrate(conn: asyncpg.Connection) -> list[str]:
         for path in migration_files():
             if path.name in done:
                 continue
-            async with conn.transaction():
+            async with transaction(conn, "migrate"):
                 await conn.execute(path.read_text())
                 await conn.execute("INSERT INTO schema_migrations (name) VALUES ($1)", path.name)
             applied.append(path.name)
@@ -106,12 +107,27 @@ async def run_tx(
     pool: asyncpg.Pool, name: str, fn: Callable[[asyncpg.Connection], Awaitable[T]],
     *, isolation: str = "read_committed",
 ) -> T:
-    """Run ``fn`` in one named transaction, timed in ``bureau_db_transaction_seconds``."""
+    """Run ``fn`` in one named transaction on a connection of ``pool``, timed (the wait
+    for the connection included) in ``bureau_db_transaction_seconds``."""
     with TxTimer(name) as timer:
         async with pool.acquire() as conn, conn.transaction(isolation=isolation):
             result = await fn(conn)
         timer.outcome = "commit"
         return result
+
+
+@contextlib.asynccontextmanager
+async def transaction(conn: asyncpg.Connection, name: str, *,
+                      isolation: str = "read_committed",
+                      readonly: bool = False) -> AsyncIterator[asyncpg.Connection]:
+    """One named transaction on ``conn``, timed in ``bureau_db_transaction_seconds``:
+    ``async with db.transaction(conn, "store_epoch"): ...``. Every explicit transaction
+    of the service is opened here, by :func:`run_tx`, or (the group commit, which
+    takes its lock in the same round trip as BEGIN) under a :class:`TxTimer`."""
+    with TxTimer(name) as timer:
+        async with conn.transaction(isolation=isolation, readonly=readonly):
+            yield conn
+        timer.outcome = "commit"
 
 async def is_reachable(pool: asyncpg.Pool) -> bool:
     try:

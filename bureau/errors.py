@@ -94,21 +94,52 @@ STAGE_OF: dict[Code, Stage] = {
 }
 
 
+class Pushback(enum.StrEnum):
+    """Why the service answered ``UNAVAILABLE``: one named reason each, in the log and in
+    the ``reason`` label of ``bureau_unavailable_total`` (the body says only the code)."""
+
+    #: the committer's queue holds ``max_pending`` envelopes already
+    QUEUE_FULL = "queue_full"
+    #: requests past their body read and not yet answered hold ``max_pending`` envelopes
+    INTAKE_FULL = "intake_full"
+    #: PostgreSQL did not answer (nothing was written)
+    DATABASE_UNREACHABLE = "database_unreachable"
+    #: the process is stopping; what was queued was not written
+    SHUTTING_DOWN = "shutting_down"
+    #: a bug: answered 500, not 503
+    INTERNAL_ERROR = "internal_error"
+
+
 class BureauError(Exception):
-    """A refusal: one code from the closed list, a JSON Pointer, and a human detail."""
+    """A refusal: one code from the closed list, a JSON Pointer, and a human detail.
+    An ``UNAVAILABLE`` one also names its :class:`Pushback` reason (``pushback``)."""
 
     def __init__(self, code: Code, path: str = "", detail: str = "", *,
-                 internal: bool = False) -> None:
+                 internal: bool = False, pushback: Pushback | None = None) -> None:
         super().__init__(f"{code}: {detail} at {path!r}")
         self.code = code
         self.path = path
         self.detail = detail or code.value
+        #: why the service could not take it (UNAVAILABLE only)
+        self.pushback = pushback
         #: the server is broken (a bug, not the database being away): HTTP 500
-        self.internal = internal
+        self.internal = internal or pushback is Pushback.INTERNAL_ERROR
 
     def as_body(self) -> dict[str, str]:
         return {"status": "rejected", "code": self.code.value, "path": self.path,
                 "detail": self.detail}
+
+
+class InternalError(BureauError):
+    """The bureau found itself broken — a ledger that does not verify, a report worker
+    that died — rather than refusing someone's input. It reads as its detail; should
+    one ever reach HTTP it is answered 500 (``internal_error``)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(Code.UNAVAILABLE, "", detail, pushback=Pushback.INTERNAL_ERROR)
+
+    def __str__(self) -> str:
+        return self.detail
 
 
 def pointer(*parts: str | int) -> str:

@@ -18,6 +18,12 @@ REFUSALS_TOTAL = Counter(
     "Envelopes refused, by reason code (including ones that cannot be attributed).",
     ["code"],
 )
+UNAVAILABLE_TOTAL = Counter(
+    "bureau_unavailable_total",
+    "Answers UNAVAILABLE (503; 500 for internal_error), by named reason: queue_full, "
+    "intake_full, database_unreachable, shutting_down, internal_error.",
+    ["reason"],
+)
 REQUEST_SECONDS = Histogram(
     "bureau_http_request_seconds",
     "HTTP request latency by route and status.",

@@ -15,12 +15,16 @@ from dataclasses import dataclass
 
 import asyncpg
 
+from bureau import db
+from bureau.errors import InternalError
 from reporters import wire
 
 _BATCH = 5000
 
 
-class BadEntry(Exception):
+class BadEntry(InternalError):
+    """The first entry of the ledger that does not verify, and why."""
+
     def __init__(self, seq: int, reason: str) -> None:
         super().__init__(f"entry {seq}: {reason}")
         self.seq = seq
@@ -122,7 +126,8 @@ async def verify_database(conn: asyncpg.Connection, progress: Progress | None = 
     checker = ChainVerifier()
     pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="verify")
     try:
-        async with conn.transaction(isolation="repeatable_read", readonly=True):
+        async with db.transaction(conn, "verify_ledger", isolation="repeatable_read",
+                                  readonly=True):
             head_row = await conn.fetchrow("SELECT seq, head FROM ledger_head")
             cursor = await conn.cursor(
                 "SELECT seq, id, prev, kind, entry FROM entries ORDER BY seq")

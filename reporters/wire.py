@@ -129,6 +129,62 @@ def canonical_json(value: Any) -> bytes:
     return "".join(out).encode("utf-8")
 
 
+class _NotPlain(Exception):
+    """Internal: a value the C encoder would not write as RFC 8785 does."""
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, float):
+        if value.is_integer():
+            if abs(value) < 2**53:
+                return int(value)  # JCS writes 1.0 as 1, exactly as it writes the int 1
+            raise _NotPlain  # past 2**53 ECMAScript's digits are not the exact integer's
+        if 1e-4 <= abs(value) < 1e16:
+            return value  # repr is plain decimal here: the same digits as ECMAScript
+        raise _NotPlain
+    if isinstance(value, dict):
+        if not all(k.isascii() for k in value):
+            raise _NotPlain  # code-point and UTF-16 key orders agree on ASCII only
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def canonical_json_fast(value: Any) -> bytes:
+    """:func:`canonical_json`, by the C JSON encoder where it provably writes the same
+    bytes (ASCII object keys; floats that Python and ECMAScript print alike), else by
+    :func:`canonical_json` itself. For report-shaped values, which the bureau signs
+    thousands of at a seal: ~10x faster than the general encoder (tests hold the two
+    equal)."""
+    try:
+        plain = _plain(value)
+    except _NotPlain:
+        return canonical_json(value)
+    return canonical_json_plain(plain)
+
+
+def canonical_json_plain(value: Any) -> bytes:
+    """:func:`canonical_json` of a value the caller knows to be *plain*: every object
+    key ASCII, no float that is integral or outside 1e-4 <= |x| < 1e16 (the C encoder
+    writes such values exactly as RFC 8785 does). It skips the walk that
+    :func:`canonical_json_fast` makes to check, which costs more than the encoding
+    itself for a report (~15 µs of ~28 µs): the report builder makes its numbers
+    plain as it computes them and calls this."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
+                      allow_nan=False).encode("utf-8")
+
+
+def canonical_number(x: float) -> bytes:
+    """:func:`canonical_json` of one float, without the general encoder."""
+    if x.is_integer():
+        if abs(x) < 2**53:
+            return b"%d" % int(x)  # JCS writes 1.0 as 1 (and -0.0 as 0)
+    elif 1e-4 <= abs(x) < 1e16:
+        return repr(x).encode()  # plain decimal here: the same digits as ECMAScript
+    return canonical_json(x)
+
+
 def blake3_hex(data: bytes) -> str:
     """Lowercase hex of the 32-byte BLAKE3 digest."""
     return blake3.blake3(data).hexdigest()
@@ -243,6 +299,23 @@ def sign_envelope(
         "payload": b64encode(body),
         "signatures": [{"keyid": signing_key_id(key), "sig": b64encode(sig)}],
     }
+
+
+def sign_envelope_bytes(key: nacl.signing.SigningKey, payload_type_: str, body: bytes,
+                        *, key_id: str | None = None) -> bytes:
+    """``canonical_json(sign_envelope(key, payload_type_, body))`` — the bytes the bureau
+    stores and serves for its reports and checkpoints — written directly: base64 and
+    key ids are plain ASCII, and the keys are written in their sorted order. Pass the
+    key's ``key_id`` when signing many bodies with one key."""
+    sig = key.sign(pae(payload_type_, body)).signature
+    kid = signing_key_id(key) if key_id is None else key_id
+    if not (_PLAIN_RE.match(payload_type_) and _PLAIN_RE.match(kid)):
+        return canonical_json({"payloadType": payload_type_, "payload": b64encode(body),
+                               "signatures": [{"keyid": kid, "sig": b64encode(sig)}]})
+    return (b'{"payload":"' + binascii.b2a_base64(body, newline=False)
+            + b'","payloadType":"' + payload_type_.encode() + b'","signatures":[{"keyid":"'
+            + kid.encode() + b'","sig":"' + binascii.b2a_base64(sig, newline=False)
+            + b'"}]}')
 
 
 def sign_payload(

@@ -1,4 +1,7 @@
-"""``create_app(config, database_url)``: the aiohttp application and its resources."""
+"""``create_app(config, database_url, signing_key)``: the aiohttp application — the
+service's one composition root. Every long-lived part is made, wired to the others and
+stopped here, in ``cleanup_ctx`` order: the pool and the ledger's committer, then the
+settler (whose seal hook the ledger calls under its lock), so that they stop in reverse."""
 
 from __future__ import annotations
 
@@ -7,13 +10,24 @@ from collections.abc import AsyncIterator
 import nacl.signing
 from aiohttp import web
 
-from bureau import db, openapi
+from bureau import db
 from bureau.config import Config
-from bureau.http import intake_routes, ops_routes, page_routes, read_routes, report_routes
+from bureau.http import openapi, routes
 from bureau.http.errors import error_middleware
-from bureau.http.keys import CONFIG, DATABASE_URL, INTAKE, LEDGER, NONCES, POOL, SIGNING_KEY
-from bureau.intake import MAX_BATCH_BYTES, Intake
-from bureau.ledger import Clock, Ledger, utcnow
+from bureau.http.keys import (
+    CONFIG,
+    DATABASE_URL,
+    INTAKE,
+    LEDGER,
+    NONCES,
+    POOL,
+    SETTLER,
+    SIGNING_KEY,
+)
+from bureau.intake.ledger import Clock, Ledger, utcnow
+from bureau.intake.pipeline import MAX_BATCH_BYTES, Intake
+from bureau.views.builder import ReportBuilder
+from bureau.views.settle import Settler
 from reporters.httpsig import NonceStore
 
 
@@ -41,12 +55,25 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
             intake.close()
             await pool.close()
 
+    async def settling(app: web.Application) -> AsyncIterator[None]:
+        """After the pool and the ledger exist: the settler, which seals epochs and has
+        their reports built; the ledger calls its seal hook when an admin ``seal`` is
+        admitted. Stopped before the ledger and the pool go."""
+        ledger = app[LEDGER]
+        builder = ReportBuilder(signing_key, workers=config.report_workers, dsn=database_url)
+        settler = Settler(app[POOL], ledger, builder, config, ledger.clock)
+        ledger.seal_hook = settler.on_seal_request
+        app[SETTLER] = settler
+        await settler.start()
+        try:
+            yield
+        finally:
+            ledger.seal_hook = None
+            await settler.stop()
+
     app.cleanup_ctx.append(resources)
-    app.cleanup_ctx.append(report_routes.settler_ctx)  # seals epochs, builds reports
-    app.add_routes(intake_routes.routes)
-    app.add_routes(ops_routes.routes)
-    app.add_routes(read_routes.routes)
-    app.add_routes(report_routes.routes)
-    app.add_routes(page_routes.routes)
+    app.cleanup_ctx.append(settling)
+    for table in routes.TABLES:
+        app.add_routes(table)
     app.on_startup.append(openapi.publish)  # after every route: it describes them all
     return app

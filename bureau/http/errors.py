@@ -12,8 +12,8 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from bureau import metrics
-from bureau.envelope import NotJSON
-from bureau.errors import BureauError, Code, Stage
+from bureau.errors import BureauError, Code, Pushback, Stage
+from bureau.intake.envelope import NotJSON
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +48,36 @@ def status_of(err: BureauError) -> int:
     return _STATUS_BY_CODE.get(err.code, 422)
 
 
+class PushbackLog:
+    """Logs each ``UNAVAILABLE`` answer's reason, at most one line per reason per
+    ``interval`` seconds (under overload there are thousands a second), saying how many
+    answers the line stands for."""
+
+    def __init__(self, interval: float = 1.0) -> None:
+        self.interval = interval
+        self._last: dict[Pushback, float] = {}
+        self._quiet: dict[Pushback, int] = {}
+
+    def note(self, reason: Pushback, detail: str) -> None:
+        now = time.monotonic()
+        if now - self._last.get(reason, -self.interval) < self.interval:
+            self._quiet[reason] = self._quiet.get(reason, 0) + 1
+            return
+        self._last[reason] = now
+        more = self._quiet.pop(reason, 0)
+        log.warning("answered UNAVAILABLE (%s): %s%s", reason.value, detail,
+                    f" (and {more} more since the last such line)" if more else "")
+
+
+_PUSHBACK = PushbackLog()
+
+
 def error_response(err: BureauError) -> web.Response:
     status = status_of(err)
+    if err.code is Code.UNAVAILABLE:
+        reason = err.pushback or Pushback.INTERNAL_ERROR
+        metrics.UNAVAILABLE_TOTAL.labels(reason=reason.value).inc()
+        _PUSHBACK.note(reason, err.detail)
     headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if err.code is Code.UNAVAILABLE else {}
     return web.json_response(err.as_body(), status=status, headers=headers)
 
@@ -84,7 +112,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     except Exception:
         log.exception("unhandled error on %s %s", request.method, request.path)
         response = error_response(
-            BureauError(Code.UNAVAILABLE, "", "internal error", internal=True))
+            BureauError(Code.UNAVAILABLE, "", "internal error", pushback=Pushback.INTERNAL_ERROR))
     route = request.match_info.route.resource
     name = route.canonical if route is not None else "unmatched"
     metrics.REQUEST_SECONDS.labels(route=name, method=request.method,

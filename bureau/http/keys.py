@@ -1,4 +1,5 @@
-"""Typed application state keys (no module globals)."""
+"""Every typed application state key (no module globals); :mod:`bureau.http.app`
+fills them all."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import nacl.signing
 from aiohttp import web
 
 from bureau.config import Config
-from bureau.intake import Intake
-from bureau.ledger import Ledger
+from bureau.intake.ledger import Ledger
+from bureau.intake.pipeline import Intake
+from bureau.views.settle import Settler
 from reporters.httpsig import NonceStore
 
 CONFIG = web.AppKey("config", Config)
@@ -20,5 +22,7 @@ SIGNING_KEY = web.AppKey("signing_key", nacl.signing.SigningKey)
 DATABASE_URL = web.AppKey("database_url", str)
 # Authenticated reads (bureau.http.auth): the nonces already accepted by this process.
 NONCES = web.AppKey("nonces", NonceStore)
-# GET /openapi.json: the document, built once when the app starts (bureau.openapi).
+# GET /openapi.json: the document, built once when the app starts (bureau.http.openapi).
 OPENAPI = web.AppKey("openapi", bytes)
+# The settler: seals elapsed epochs and has their reports built (bureau.views.settle).
+SETTLER = web.AppKey("settler", Settler)

@@ -1,7 +1,7 @@
 """Pydantic models of what goes over the wire besides payloads: the DSSE envelope, the
 one error shape, intake results, entries pages and the bureau's public documents.
 
-The service does not parse envelopes with these (``bureau.envelope`` does it by hand,
+The service does not parse envelopes with these (``bureau.intake.envelope`` does it by hand,
 to give each failure its own code); they exist so that ``/openapi.json`` and
 ``schemas/*.json`` are generated from code, and so tests can hold responses to them.
 Payload models live in :mod:`reporters.models`; these refer to them, never copy them.

@@ -38,8 +38,8 @@ from bureau.scoring.report import (
     build_report_payload,
     explain_rows,
     score_agent,
-    wilson_interval,
 )
+from bureau.scoring.score import Score, score_terms, wilson_interval
 
 __all__ = [
     "EMPTY_EVIDENCE",
@@ -56,6 +56,7 @@ __all__ = [
     "Probe",
     "Promise",
     "Resolution",
+    "Score",
     "ValueJudgment",
     "build_explain_payload",
     "build_report_payload",
@@ -68,6 +69,7 @@ __all__ = [
     "policy_v1",
     "resolve_all",
     "score_agent",
+    "score_terms",
     "split_by_agent",
     "wilson_interval",
 ]

@@ -2,18 +2,28 @@
 
 :func:`evaluator_table` is computed once for the whole ledger and shared by every
 agent's report: an evaluator's weight and recentring offset come from all the
-interactions it attested, whoever they were about.
+interactions it attested, whoever they were about. The incremental deriver keeps the
+same sums (:class:`EvaluatorSums`, one :func:`contribution` per attested interaction),
+split by shard and added up by the :class:`EvaluatorBook`; both turn sums into weights
+with :func:`evaluator_stats`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import chain, repeat
+from typing import Any
 
 from bureau.scoring.inputs import Evidence
-from bureau.scoring.outcomes import InteractionKey, excluded_ids, truth_index
 from bureau.scoring.policy import Policy
+from bureau.scoring.truth import InteractionKey, excluded_ids, truth_index
+
+#: What one standing attestation adds to its evaluator's record (see
+#: :func:`contribution`): (outcome, value, ground truth or None).
+Contribution = tuple[str, float, bool | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +73,6 @@ def evaluator_table(evidence: Evidence, policy: Policy) -> dict[str, EvaluatorSt
     excluded = excluded_ids(evidence.exclusions)
     truth = truth_index(evidence.facts, evidence.probes, excluded)
     threshold = policy.evaluators.polarity_threshold
-    value_of = policy.outcome_value
-    unscored = frozenset(policy.outcomes.unscored)
 
     # "One verdict per evaluator per interaction: the first stands."
     first: dict[tuple[str, InteractionKey], tuple[int, str, int]] = {}
@@ -76,33 +84,28 @@ def evaluator_table(evidence: Evidence, policy: Policy) -> dict[str, EvaluatorSt
         if prev is None or a.seq < prev[0]:
             first[key] = (a.seq, a.outcome, a.corrections)
 
-    accs: dict[str, EvaluatorRecord] = {}
-    subjects: dict[str, set[str]] = {}
+    sums: dict[str, EvaluatorSums] = {}
     for (evaluator, ikey), (_, outcome, corrections) in first.items():
-        if outcome in unscored:
+        c = contribution(outcome, corrections, truth.get(ikey), policy)
+        if c is None:
             continue  # DECLINED takes no part
-        acc = accs.get(evaluator)
+        acc = sums.get(evaluator)
         if acc is None:
-            acc = accs[evaluator] = EvaluatorRecord()
-        acc.attestations += 1
-        subjects.setdefault(evaluator, set()).add(ikey[2])
-        acc.outcomes.add(outcome)
-        passed = truth.get(ikey)
-        if passed is None:
-            continue  # no ground truth: dropped from the sample, not marked wrong
-        value = value_of(outcome, corrections)
-        called_pass = value >= threshold
-        if passed:
-            acc.positives += 1
-            acc.tp += called_pass
-        else:
-            acc.negatives += 1
-            acc.tn += not called_pass
-        acc.errors.append(value - (1.0 if passed else 0.0))
+            acc = sums[evaluator] = EvaluatorSums()
+        acc.apply(c, ikey[2], +1, threshold)
+    return {e: evaluator_stats(e, record_of([acc.part()]), policy)
+            for e, acc in sorted(sums.items())}
 
-    for evaluator, acc in accs.items():
-        acc.subjects = len(subjects[evaluator])
-    return {e: evaluator_stats(e, acc, policy) for e, acc in sorted(accs.items())}
+
+def contribution(outcome: str, corrections: int, truth: bool | None,
+                 policy: Policy) -> Contribution | None:
+    """What an evaluator's standing attestation adds to its record: (outcome, value,
+    the interaction's ground truth or None). An unscored outcome (``DECLINED``) adds
+    nothing; without ground truth it counts towards attestations and subjects only —
+    dropped from the sample, not marked wrong."""
+    if policy.is_unscored(outcome):
+        return None
+    return outcome, policy.outcome_value(outcome, corrections), truth
 
 
 def evaluator_stats(evaluator: str, acc: EvaluatorRecord, policy: Policy) -> EvaluatorStats:
@@ -151,3 +154,124 @@ def evaluator_weight(
     """``w_e`` for any key: its record's weight, or the default for a key with none."""
     stats = evaluators.get(evaluator)
     return stats.weight if stats is not None else policy.evaluators.default_weight
+
+
+# --------------------------------------------------------------------------- sums
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluatorPart:
+    """One shard's sums for one evaluator, as handed to the :class:`EvaluatorBook`.
+    A subject belongs to one shard only, so distinct subjects add up across shards."""
+
+    attestations: int
+    subjects: int
+    outcomes: frozenset[str]
+    positives: int
+    negatives: int
+    tp: int
+    tn: int
+    errors: tuple[tuple[float, int], ...]  # (value - truth, how many times)
+
+
+@dataclass
+class EvaluatorSums:
+    """One evaluator's record as counters whose multiset semantics let a contribution
+    be taken out again (the incremental deriver swaps contributions as attestations,
+    ground truth and exclusions arrive; the whole-ledger table only adds)."""
+
+    subjects: Counter[str] = field(default_factory=Counter)
+    outcomes: Counter[str] = field(default_factory=Counter)
+    errors: Counter[float] = field(default_factory=Counter)
+    attestations: int = 0
+    positives: int = 0
+    negatives: int = 0
+    tp: int = 0
+    tn: int = 0
+
+    def apply(self, c: Contribution, subject: str, sign: int, threshold: float) -> None:
+        """Add (``sign`` 1) or take out (-1) one contribution about ``subject``."""
+        outcome, value, truth = c
+        self.attestations += sign
+        _bump(self.subjects, subject, sign)
+        _bump(self.outcomes, outcome, sign)
+        if truth is None:
+            return
+        called_pass = value >= threshold
+        if truth:
+            self.positives += sign
+            self.tp += sign * called_pass
+        else:
+            self.negatives += sign
+            self.tn += sign * (not called_pass)
+        _bump(self.errors, value - (1.0 if truth else 0.0), sign)
+
+    def part(self) -> EvaluatorPart:
+        return EvaluatorPart(self.attestations, len(self.subjects),
+                             frozenset(self.outcomes), self.positives, self.negatives,
+                             self.tp, self.tn, tuple(self.errors.items()))
+
+
+def _bump(counter: Counter[Any], key: Any, sign: int) -> None:
+    """Add ``sign`` to a count, dropping it at zero (so ``len`` counts what is there)."""
+    n = counter[key] + sign
+    if n:
+        counter[key] = n
+    else:
+        del counter[key]
+
+
+def record_of(parts: list[EvaluatorPart]) -> EvaluatorRecord:
+    """The whole record of one evaluator from the parts of every shard."""
+    return EvaluatorRecord(
+        attestations=sum(p.attestations for p in parts),
+        subjects=sum(p.subjects for p in parts),
+        outcomes=set().union(*(p.outcomes for p in parts)),
+        positives=sum(p.positives for p in parts), negatives=sum(p.negatives for p in parts),
+        tp=sum(p.tp for p in parts), tn=sum(p.tn for p in parts),
+        errors=list(chain.from_iterable(repeat(e, n) for p in parts for e, n in p.errors)))
+
+
+class EvaluatorBook:
+    """Evaluator records summed over the shards of the agents, and the weights they give.
+
+    An evaluator's record is a sum over the interactions it attested, and every
+    interaction belongs to one agent, so derivers that each hold some of the agents
+    (in this process or in others, see :mod:`bureau.views.shards`) each keep their part
+    of the sums; the book adds the parts up. Only the parts of evaluators a shard
+    reports as touched are recomputed.
+    """
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self._parts: dict[int, dict[str, EvaluatorPart]] = {}
+        self.stats: dict[str, EvaluatorStats] = {}
+
+    def update(self, reports: Iterable[tuple[int, dict[str, EvaluatorPart | None]]],
+               ) -> dict[str, tuple[float, float] | None]:
+        """Take (shard, its sums for the evaluators it touched) and return every
+        evaluator whose (weight, offset) changed, with the new value (None: the evaluator
+        has no record any more, so it weighs the policy's default)."""
+        touched: set[str] = set()
+        for shard, sums in reports:
+            mine = self._parts.setdefault(shard, {})
+            for evaluator, part in sums.items():
+                if part is None:
+                    mine.pop(evaluator, None)
+                else:
+                    mine[evaluator] = part
+                touched.add(evaluator)
+        changed: dict[str, tuple[float, float] | None] = {}
+        for evaluator in sorted(touched):
+            parts = [p[evaluator] for p in self._parts.values() if evaluator in p]
+            before = self.stats.get(evaluator)
+            if not parts:
+                self.stats.pop(evaluator, None)
+                after = None
+            else:
+                after = self.stats[evaluator] = evaluator_stats(evaluator, record_of(parts),
+                                                                self.policy)
+            weighs = None if after is None else (after.weight, after.offset)
+            if (None if before is None else (before.weight, before.offset)) != weighs:
+                changed[evaluator] = weighs
+        return changed

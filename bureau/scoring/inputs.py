@@ -116,6 +116,21 @@ class Exclusion:
 
 
 @dataclass(frozen=True, slots=True)
+class AgentName:
+    """An enrollment (``enrolled``) or an amendment that renames the agent: no scoring
+    rule reads it, but the report's ``name`` is the agent's latest."""
+
+    seq: int
+    agent: str
+    name: str | None
+    enrolled: bool
+
+
+#: One stored entry as the reports read it (see ``bureau.kinds``, "evidence").
+Item = Fact | Probe | Attestation | ValueJudgment | Exclusion | AgentName
+
+
+@dataclass(frozen=True, slots=True)
 class Evidence:
     """Everything scoring reads, for the whole ledger or for one agent."""
 

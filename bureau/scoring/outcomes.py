@@ -8,70 +8,26 @@ so they count nowhere. See ``docs/scoring.md`` for every choice the spec leaves 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from bureau.scoring.evaluators import EvaluatorStats
 from bureau.scoring.inputs import (
     CLAIM_DECLINED,
     CLAIM_FAILURE,
-    DISPUTED,
     FAIL,
     PASS,
-    SELF_DEALING,
     Attestation,
     Evidence,
-    Exclusion,
     Fact,
     Probe,
     ValueJudgment,
 )
 from bureau.scoring.policy import Policy
+from bureau.scoring.truth import InteractionKey, excluded_ids
 
-if TYPE_CHECKING:
-    from bureau.scoring.evaluators import EvaluatorStats
-
-#: ``(reporter, interaction, subject)``: how facts, probes and attestations meet.
-InteractionKey = tuple[str, str, str]
 #: ``("i", reporter, interaction, subject)`` or ``("e", reporter, engagement, subject)``.
 UnitKey = tuple[str, str, str, str]
-
-
-# --------------------------------------------------------------------------- exclusions
-
-
-def excluded_ids(exclusions: Iterable[Exclusion]) -> dict[str, str]:
-    """Excluded entry id -> reason. An entry excluded for both reasons is counted once,
-    as ``self_dealing`` (the reason that needs no dispute)."""
-    out: dict[str, str] = {}
-    for ex in exclusions:
-        if out.get(ex.target) != SELF_DEALING:
-            out[ex.target] = SELF_DEALING if ex.reason == SELF_DEALING else DISPUTED
-    return out
-
-
-# --------------------------------------------------------------------------- ground truth
-
-
-def truth_index(
-    facts: Iterable[Fact], probes: Iterable[Probe], excluded: Mapping[str, str]
-) -> dict[InteractionKey, bool]:
-    """Ground truth per interaction: its latest probe result, else its fact's check."""
-    truth: dict[InteractionKey, bool] = {}
-    for f in facts:
-        if f.check is not None and f.entry_id not in excluded:
-            truth[(f.reporter, f.interaction, f.subject)] = f.check == PASS
-    latest: dict[InteractionKey, Probe] = {}
-    for p in probes:
-        if p.entry_id in excluded:
-            continue
-        key = (p.reporter, p.interaction, p.subject)
-        prev = latest.get(key)
-        if prev is None or p.seq > prev.seq:
-            latest[key] = p
-    for key, p in latest.items():
-        truth[key] = p.passed
-    return truth
 
 
 # --------------------------------------------------------------------------- units
@@ -229,24 +185,21 @@ def resolve(unit: Unit, policy: Policy, evaluators: Mapping[str, EvaluatorStats]
             return Resolution(
                 unit, 3, att.outcome, False, None, None, 0.0, 0.0, att.evaluator, "attestation"
             )
-        stats = evaluators.get(att.evaluator)
-        w_e = stats.weight if stats is not None else policy.evaluators.default_weight
-        offset = stats.offset if stats is not None else 0.0
+        w_e, offset = weighing(evaluators.get(att.evaluator), policy)
         raw = policy.outcome_value(att.outcome, att.corrections)
-        value = min(1.0, max(0.0, raw - offset))
+        weight, value = attestation_term(raw, w_e, offset)
         return Resolution(
-            unit, 3, att.outcome, True, value, raw, w_e, offset, att.evaluator, "attestation"
+            unit, 3, att.outcome, True, value, raw, weight, offset, att.evaluator, "attestation"
         )
 
     # 4. The buyer's value judgment: half weight, times the spend factor.
     vj = unit.value_judgment
     if vj is not None:
-        stats = evaluators.get(vj.evaluator)
-        w_e = stats.weight if stats is not None else policy.evaluators.default_weight
-        weight = policy.weights.value_judgment * w_e * policy.spend_factor(vj.spent)
+        w_e, _ = weighing(evaluators.get(vj.evaluator), policy)
         raw = policy.outcome_value(vj.judgment)
+        weight, value = value_judgment_term(raw, w_e, vj.spent, policy)
         return Resolution(
-            unit, 4, vj.judgment, True, raw, raw, weight, 0.0, vj.evaluator, "value_judgment"
+            unit, 4, vj.judgment, True, value, raw, weight, 0.0, vj.evaluator, "value_judgment"
         )
 
     if fact is not None:
@@ -263,6 +216,27 @@ def resolve(unit: Unit, policy: Policy, evaluators: Mapping[str, EvaluatorStats]
 
     # 8. Observed (it counts in reliability), not scored.
     return Resolution(unit, 8, None, False, None, None, 0.0, 0.0, None, "fact")
+
+
+def weighing(stats: EvaluatorStats | None, policy: Policy) -> tuple[float, float]:
+    """An evaluator's (weight ``w_e``, recentring offset); an evaluator with no record
+    (a buyer who only gave value judgments, say) weighs the policy's default."""
+    if stats is None:
+        return policy.evaluators.default_weight, 0.0
+    return stats.weight, stats.offset
+
+
+def attestation_term(raw: float, w_e: float, offset: float) -> tuple[float, float]:
+    """Rule 3: the (weight, value) of a scored attestation — the evaluator's weight,
+    and the outcome's value recentred by its offset, clamped to [0, 1]."""
+    return w_e, min(1.0, max(0.0, raw - offset))
+
+
+def value_judgment_term(raw: float, w_e: float, spent: int,
+                        policy: Policy) -> tuple[float, float]:
+    """Rule 4: the (weight, value) of a value judgment — the policy's value-judgment
+    weight times the buyer's ``w_e`` times the spend factor; the value as judged."""
+    return policy.weights.value_judgment * w_e * policy.spend_factor(spent), raw
 
 
 def _reporter(

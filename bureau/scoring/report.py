@@ -15,17 +15,10 @@ from typing import Any
 
 from bureau.scoring.evaluators import EvaluatorStats
 from bureau.scoring.inputs import EXCLUSION_REASONS, Evidence, Fact
-from bureau.scoring.outcomes import Resolution, excluded_ids, resolve_all
+from bureau.scoring.outcomes import Resolution, resolve_all
 from bureau.scoring.policy import Policy
-
-#: Why a report's score is null; the explanation carries it as ``score_reason``.
-NO_SCORED_EVIDENCE = "no_scored_evidence"  # nothing resolved to a scored outcome
-NO_WEIGHTED_EVIDENCE = "no_weighted_evidence"  # scored outcomes, but all at weight 0
-
-SCORE_REASON_TEXT = {
-    NO_SCORED_EVIDENCE: "no interaction resolved to a scored outcome code",
-    NO_WEIGHTED_EVIDENCE: "every scored outcome came from an evaluator of weight 0",
-}
+from bureau.scoring.score import SCORE_REASON_TEXT, score_terms
+from bureau.scoring.truth import excluded_ids
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,15 +34,6 @@ class AgentScore:
 
 
 # --------------------------------------------------------------------------- maths
-
-
-def wilson_interval(p: float, n: float, z: float) -> tuple[float, float]:
-    """SPEC §7: ``(p + z²/2n ± z·sqrt(p(1−p)/n + z²/4n²)) / (1 + z²/n)``, for ``n > 0``."""
-    z2 = z * z
-    centre = p + z2 / (2 * n)
-    half = z * math.sqrt(max(0.0, p * (1 - p) / n + z2 / (4 * n * n)))
-    denom = 1 + z2 / n
-    return max(0.0, (centre - half) / denom), min(1.0, (centre + half) / denom)
 
 
 def nearest_rank(sorted_values: Sequence[int], percentile: float) -> int | None:
@@ -85,29 +69,8 @@ def score_agent(
     excluded = excluded_ids(mine.exclusions)
     resolutions = tuple(resolve_all(mine, policy, evaluators, excluded))
 
-    scored = [r for r in resolutions if r.scored]
-    total_w = math.fsum(r.weight for r in scored)
-    vj_w = math.fsum(r.weight for r in scored if r.rule == 4)
-    score: dict[str, Any] | None = None
-    reason: str | None = None
-    if not scored:
-        reason = NO_SCORED_EVIDENCE
-    elif total_w <= 0:
-        reason = NO_WEIGHTED_EVIDENCE
-    else:
-        rules = policy.score
-        weighted = math.fsum(r.weight * r.value for r in scored if r.value is not None)
-        k = rules.prior_observations
-        p = (weighted + k * rules.prior_value) / (total_w + k)
-        low, high = wilson_interval(p, total_w, rules.wilson_z)
-        rnd = policy.round
-        score = {
-            "value": rnd(p),
-            "low": rnd(low),
-            "high": rnd(high),
-            "weight": rnd(total_w),
-            "interactions": len(scored),
-        }
+    scored = score_terms(((r.weight, r.value if r.value is not None else 0.0, r.rule, 1)
+                          for r in resolutions if r.scored), policy)
 
     kinds: dict[str, tuple[int, str]] = {}
     for group, kind in (
@@ -125,9 +88,9 @@ def score_agent(
         agent=agent,
         resolutions=resolutions,
         excluded=excl,
-        score=score,
-        score_reason=reason,
-        value_judgment_share=vj_w / total_w if total_w > 0 else 0.0,
+        score=scored.score,
+        score_reason=scored.reason,
+        value_judgment_share=scored.value_judgment_share,
     )
 
 

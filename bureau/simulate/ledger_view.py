@@ -20,7 +20,6 @@ from typing import Any
 import aiohttp
 import nacl.signing
 
-from bureau.evidence import decode_entry
 from bureau.scoring import (
     Attestation,
     EvaluatorStats,
@@ -33,6 +32,7 @@ from bureau.scoring import (
     policy_v1,
     score_agent,
 )
+from bureau.views.evidence import decode_entry
 from reporters import BureauClientError, verify_report, wire
 from reporters.httpsig import signed_get
 
@@ -72,7 +72,7 @@ async def read_file(session: aiohttp.ClientSession, base_url: str,
 
 def evidence_of(entries: Iterable[dict[str, Any]]) -> Evidence:
     """§9 entries (any order, repeats allowed) -> scoring inputs, by the bureau's own
-    decoder (:func:`bureau.evidence.decode_entry`)."""
+    decoder (:func:`bureau.views.evidence.decode_entry`)."""
     by_seq = {e["seq"]: e for e in entries}
     facts: list[Fact] = []
     probes: list[Probe] = []

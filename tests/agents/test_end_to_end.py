@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from bureau.http.report_routes import SETTLER
+from bureau.http.keys import SETTLER
 from reporters import verify_report, wire
 from tests.agents.support import StoredEntry, attestation, enrollment, stored_entries
 from tests.support import BureauUnderTest, fact_payload, kid

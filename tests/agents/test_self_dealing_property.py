@@ -6,7 +6,7 @@ Each generated scenario runs on the module's one bureau with keys of its own, as
 batches (so the in-group state is exercised as well as the state loaded from the
 database). A small model replays the results in ledger order and predicts every code
 and every exclusion, in order; its link rule is written out here independently of
-``bureau.admission``.
+``bureau.intake.rules``.
 """
 
 from __future__ import annotations

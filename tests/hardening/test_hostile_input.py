@@ -16,7 +16,7 @@ import nacl.signing
 import pytest
 
 from bureau.errors import Code
-from bureau.http import intake_routes
+from bureau.http.routes import intake as intake_routes
 from reporters import wire
 from tests.hardening.support import (
     assert_error_shape,

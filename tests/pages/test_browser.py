@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bureau.http.report_routes import SETTLER
+from bureau.http.keys import SETTLER
 from reporters import wire
 from tests.support import BureauUnderTest, fact_payload, kid, now_text
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from bureau.http import read_routes
+from bureau.http.routes import reads as read_routes
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "reading.md"
 

@@ -10,8 +10,8 @@ from typing import Any
 import asyncpg
 import pytest
 
-from bureau import reads
 from bureau.http.shapes import EntriesPage
+from bureau.views import reads
 from reporters import wire
 from tests.reads.support import (
     Key,

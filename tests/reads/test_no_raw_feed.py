@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from bureau.http.openapi import build_document
 from bureau.http.shapes import PAYLOAD_TYPES
-from bureau.openapi import build_document
 from reporters import wire
 from tests.reads.support import Key, enroll, fact, get_raw, lib_headers
 from tests.support import BureauUnderTest, kid

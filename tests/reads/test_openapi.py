@@ -8,7 +8,7 @@ from typing import Any
 
 from bureau.errors import Code
 from bureau.http import shapes
-from bureau.openapi import (
+from bureau.http.openapi import (
     SCHEMAS_DIR,
     build_document,
     component_schemas,
@@ -79,7 +79,7 @@ def test_components_come_from_the_models() -> None:
 
 
 def test_schema_files_match_the_models() -> None:
-    """Regenerate in memory; on a difference run `python -m bureau.openapi --write-schemas`."""
+    """Regenerate in memory; on a difference run `python -m bureau.http.openapi --write-schemas`."""
     expected = schema_files()
     on_disk = {p.name: p.read_bytes() for p in SCHEMAS_DIR.glob("*.json")}
     assert sorted(on_disk) == sorted(expected)

@@ -20,13 +20,11 @@ from bureau.scoring.inputs import (
 )
 from bureau.scoring.policy import policy_hash, policy_v1
 from bureau.scoring.report import (
-    NO_SCORED_EVIDENCE,
-    NO_WEIGHTED_EVIDENCE,
     build_explain_payload,
     build_report_payload,
     score_agent,
-    wilson_interval,
 )
+from bureau.scoring.score import NO_SCORED_EVIDENCE, NO_WEIGHTED_EVIDENCE, wilson_interval
 from reporters.wire import canonical_json
 from tests.scoring.builders import HEAD, REP, A, att, fact
 

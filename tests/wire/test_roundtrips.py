@@ -8,7 +8,7 @@ import rfc8785
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bureau.envelope import parse_envelope
+from bureau.intake.envelope import parse_envelope
 from reporters import strictjson, wire
 
 json_values = st.recursive(
@@ -91,3 +91,27 @@ def test_fast_envelope_bytes_equal_canonical_json(ptype: str, payload: str, keyi
     for p in (ptype, "application/vnd.bureau.fact.v1+json"):
         assert wire.envelope_canonical(p, payload, keyid, sig) == wire.canonical_json(
             {"payloadType": p, "payload": payload, "signatures": [{"keyid": keyid, "sig": sig}]})
+
+
+@given(st.binary(max_size=400), st.binary(min_size=32, max_size=32),
+       st.sampled_from(["report", "checkpoint", "fact"]))
+def test_fast_signed_envelope_bytes_equal_canonical_json(body: bytes, seed: bytes,
+                                                         name: str) -> None:
+    """The bytes the bureau stores and serves for reports and checkpoints."""
+    key = wire.signing_key_from_seed(seed)
+    want = wire.canonical_json(wire.sign_envelope(key, wire.payload_type(name), body))
+    assert wire.sign_envelope_bytes(key, wire.payload_type(name), body) == want
+    assert wire.sign_envelope_bytes(key, wire.payload_type(name), body,
+                                    key_id=wire.signing_key_id(key)) == want
+    assert wire.sign_envelope_bytes(key, "text/plain; x=\"y\"", body) == wire.canonical_json(
+        wire.sign_envelope(key, "text/plain; x=\"y\"", body))
+
+
+@given(json_values)
+def test_fast_canonical_json_equals_canonical_json(value: object) -> None:
+    assert wire.canonical_json_fast(value) == wire.canonical_json(value)
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_canonical_number_equals_canonical_json(x: float) -> None:
+    assert wire.canonical_number(x) == wire.canonical_json(x)

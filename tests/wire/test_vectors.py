@@ -13,7 +13,7 @@ import rfc8785
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from bureau.envelope import decode_payload, parse_envelope, verify_envelope
+from bureau.intake.envelope import decode_payload, parse_envelope, verify_envelope
 from reporters import wire
 
 VECTORS = sorted((Path(__file__).resolve().parent.parent / "vectors").glob("*.json"))

@@ -1,0 +1,290 @@
+"""The OpenAPI 3.1 document and the ``schemas/*.json`` files, generated from the models.
+
+Every schema here comes from a pydantic model: the payload models that validate
+submissions (:data:`reporters.models.PAYLOAD_MODELS`), the wire shapes of
+:mod:`bureau.http.shapes` and the scoring policy model. The operations are a catalogue
+keyed by ``(method, path)``; :func:`build_document` describes exactly the routes the
+application registers, and :func:`undescribed_routes` names any registered route the
+catalogue lacks (a test holds that list empty).
+
+``python -m bureau.http.openapi`` prints the document; ``--write-schemas`` rewrites
+``schemas/``; ``--check-schemas`` exits 1 when the files differ from the models.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+from bureau.http import shapes
+from bureau.http.keys import OPENAPI
+from bureau.scoring.policy import Policy
+from reporters import wire
+from reporters.models import PAYLOAD_MODELS
+
+log = logging.getLogger(__name__)
+
+SCHEMAS_DIR = Path(__file__).resolve().parents[2] / "schemas"
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+Json = dict[str, Any]
+
+_WIRE_MODELS: tuple[type[BaseModel], ...] = (
+    shapes.Envelope, shapes.Error, shapes.IntakeResult, shapes.BatchAccepted,
+    shapes.BatchRejected, shapes.EntriesPage, shapes.BureauInfo, shapes.Status, Policy)
+
+
+def component_schemas() -> Json:
+    models = [*PAYLOAD_MODELS.values(), *_WIRE_MODELS]
+    _, top = models_json_schema([(m, "validation") for m in models],
+                                ref_template="#/components/schemas/{model}")
+    defs: Json = top["$defs"]
+    return defs
+
+
+# --------------------------------------------------------------------------- operations
+
+
+def _ref(name: str) -> Json:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json(description: str, name: str) -> Json:
+    return {"description": description, "content": {"application/json": {"schema": _ref(name)}}}
+
+
+def _errors(*statuses: int) -> dict[str, Json]:
+    words = {400: "the body is not JSON", 401: "UNAUTHENTICATED: no valid RFC 9421 signature",
+             403: "FORBIDDEN: signed by a key that may not read this",
+             404: "NOT_FOUND", 413: "TOO_LARGE", 415: "UNSUPPORTED_MEDIA_TYPE",
+             422: "refused; `code` says why and `path` where",
+             503: "UNAVAILABLE: retry after Retry-After seconds; nothing was written"}
+    return {str(s): _json(words[s], "Error") for s in statuses}
+
+
+def _query(name: str, description: str, maximum: int, default: int, minimum: int) -> Json:
+    return {"name": name, "in": "query", "required": False, "description": description,
+            "schema": {"type": "integer", "minimum": minimum, "maximum": maximum,
+                       "default": default}}
+
+
+def _key_param(name: str) -> Json:
+    return {"name": name, "in": "path", "required": True, "description": "a key id",
+            "schema": {"type": "string"}}
+
+
+def _epoch_param() -> Json:
+    return {"name": "epoch", "in": "query", "required": False,
+            "description": "an epoch number; default: the latest with complete reports",
+            "schema": {"type": "integer", "minimum": 0, "maximum": 10**18 - 1}}
+
+
+def _html_response(description: str) -> Json:
+    return {"description": description, "content": {"text/html": {"schema": {"type": "string"}}}}
+
+
+def _file_operation(party: str, summary: str) -> Json:
+    cursor = 10**18 - 1
+    return {
+        "operationId": f"{party}_entries", "summary": summary,
+        "description": "RFC 9421 signed by the key in the path, or by an admin key. "
+                       "See docs/reading.md.",
+        "security": [{"httpSignature": []}],
+        "parameters": [
+            {"name": party, "in": "path", "required": True, "description": "a key id",
+             "schema": {"type": "string", "pattern": "^ed25519:[A-Za-z0-9_-]{43}$"}},
+            _query("after", "entries with seq greater than this", cursor, 0, 0),
+            _query("limit", "at most this many entries (and refusals)", 1000, 100, 1),
+            _query("refusals_after", "refusals with ref greater than this", cursor, 0, 0),
+        ],
+        "responses": {"200": _json("one page of the file", "EntriesPage"),
+                      **_errors(401, 403, 404, 422, 503)},
+    }
+
+
+def operations() -> dict[tuple[str, str], Json]:
+    """Every operation the service can describe, keyed by (method, path)."""
+    public: list[dict[str, Any]] = []
+    ndjson = {"description": "one JSON object a line, in input order", "content": {
+        "application/x-ndjson": {"schema": {"type": "string"}, "x-line-schema": {
+            "oneOf": [_ref("BatchAccepted"), _ref("BatchRejected")]}}}}
+    return {
+        ("POST", "/v1/evidence"): {
+            "operationId": "submit", "summary": "Submit one envelope", "security": public,
+            "requestBody": {"required": True, "content": {
+                "application/json": {"schema": _ref("Envelope")}}},
+            "responses": {"201": _json("admitted now", "IntakeResult"),
+                          "200": _json("admitted before (same submission)", "IntakeResult"),
+                          **_errors(400, 413, 415, 422, 503)}},
+        ("POST", "/v1/evidence/batch"): {
+            "operationId": "submit_batch", "summary": "Submit up to 1,000 envelopes",
+            "security": public,
+            "requestBody": {"required": True, "content": {"application/x-ndjson": {
+                "schema": {"type": "string"}, "x-line-schema": _ref("Envelope")}}},
+            "responses": {"200": ndjson, **_errors(413, 415, 503)}},
+        ("GET", "/v1/bureau"): {
+            "operationId": "bureau", "summary": "The bureau's key, policy hash, epoch length",
+            "security": public, "responses": {"200": _json("the bureau", "BureauInfo")}},
+        ("GET", "/v1/policy"): {
+            "operationId": "policy", "summary": "The scoring policy, as canonical JSON bytes",
+            "security": public, "responses": {"200": _json("the policy", "Policy")}},
+        ("GET", "/v1/agents/{agent}/entries"): _file_operation(
+            "agent", "Every entry about the agent, and its refusals"),
+        ("GET", "/v1/reporters/{reporter}/entries"): _file_operation(
+            "reporter", "What the reporter submitted, and its refusals"),
+        ("GET", "/openapi.json"): {
+            "operationId": "openapi", "summary": "This document", "security": public,
+            "responses": {"200": {"description": "OpenAPI 3.1", "content": {
+                "application/json": {"schema": {"type": "object"}}}}}},
+        ("GET", "/healthz"): {
+            "operationId": "healthz", "summary": "Liveness", "security": public,
+            "responses": {"200": _json("the process serves HTTP", "Status")}},
+        ("GET", "/readyz"): {
+            "operationId": "readyz", "summary": "Readiness: the database answers",
+            "security": public, "responses": {"200": _json("ready", "Status"),
+                                              **_errors(503)}},
+        ("GET", "/v1/agents/{agent}/report"): {
+            "operationId": "agent_report", "summary": "The agent's bureau-signed report",
+            "security": public, "parameters": [_key_param("agent"), _epoch_param()],
+            "responses": {"200": _json("the signed report (a DSSE envelope)", "Envelope"),
+                          **_errors(404, 422)}},
+        ("GET", "/v1/checkpoints/latest"): {
+            "operationId": "latest_checkpoint", "summary": "The latest signed checkpoint",
+            "security": public,
+            "responses": {"200": _json("the signed checkpoint (a DSSE envelope)", "Envelope"),
+                          **_errors(404)}},
+        ("GET", "/v1/checkpoints/{epoch}"): {
+            "operationId": "checkpoint", "summary": "The signed checkpoint of one epoch",
+            "security": public, "parameters": [
+                {"name": "epoch", "in": "path", "required": True,
+                 "schema": {"type": "string", "pattern": "^[0-9]{1,18}$"}}],
+            "responses": {"200": _json("the signed checkpoint (a DSSE envelope)", "Envelope"),
+                          **_errors(404)}},
+        ("GET", "/v1/agents/{agent}/explain"): {
+            "operationId": "agent_explain",
+            "summary": "How the agent's score was made, interaction by interaction",
+            "description": "RFC 9421 signed by the agent, or by an admin key.",
+            "security": [{"httpSignature": []}],
+            "parameters": [_key_param("agent"), _epoch_param()],
+            "responses": {"200": {"description": "the explanation", "content": {
+                "application/json": {"schema": {"type": "object"}}}},
+                **_errors(401, 403, 404, 422, 503)}},
+        ("GET", "/"): {
+            "operationId": "index", "summary": "The bureau's front page (HTML)",
+            "security": public, "responses": {"200": _html_response("the front page")}},
+        ("GET", "/agents/{agent}"): {
+            "operationId": "agent_page", "summary": "An agent's latest report, for people",
+            "security": public, "parameters": [
+                {"name": "agent", "in": "path", "required": True,
+                 "schema": {"type": "string"}}],
+            "responses": {"200": _html_response("the page"), **_errors(404)}},
+        ("GET", "/metrics"): {
+            "operationId": "metrics", "summary": "Prometheus metrics", "security": public,
+            "responses": {"200": {"description": "Prometheus text format", "content": {
+                "text/plain": {"schema": {"type": "string"}}}}}},
+    }
+
+
+# --------------------------------------------------------------------------- document
+
+
+def registered_routes(app: web.Application) -> list[tuple[str, str]]:
+    """(method, path template) of every route; HEAD is left out (aiohttp adds one per
+    GET, answering like it)."""
+    found = {(r.method, r.resource.canonical) for r in app.router.routes()
+             if r.resource is not None and r.method != "HEAD"}
+    return sorted(found, key=lambda mp: (mp[1], mp[0]))
+
+
+def undescribed_routes(app: web.Application) -> list[tuple[str, str]]:
+    ops = operations()
+    return [mp for mp in registered_routes(app) if mp not in ops]
+
+
+def build_document(app: web.Application) -> Json:
+    ops = operations()
+    paths: Json = {}
+    for method, path in registered_routes(app):
+        if (method, path) in ops:
+            paths.setdefault(path, {})[method.lower()] = ops[(method, path)]
+    return {
+        "openapi": "3.1.0",
+        "jsonSchemaDialect": JSON_SCHEMA_DIALECT,
+        "info": {"title": "Agent Reputation Bureau", "version": "1",
+                 "description": "Protocol v1. Every error has the Error shape."},
+        "paths": paths,
+        "components": {
+            "schemas": component_schemas(),
+            "securitySchemes": {"httpSignature": {
+                "type": "apiKey", "in": "header", "name": "Signature",
+                "description": "RFC 9421 HTTP Message Signature (Signature-Input and "
+                               "Signature headers): alg ed25519, keyid = the reader's key "
+                               "id, covering @method @path @query, created at most 300 s "
+                               "old, a single-use nonce. See docs/authentication.md."}},
+        },
+    }
+
+
+async def publish(app: web.Application) -> None:
+    """on_startup: build the document once, after every route is registered."""
+    for method, path in undescribed_routes(app):
+        log.warning("route %s %s has no entry in bureau.http.openapi.operations()", method, path)
+    app[OPENAPI] = json.dumps(build_document(app), ensure_ascii=False).encode()
+
+
+# --------------------------------------------------------------------------- schemas/
+
+
+def _standalone(model: type[BaseModel], title: str) -> bytes:
+    doc: Json = {"$schema": JSON_SCHEMA_DIALECT, **model.model_json_schema(), "title": title}
+    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def schema_files() -> dict[str, bytes]:
+    """File name → bytes of every file ``schemas/`` holds."""
+    files = {f"{name}.v1.json": _standalone(model, wire.payload_type(name))
+             for name, model in PAYLOAD_MODELS.items()}
+    files["envelope.json"] = _standalone(shapes.Envelope, "envelope")
+    files["error.json"] = _standalone(shapes.Error, "error")
+    return files
+
+
+def _main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bureau.http.openapi", description=__doc__)
+    parser.add_argument("--write-schemas", action="store_true")
+    parser.add_argument("--check-schemas", action="store_true")
+    parser.add_argument("--dir", type=Path, default=SCHEMAS_DIR)
+    args = parser.parse_args(argv)
+    files = schema_files()
+    if args.write_schemas:
+        args.dir.mkdir(parents=True, exist_ok=True)
+        for stale in set(p.name for p in args.dir.glob("*.json")) - files.keys():
+            (args.dir / stale).unlink()
+        for name, data in files.items():
+            (args.dir / name).write_bytes(data)
+        return 0
+    if args.check_schemas:
+        on_disk = {p.name: p.read_bytes() for p in args.dir.glob("*.json")}
+        drift = sorted(n for n in on_disk.keys() | files.keys()
+                       if on_disk.get(n) != files.get(n))
+        for name in drift:
+            print(f"schemas/{name} differs from the models", file=sys.stderr)
+        return 1 if drift else 0
+    from bureau.http.routes import TABLES  # the routes, not the application
+
+    app = web.Application()
+    for table in TABLES:
+        app.add_routes(table)
+    print(json.dumps(build_document(app), indent=2, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))

@@ -1,0 +1,158 @@
+"""Reads (SPEC §9): the bureau's public documents, and each party's own file.
+
+* ``GET /v1/bureau``, ``GET /v1/policy``, ``GET /openapi.json`` — public.
+* ``GET /v1/agents/{agent}/entries`` — that agent, or an admin.
+* ``GET /v1/reporters/{reporter}/entries`` — that reporter, or an admin.
+* ``GET /v1/agents/{agent}/explain[?epoch=E]`` — that agent, or an admin.
+
+Authenticated reads check, in this order: the signature (401), the reader (403), the
+key in the path (404 when it is not a key id; only an admin gets that far with one),
+then the query (422 ``SCHEMA``, ``path`` naming the parameter). docs/reading.md
+describes the shapes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Protocol
+
+import asyncpg
+from aiohttp import web
+
+from bureau.errors import BureauError, Code, pointer
+from bureau.http.auth import require_party
+from bureau.http.errors import error_response
+from bureau.http.keys import CONFIG, OPENAPI, POOL, SIGNING_KEY
+from bureau.scoring.policy import policy_bytes, policy_hash
+from bureau.views import reads
+from bureau.views.explain import explain
+from reporters import wire
+
+routes = web.RouteTableDef()
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1000
+# Cursors are PostgreSQL bigints; 18 digits always fit.
+_CURSOR_RE = re.compile(r"^[0-9]{1,18}$")
+_PRIVATE = {"Cache-Control": "private, no-store"}
+
+
+@dataclass(frozen=True, slots=True)
+class PageQuery:
+    """``?after=SEQ&limit=N&refusals_after=REF``, checked."""
+
+    after: int
+    limit: int
+    refusals_after: int
+
+
+def _param(request: web.Request, name: str, default: int, low: int, high: int) -> int:
+    values = request.query.getall(name, [])
+    if not values:
+        return default
+    if len(values) > 1:
+        raise BureauError(Code.SCHEMA, pointer(name), f"{name} is given more than once")
+    text = values[0]
+    if not _CURSOR_RE.match(text) or not low <= int(text) <= high:
+        raise BureauError(Code.SCHEMA, pointer(name),
+                          f"{name} must be a whole number from {low} to {high}")
+    return int(text)
+
+
+def page_query(request: web.Request) -> PageQuery:
+    for name in sorted(set(request.query) - {"after", "limit", "refusals_after"}):
+        raise BureauError(Code.SCHEMA, pointer(name), f"unknown query parameter {name}")
+    cursor_max = 10**18 - 1
+    return PageQuery(after=_param(request, "after", 0, 0, cursor_max),
+                     limit=_param(request, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT),
+                     refusals_after=_param(request, "refusals_after", 0, 0, cursor_max))
+
+
+async def _party(request: web.Request, name: str) -> str:
+    """The key the path names, once the reader may read it."""
+    party = request.match_info[name]
+    await require_party(request, party)
+    try:
+        wire.public_key_from_key_id(party)
+    except wire.WireError:
+        raise BureauError(Code.NOT_FOUND, "", f"no such {name}: not a key id") from None
+    return party
+
+
+class Reader(Protocol):
+    def __call__(self, pool: asyncpg.Pool, party: str, /, *, after: int, limit: int,
+                 refusals_after: int) -> Awaitable[reads.Page]: ...
+
+
+async def _file(request: web.Request, name: str, read: Reader) -> web.Response:
+    party = await _party(request, name)
+    try:
+        query = page_query(request)
+    except BureauError as err:
+        # Answered here, not raised: a bad query is not a refused envelope, and the
+        # middleware would count it in bureau_refusals_total.
+        return error_response(err)
+    pool: asyncpg.Pool = request.app[POOL]
+    page = await read(pool, party, after=query.after, limit=query.limit,
+                      refusals_after=query.refusals_after)
+    return web.json_response(page.as_body(), headers=_PRIVATE)
+
+
+@routes.get("/v1/agents/{agent}/entries")
+async def agent_entries(request: web.Request) -> web.Response:
+    """Every entry about the agent, and its refusals (that agent or an admin)."""
+    return await _file(request, "agent", reads.agent_page)
+
+
+@routes.get("/v1/reporters/{reporter}/entries")
+async def reporter_entries(request: web.Request) -> web.Response:
+    """What the reporter submitted, and its refusals (that reporter or an admin)."""
+    return await _file(request, "reporter", reads.reporter_page)
+
+
+@routes.get("/v1/agents/{agent}/explain")
+async def agent_explain(request: web.Request) -> web.Response:
+    """How the agent's score was made (that agent or an admin)."""
+    agent = await _party(request, "agent")
+    try:
+        epoch = epoch_query(request)
+    except BureauError as err:
+        return error_response(err)
+    async with request.app[POOL].acquire() as conn:
+        body = await explain(conn, agent, epoch)
+    if body is None:
+        return error_response(BureauError(Code.NOT_FOUND, "", "no report to explain"))
+    return web.json_response(body, headers=_PRIVATE)
+
+
+def epoch_query(request: web.Request) -> int | None:
+    """``?epoch=E``, checked; None when absent."""
+    for name in sorted(set(request.query) - {"epoch"}):
+        raise BureauError(Code.SCHEMA, pointer(name), f"unknown query parameter {name}")
+    if "epoch" not in request.query:
+        return None
+    return _param(request, "epoch", 0, 0, 10**18 - 1)
+
+
+@routes.get("/v1/bureau")
+async def bureau_info(request: web.Request) -> web.Response:
+    """The bureau's signing key id, its policy hash, its epoch length."""
+    return web.json_response({
+        "key": wire.signing_key_id(request.app[SIGNING_KEY]),
+        "policy": policy_hash(),
+        "epoch_seconds": request.app[CONFIG].epoch_seconds,
+    })
+
+
+@routes.get("/v1/policy")
+async def policy(request: web.Request) -> web.Response:
+    """The scoring policy: exactly the bytes whose BLAKE3 is ``policy``."""
+    return web.Response(body=policy_bytes(), content_type="application/json")
+
+
+@routes.get("/openapi.json")
+async def openapi(request: web.Request) -> web.Response:
+    """The OpenAPI 3.1 description of every route this app serves."""
+    return web.Response(body=request.app[OPENAPI], content_type="application/json")

@@ -1,0 +1,85 @@
+"""Public reads of bureau-signed documents (SPEC §8, §9).
+
+* ``GET /v1/agents/{agent}/report[?epoch=E]`` — the agent's signed report at ``E``,
+  by default at the latest epoch whose reports are complete; ``404`` if none.
+* ``GET /v1/checkpoints/latest``, ``GET /v1/checkpoints/{epoch}`` — a signed checkpoint.
+
+Each body is the stored envelope, byte for byte (canonical JSON of the DSSE envelope),
+so every fetch of the same document gives the same bytes. A report or checkpoint at a
+given epoch never changes: it is served as immutable.
+"""
+
+from __future__ import annotations
+
+import re
+
+import asyncpg
+from aiohttp import web
+
+from bureau.errors import BureauError, Code, pointer
+from bureau.http.errors import error_response
+from bureau.http.keys import POOL
+from bureau.views.store import checkpoint_envelope, report_envelope
+from reporters import wire
+
+routes = web.RouteTableDef()
+
+_EPOCH_RE = re.compile(r"^[0-9]{1,18}$")
+_IMMUTABLE = {"Cache-Control": "public, max-age=31536000, immutable"}
+_LATEST = {"Cache-Control": "public, max-age=60"}
+
+
+def _document(body: bytes, headers: dict[str, str]) -> web.Response:
+    return web.Response(body=body, content_type="application/json",
+                        headers={**headers, "ETag": '"' + wire.blake3_hex(body) + '"'})
+
+
+def _epoch_param(request: web.Request) -> int | None:
+    for name in sorted(set(request.query) - {"epoch"}):
+        raise BureauError(Code.SCHEMA, pointer(name), f"unknown query parameter {name}")
+    values = request.query.getall("epoch", [])
+    if not values:
+        return None
+    if len(values) > 1 or not _EPOCH_RE.match(values[0]):
+        raise BureauError(Code.SCHEMA, pointer("epoch"),
+                          "epoch must be given once, as a whole number of epochs")
+    return int(values[0])
+
+
+@routes.get("/v1/agents/{agent}/report")
+async def agent_report(request: web.Request) -> web.Response:
+    """The agent's bureau-signed report (public)."""
+    agent = request.match_info["agent"]
+    try:
+        epoch = _epoch_param(request)
+    except BureauError as err:
+        return error_response(err)  # a bad query is not a refused envelope
+    pool: asyncpg.Pool = request.app[POOL]
+    async with pool.acquire() as conn:
+        body = await report_envelope(conn, agent, epoch)
+    if body is None:
+        where = "at the latest sealed epoch" if epoch is None else f"at epoch {epoch}"
+        return error_response(BureauError(Code.NOT_FOUND, "", f"no report for {agent} {where}"))
+    return _document(body, _LATEST if epoch is None else _IMMUTABLE)
+
+
+async def _checkpoint(request: web.Request, epoch: int | None) -> web.Response:
+    pool: asyncpg.Pool = request.app[POOL]
+    async with pool.acquire() as conn:
+        body = await checkpoint_envelope(conn, epoch)
+    if body is None:
+        what = "no epoch is sealed yet" if epoch is None else f"no checkpoint for epoch {epoch}"
+        return error_response(BureauError(Code.NOT_FOUND, "", what))
+    return _document(body, _LATEST if epoch is None else _IMMUTABLE)
+
+
+@routes.get("/v1/checkpoints/latest")
+async def latest_checkpoint(request: web.Request) -> web.Response:
+    """The checkpoint of the latest epoch whose reports are complete (public)."""
+    return await _checkpoint(request, None)
+
+
+@routes.get(r"/v1/checkpoints/{epoch:[0-9]{1,18}}")
+async def checkpoint(request: web.Request) -> web.Response:
+    """The checkpoint of one sealed epoch (public)."""
+    return await _checkpoint(request, int(request.match_info["epoch"]))

@@ -1,0 +1,290 @@
+"""Stages 4–5 of intake: authorize the signer, then admit the payload (SPEC §5).
+
+Pure rules: each takes the submission, the bureau's clock reading and an
+:class:`~bureau.intake.records.AdmissionState` (what the ledger already holds) and either
+raises a :class:`BureauError` or returns a :class:`~bureau.intake.records.Decision`. No I/O
+happens here; the ledger reaches these rules through that one narrow protocol, and
+tests can pass an in-memory state.
+
+Who may sign what is the kinds table's (:mod:`bureau.kinds`, ``signer`` and ``role``);
+what a payload must fit is one function per payload model, registered with
+:func:`rule`. A kind without a rule is admitted once its signer is authorized.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import TypeVar, cast
+
+from bureau.errors import BureauError, Code
+from bureau.intake.records import (
+    ADMIT,
+    AdmissionState,
+    AgentRecord,
+    Decision,
+    amended_record,
+    enrolled_record,
+)
+from bureau.kinds import ATTESTATION, SUBMITTED, VALUE_JUDGMENT, Kind, Signer
+from reporters.models import (
+    AmendmentPayload,
+    AttestationPayload,
+    DisputePayload,
+    EnrollmentPayload,
+    FactPayload,
+    Payload,
+    ProbePayload,
+    ResolutionPayload,
+    ValueJudgmentPayload,
+    parse_timestamp,
+)
+
+MAX_CLOCK_SKEW = dt.timedelta(seconds=300)
+
+# Exclusion reasons, as counted in a report's "excluded" object.
+SELF_DEALING = "self_dealing"
+DISPUTED = "disputed"
+
+P = TypeVar("P", bound=Payload)
+#: (payload, signer, its content key, the bureau's clock, the state) -> the decision
+Rule = Callable[[P, str, str, dt.datetime, AdmissionState], Decision]
+_RULES: dict[type[Payload], Rule[Payload]] = {}
+
+
+def rule(model: type[P]) -> Callable[[Rule[P]], Rule[P]]:
+    """Register the stage-5 rule of one payload model."""
+    def register(fn: Rule[P]) -> Rule[P]:
+        _RULES[model] = cast(Rule[Payload], fn)
+        return fn
+    return register
+
+
+# --------------------------------------------------------------------------- links
+
+
+def _anchors_linked(kind_a: str, value_a: str, kind_b: str, value_b: str) -> bool:
+    a, b = value_a.lower(), value_b.lower()
+    if kind_a == kind_b:
+        return a == b
+    email, domain = (a, b) if kind_a == "email" else (b, a)
+    return email.rpartition("@")[2] == domain
+
+
+def linked(a: AgentRecord, b: AgentRecord) -> bool:
+    """Do these two agents share an operator or an anchor (SPEC §5, self-dealing)?"""
+    if a.key == b.key:
+        return True
+    if a.operator.strip().lower() == b.operator.strip().lower():
+        return True
+    return _anchors_linked(a.anchor_kind, a.anchor_value, b.anchor_kind, b.anchor_value)
+
+
+# --------------------------------------------------------------------------- authorize
+
+
+def _admin(kind: Kind, signer: str, state: AdmissionState) -> None:
+    if not state.is_admin(signer):
+        raise BureauError(Code.NOT_ADMIN, "", f"a {kind.payload} payload is signed by an admin key")
+
+
+def _reporter(kind: Kind, signer: str, state: AdmissionState) -> None:
+    rep = state.reporter(signer)
+    if rep is None:
+        raise BureauError(Code.UNKNOWN_REPORTER, "", "signer is not a registered reporter")
+    if kind.role not in rep.roles:
+        raise BureauError(Code.MISSING_ROLE, "", f"reporter lacks the role {kind.role!r}")
+
+
+def _enrolling(kind: Kind, signer: str, state: AdmissionState) -> None:
+    agent = state.agent(signer)
+    if agent is not None:
+        code = Code.WITHDRAWN if agent.withdrawn else Code.ALREADY_ENROLLED
+        raise BureauError(code, "", "this key has already enrolled")
+
+
+def _agent(kind: Kind, signer: str, state: AdmissionState) -> None:
+    agent = state.agent(signer)
+    if agent is None:
+        raise BureauError(Code.NOT_ENROLLED, "", "signer is not an enrolled agent")
+    if agent.withdrawn:
+        raise BureauError(Code.WITHDRAWN, "", "signer has withdrawn")
+
+
+#: Who signs (the kinds table's ``signer``) -> the check that the signer may.
+#: ``Signer.BUREAU`` has none: nobody may submit what the bureau writes.
+_AUTHORIZE: dict[Signer, Callable[[Kind, str, AdmissionState], None]] = {
+    Signer.ADMIN: _admin,
+    Signer.REPORTER: _reporter,
+    Signer.ENROLLING: _enrolling,
+    Signer.AGENT: _agent,
+}
+
+
+def authorize(kind: Kind, signer: str, state: AdmissionState) -> None:
+    """Stage 4: may this signer submit this kind of payload at all?"""
+    _AUTHORIZE[kind.signer](kind, signer, state)
+
+
+# --------------------------------------------------------------------------- admit
+
+
+def _check_clock(observed_at: str, now: dt.datetime, path: str) -> None:
+    if parse_timestamp(observed_at) - now > MAX_CLOCK_SKEW:
+        raise BureauError(Code.CLOCK_SKEW, path, "more than 300 s ahead of the bureau's clock")
+
+
+@rule(FactPayload)
+def _admit_fact(p: FactPayload, signer: str, key: str, now: dt.datetime,
+                state: AdmissionState) -> Decision:
+    _check_clock(p.observed_at, now, "/observed_at")
+    existing = state.fact(signer, p.interaction)
+    if existing is not None and existing.content_key != key:
+        raise BureauError(Code.CONFLICTING_FACT, "/interaction",
+                          "this reporter already reported a different fact for this interaction")
+    probe = state.probe(signer, p.interaction)
+    if probe is not None and probe.subject != p.subject:
+        # the mirror of a probe naming another subject than the fact (UNWITNESSED there)
+        raise BureauError(Code.CONFLICTING_FACT, "/subject",
+                          "this reporter's probe of the interaction names another subject")
+    return ADMIT
+
+
+@rule(ProbePayload)
+def _admit_probe(p: ProbePayload, signer: str, key: str, now: dt.datetime,
+                 state: AdmissionState) -> Decision:
+    _check_clock(p.observed_at, now, "/observed_at")
+    fact = state.fact(signer, p.interaction)
+    if fact is not None and fact.subject != p.subject:
+        raise BureauError(Code.UNWITNESSED, "/subject",
+                          "this reporter's fact for the interaction is about another subject")
+    existing = state.probe(signer, p.interaction)
+    if existing is not None and existing.content_key != key:
+        raise BureauError(Code.CONFLICTING_FACT, "/interaction",
+                          "this reporter already reported a different probe result here")
+    return ADMIT
+
+
+def _check_not_self_dealing(evaluator: str, subject: str, state: AdmissionState) -> None:
+    ev = state.agent(evaluator)
+    sub = state.agent(subject)
+    if evaluator == subject or (ev is not None and sub is not None and linked(ev, sub)):
+        raise BureauError(Code.SELF_DEALING, "/subject",
+                          "evaluator and subject share an operator or an anchor")
+
+
+def _check_one_verdict(kind: Kind, signer: str, reporter: str, ref: str, key: str,
+                       state: AdmissionState, path: str) -> None:
+    existing = state.verdict(kind.name, signer, reporter, ref)
+    if existing is not None and existing != key:
+        raise BureauError(Code.DUPLICATE_VERDICT, path,
+                          "this evaluator already gave its verdict here; the first one stands")
+
+
+@rule(AttestationPayload)
+def _admit_attestation(p: AttestationPayload, signer: str, key: str, now: dt.datetime,
+                       state: AdmissionState) -> Decision:
+    fact = state.fact(p.reporter, p.interaction)
+    if fact is None:
+        raise BureauError(Code.UNWITNESSED, "/interaction",
+                          "no fact from this reporter for this interaction (yet)")
+    if fact.subject != p.subject:
+        raise BureauError(Code.UNWITNESSED, "/subject", "the fact is about another subject")
+    if fact.caller != signer:
+        raise BureauError(Code.UNWITNESSED, "", "the fact names another caller than the signer")
+    _check_not_self_dealing(signer, p.subject, state)
+    _check_one_verdict(ATTESTATION, signer, p.reporter, p.interaction, key, state,
+                       "/interaction")
+    return ADMIT
+
+
+@rule(ValueJudgmentPayload)
+def _admit_value_judgment(p: ValueJudgmentPayload, signer: str, key: str, now: dt.datetime,
+                          state: AdmissionState) -> Decision:
+    fact = state.engagement_fact(p.reporter, p.engagement)
+    if fact is None:
+        raise BureauError(Code.UNWITNESSED, "/engagement",
+                          "no fact from this reporter for this engagement (yet)")
+    if fact.subject != p.subject:
+        raise BureauError(Code.UNWITNESSED, "/subject", "the engagement is with another subject")
+    if fact.caller != signer:
+        raise BureauError(Code.UNWITNESSED, "", "the engagement names another buyer")
+    if fact.arrangement != "TIME_AND_MATERIALS":
+        raise BureauError(Code.NOT_TIME_AND_MATERIALS, "/engagement",
+                          f"the engagement is {fact.arrangement}")
+    if p.spent != fact.spent:
+        raise BureauError(Code.AMOUNT_MISMATCH, "/spent", f"the fact says {fact.spent}")
+    if p.currency != fact.currency:
+        raise BureauError(Code.AMOUNT_MISMATCH, "/currency", f"the fact says {fact.currency}")
+    units = tuple(sorted((u.unit, u.quantity) for u in p.units))
+    if units != tuple(sorted(fact.units)):
+        raise BureauError(Code.AMOUNT_MISMATCH, "/units", "units differ from the fact's")
+    _check_not_self_dealing(signer, p.subject, state)
+    _check_one_verdict(VALUE_JUDGMENT, signer, p.reporter, p.engagement, key, state,
+                       "/engagement")
+    return ADMIT
+
+
+def _revealed_links(me: AgentRecord, state: AdmissionState) -> tuple[tuple[str, str], ...]:
+    """Earlier verdicts that an enrollment or amendment shows to be self-dealing."""
+    out: list[tuple[str, str]] = []
+    for v in state.verdicts_involving(me.key):
+        if state.is_excluded(v.entry_id):
+            continue
+        other_key = v.subject if v.evaluator == me.key else v.evaluator
+        other = state.agent(other_key)
+        if other is not None and linked(me, other):
+            out.append((v.entry_id, SELF_DEALING))
+    return tuple(out)
+
+
+@rule(EnrollmentPayload)
+def _admit_enrollment(p: EnrollmentPayload, signer: str, key: str, now: dt.datetime,
+                      state: AdmissionState) -> Decision:
+    return Decision(_revealed_links(enrolled_record(p, signer), state))
+
+
+@rule(AmendmentPayload)
+def _admit_amendment(p: AmendmentPayload, signer: str, key: str, now: dt.datetime,
+                     state: AdmissionState) -> Decision:
+    old = state.agent(signer)
+    assert old is not None  # authorize() checked
+    return Decision(_revealed_links(amended_record(old, p), state))
+
+
+@rule(DisputePayload)
+def _admit_dispute(p: DisputePayload, signer: str, key: str, now: dt.datetime,
+                   state: AdmissionState) -> Decision:
+    target = state.entry(p.entry)
+    if target is None:
+        raise BureauError(Code.UNKNOWN_ENTRY, "/entry", "no entry with this id")
+    if target.subject != signer:
+        raise BureauError(Code.NOT_SUBJECT, "/entry", "that entry is not about the signer")
+    return ADMIT
+
+
+@rule(ResolutionPayload)
+def _admit_resolution(p: ResolutionPayload, signer: str, key: str, now: dt.datetime,
+                      state: AdmissionState) -> Decision:
+    target = state.dispute_target(p.dispute)
+    if target is None:
+        raise BureauError(Code.UNKNOWN_ENTRY, "/dispute", "no dispute entry with this id")
+    if state.is_resolved(p.dispute):
+        raise BureauError(Code.ALREADY_RESOLVED, "/dispute", "this dispute is already resolved")
+    if p.decision == "EXCLUDED" and not state.is_excluded(target):
+        return Decision(((target, DISPUTED),))
+    return ADMIT
+
+
+def admit(payload: Payload, signer: str, key: str, now: dt.datetime,
+          state: AdmissionState) -> Decision:
+    """Stage 5: does the payload fit what the ledger already holds?"""
+    check = _RULES.get(type(payload))
+    return ADMIT if check is None else check(payload, signer, key, now, state)
+
+
+def judge(name: str, payload: Payload, signer: str, key: str, now: dt.datetime,
+          state: AdmissionState) -> Decision:
+    """Stages 4 and 5 together, for a payload of the kind its payloadType names."""
+    authorize(SUBMITTED[name], signer, state)
+    return admit(payload, signer, key, now, state)

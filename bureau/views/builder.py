@@ -1,0 +1,123 @@
+"""The report builder (SPEC §8): for each sealed epoch, in order, bring the deriver up
+to the seal's ``seq``, sign every agent's report and the epoch's checkpoint with the
+bureau key, and store them in one transaction (the checkpoint row therefore also says
+"this epoch's reports are complete").
+
+Every byte is a function of the entries: payloads are canonical JSON, Ed25519 is
+deterministic, so any process (or ``bureau rebuild``) signing the same epoch writes the
+same bytes, and ``ON CONFLICT DO NOTHING`` makes a second writer harmless.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import asyncpg
+import nacl.signing
+
+from bureau import db, metrics
+from bureau.scoring import policy_hash, policy_v1
+from bureau.views.derive import Deriver, advance
+from bureau.views.shards import ShardPool
+from bureau.views.sign import REPORT_TYPE, sign_checkpoint, sign_many
+from bureau.views.store import Seal, seals, store_checkpoint, store_epoch
+
+log = logging.getLogger(__name__)
+
+
+class ReportBuilder:
+    """Builds and stores the reports of sealed epochs, in order, incrementally.
+
+    With ``workers`` > 1 the deriving and signing happen in that many worker processes
+    (:mod:`bureau.views.shards`), which read the entries themselves from ``dsn``;
+    otherwise in this process."""
+
+    def __init__(self, signing_key: nacl.signing.SigningKey, *, workers: int = 1,
+                 dsn: str | None = None) -> None:
+        self.key = signing_key
+        self.deriver = Deriver(policy_v1(), policy_hash())
+        self._threads = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sign")
+        self._shards: ShardPool | None = None
+        if workers > 1:
+            if dsn is None:
+                raise ValueError("report workers read the entries themselves: give a dsn")
+            self._shards = ShardPool(dsn, workers, signing_key)
+
+    def worker_pids(self) -> list[int]:
+        """The report worker processes, if any are running."""
+        return [] if self._shards is None else self._shards.pids()
+
+    def close(self) -> None:
+        self._threads.shutdown(wait=False)
+        if self._shards is not None:
+            self._shards.close()
+
+    def reset(self) -> None:
+        self.deriver = Deriver(policy_v1(), policy_hash())
+        if self._shards is not None:
+            self._shards.reset()
+
+    def _checkpoint(self, seal: Seal) -> bytes:
+        return sign_checkpoint(self.key, seal.epoch, seal.last_seq, seal.head)
+
+    async def sign_epoch(self, conn: asyncpg.Connection,
+                         seal: Seal) -> tuple[list[str], list[bytes], bytes]:
+        """Agents, their signed report envelopes, and the checkpoint envelope."""
+        checkpoint = self._checkpoint(seal)
+        t0 = time.perf_counter()
+        if self._shards is not None:
+            agents, envelopes = await self._shards.sign_epoch(seal.last_seq, seal.epoch,
+                                                              seal.head)
+            log.info("epoch %d: derived and signed in %d processes in %.2f s", seal.epoch,
+                     self._shards.shards, time.perf_counter() - t0)
+            return agents, envelopes, checkpoint
+        if self.deriver.seq > seal.last_seq:
+            self.reset()  # epochs are only ever built in order; start again from 0
+        await advance(conn, self.deriver, seal.last_seq)
+        t1 = time.perf_counter()
+
+        def sign() -> tuple[list[str], list[bytes], bytes]:
+            agents, bodies = [], []
+            for agent, body in self.deriver.payloads(seal.epoch, seal.last_seq, seal.head):
+                agents.append(agent)
+                bodies.append(body)
+            t2 = time.perf_counter()
+            envelopes = sign_many(self.key, REPORT_TYPE, bodies, self._threads)
+            log.info("epoch %d: derive %.2f s, payloads %.2f s, sign %.2f s", seal.epoch,
+                     t1 - t0, t2 - t1, time.perf_counter() - t2)
+            return agents, envelopes, checkpoint
+
+        return await asyncio.to_thread(sign)
+
+    async def build(self, conn: asyncpg.Connection, seal: Seal) -> int:
+        """Build and store one sealed epoch; return the number of reports."""
+        start = time.perf_counter()
+        if self._shards is not None:
+            # The workers insert the reports; the checkpoint, last, makes them visible.
+            count = await self._shards.store_epoch(seal.last_seq, seal.epoch, seal.head)
+            async with db.transaction(conn, "store_checkpoint"):
+                await store_checkpoint(conn, seal.epoch, self._checkpoint(seal))
+        else:
+            agents, envelopes, checkpoint = await self.sign_epoch(conn, seal)
+            count = len(agents)
+            try:
+                async with db.transaction(conn, "store_epoch"):
+                    await store_epoch(conn, seal.epoch, agents, envelopes, checkpoint)
+            except asyncpg.UniqueViolationError:
+                log.info("epoch %d: already stored by another writer", seal.epoch)
+        elapsed = time.perf_counter() - start
+        metrics.REPORT_BUILD_SECONDS.observe(elapsed)
+        log.info("epoch %d: %d reports signed and stored in %.2f s", seal.epoch, count,
+                 elapsed)
+        return count
+
+    async def build_pending(self, conn: asyncpg.Connection) -> list[int]:
+        """Build every sealed epoch that has no checkpoint yet, oldest first."""
+        built = []
+        for seal in await seals(conn, pending_only=True):
+            await self.build(conn, seal)
+            built.append(seal.epoch)
+        return built

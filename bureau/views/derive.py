@@ -1,0 +1,392 @@
+"""Incremental derivation: every agent's report as of a seq, updated entry by entry.
+
+Two paths, one definition. The reference path (:func:`reference_payloads`, at the end
+of this module) scores the whole ledger at every seal; it is what a report *is*. The
+:class:`Deriver` computes exactly the same bytes but pays, at each seal, for what
+changed since the previous one:
+
+* **Clusters.** An agent's entries fall into clusters that never influence each other:
+  everything about one ``(reporter, interaction, subject)`` — or, for an engagement,
+  about every interaction of ``(reporter, engagement, subject)``. Units of the scoring
+  library never span two clusters, so :func:`~bureau.scoring.outcomes.resolve_all` on
+  the changed clusters gives the same resolutions as on the whole agent. A new entry
+  re-resolves its one cluster.
+* **Evaluators.** An evaluator's record is a sum over the interactions it attested.
+  Each ``(evaluator, interaction)`` contribution is kept, so a new attestation, a new
+  ground truth or an exclusion swaps one contribution; the sums, and the statistics
+  they give, are the scoring library's (:class:`~bureau.scoring.evaluators.EvaluatorSums`,
+  ``evaluator_stats``).
+* **Agents** (:mod:`bureau.views.parts`): the report's counters take a re-resolved
+  cluster out and put it back; the score is re-summed for agents whose clusters changed
+  and for agents judged by an evaluator whose weight or offset moved (by the library's
+  :func:`~bureau.scoring.score.score_terms`); every report's bytes are spliced from
+  cached canonical parts.
+
+``tests/reports/test_derive_equivalence.py`` holds this path and the reference equal,
+byte for byte, at every seal of randomised ledgers with engagements, probes before
+their facts, constant raters and exclusions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+from collections.abc import AsyncGenerator, Iterable, Iterator
+from typing import Any
+
+import asyncpg
+
+from bureau.scoring import (
+    EMPTY_EVIDENCE,
+    build_report_payload,
+    evaluator_table,
+    policy_hash,
+    policy_v1,
+    split_by_agent,
+)
+from bureau.scoring.evaluators import (
+    Contribution,
+    EvaluatorBook,
+    EvaluatorPart,
+    EvaluatorSums,
+    contribution,
+)
+from bureau.scoring.inputs import (
+    SELF_DEALING,
+    AgentName,
+    Attestation,
+    Evidence,
+    Exclusion,
+    Fact,
+    Item,
+    Probe,
+    ValueJudgment,
+)
+from bureau.scoring.outcomes import resolve_all
+from bureau.scoring.policy import Policy
+from bureau.scoring.truth import InteractionKey, truth_index
+from bureau.views.evidence import (
+    LedgerEvidence,
+    load_evidence,
+    read_with_targets,
+)
+from bureau.views.parts import (
+    AgentState,
+    Cluster,
+    ClusterKey,
+    Evidential,
+    compact,
+    seal_part,
+)
+from bureau.views.store import Seal
+from reporters import wire
+
+_KIND_LABEL = {Fact: "fact", Probe: "probe", Attestation: "attestation",
+               ValueJudgment: "value_judgment"}
+
+
+class Deriver:
+    """Reports as of ``self.seq``, advanced by :meth:`apply` and :meth:`settle`."""
+
+    def __init__(self, policy: Policy, policy_hash: str) -> None:
+        self.policy = policy
+        self.policy_hash = policy_hash
+        self.seq = 0
+        self.agents: dict[str, AgentState] = {}
+        #: engagement-step interactions -> the engagement's cluster
+        self.ikey_cluster: dict[InteractionKey, ClusterKey] = {}
+        #: global exclusions, with the library's reason precedence
+        self.excluded: dict[str, str] = {}
+        #: this deriver's evaluator sums as one shard of the whole (see EvaluatorBook)
+        self.book = EvaluatorBook(policy)
+        self.weights: dict[str, tuple[float, float]] = {}  # evaluator -> (w_e, offset)
+        self._accs: dict[str, EvaluatorSums] = {}
+        #: evaluator -> interaction -> (outcome, value, truth) it adds to the record
+        self._contrib: dict[str, dict[InteractionKey, Contribution]] = {}
+        self._judged: dict[str, set[str]] = {}  # evaluator -> agents it decided units of
+        # pending work, cleared by settle()
+        self._dirty_clusters: dict[str, set[ClusterKey]] = {}
+        self._dirty_agents: set[str] = set()
+        self._touched: set[str] = set()  # evaluators whose sums changed
+
+    # ----------------------------------------------------------------- intake
+
+    def agent(self, key: str) -> AgentState:
+        st = self.agents.get(key)
+        if st is None:
+            st = self.agents[key] = AgentState()
+            self._dirty_agents.add(key)
+        return st
+
+    def cluster_key(self, item: Evidential) -> ClusterKey:
+        if isinstance(item, ValueJudgment):
+            return ("e", item.reporter, item.engagement, item.subject)
+        if isinstance(item, Fact) and item.engagement is not None:
+            return ("e", item.reporter, item.engagement.id, item.subject)
+        ikey = (item.reporter, item.interaction, item.subject)
+        return self.ikey_cluster.get(ikey, ("i", *ikey))
+
+    def _touch(self, agent: str, ckey: ClusterKey) -> Cluster:
+        st = self.agent(agent)
+        cl = st.clusters.get(ckey)
+        if cl is None:
+            cl = st.clusters[ckey] = Cluster()
+        self._dirty_clusters.setdefault(agent, set()).add(ckey)
+        self._dirty_agents.add(agent)
+        return cl
+
+    def apply(self, items: Iterable[tuple[int, Item]],
+              targets: dict[str, tuple[int, Item | None]]) -> None:
+        """Take in decoded entries in seq order. ``targets`` maps the id of every entry
+        an exclusion in ``items`` names to that entry's (seq, decoded item)."""
+        for seq, item in items:
+            self.seq = max(self.seq, seq)
+            if isinstance(item, AgentName):
+                known = self.agents.get(item.agent)
+                if item.enrolled or (known is not None and known.enrolled):
+                    st = self.agent(item.agent)
+                    st.enrolled, st.name = True, item.name
+                    self._dirty_agents.add(item.agent)
+            elif isinstance(item, Exclusion):
+                self._exclude(item, targets.get(item.target))
+            else:
+                self._add(item)
+
+    def _add(self, item: Evidential) -> None:
+        if isinstance(item, Fact) and item.engagement is not None:
+            ikey = (item.reporter, item.interaction, item.subject)
+            ckey = self.cluster_key(item)
+            self.ikey_cluster[ikey] = ckey
+            st = self.agent(item.subject)
+            orphan = st.clusters.pop(("i", *ikey), None)
+            if orphan is not None:  # a probe came before its engagement-step fact
+                st.count(orphan, -1)
+                self._touch(item.subject, ckey).absorb(orphan)
+                self._dirty_clusters.get(item.subject, set()).discard(("i", *ikey))
+        self._touch(item.subject, self.cluster_key(item)).add(item)
+
+    def _exclude(self, ex: Exclusion, target: tuple[int, Item | None] | None) -> None:
+        if self.excluded.get(ex.target) != SELF_DEALING:
+            self.excluded[ex.target] = SELF_DEALING if ex.reason == SELF_DEALING else "disputed"
+        if target is None:
+            return
+        seq, item = target
+        if not isinstance(item, Fact | Probe | Attestation | ValueJudgment):
+            return  # an exclusion of an entry that is no evidence changes no report
+        st = self.agent(item.subject)
+        st.excluded[ex.target] = (seq, _KIND_LABEL[type(item)])
+        self._touch(item.subject, self.cluster_key(item))
+
+    # ----------------------------------------------------------------- settle
+
+    def settle(self) -> None:
+        """Bring clusters, evaluators and agents up to date with everything applied."""
+        self.finish(self.book.update([(0, self.settle_local())]))
+
+    def settle_local(self) -> dict[str, EvaluatorPart | None]:
+        """The first half of :meth:`settle`: re-resolve what changed and return this
+        deriver's sums for every evaluator whose contributions moved (None: it has none
+        left here). A deriver that holds one shard of the agents hands these to the
+        :class:`EvaluatorBook` that sums all shards."""
+        for agent, ckeys in self._dirty_clusters.items():
+            self._resolve(agent, ckeys)
+        self._dirty_clusters.clear()
+        touched, self._touched = self._touched, set()
+        sums: dict[str, EvaluatorPart | None] = {}
+        for evaluator in touched:
+            acc = self._accs[evaluator]
+            if acc.attestations == 0:
+                del self._accs[evaluator]
+                sums[evaluator] = None
+            else:
+                sums[evaluator] = acc.part()
+        return sums
+
+    def finish(self, changed: dict[str, tuple[float, float] | None]) -> None:
+        """The second half of :meth:`settle`: take the evaluators whose (weight, offset)
+        changed, everywhere, and re-encode and re-score the agents that depend on them."""
+        rescore: set[str] = set(self._dirty_agents)
+        for evaluator, weighs in changed.items():
+            if weighs is None:
+                self.weights.pop(evaluator, None)
+            else:
+                self.weights[evaluator] = weighs
+            rescore.update(self._judged.get(evaluator, ()))
+        for agent in self._dirty_agents:
+            self._restatic(agent)
+        self._dirty_agents.clear()
+        for agent in rescore:
+            self._rescore(agent)
+
+    def _resolve(self, agent: str, ckeys: set[ClusterKey]) -> None:
+        """Re-resolve some of an agent's clusters with one call into the library (its
+        per-call overhead dominates for one small cluster). Units never span clusters,
+        so each resolution goes back to the cluster it came from."""
+        st, excluded = self.agents[agent], self.excluded
+        clusters = [st.clusters[k] for k in ckeys if k in st.clusters]
+        facts: list[Fact] = []
+        probes: list[Probe] = []
+        atts: list[Attestation] = []
+        vjs: list[ValueJudgment] = []
+        for cl in clusters:
+            if cl.fixed or cl.verdicts or cl.counted_facts or cl.counted_probes:
+                st.count(cl, -1)  # (a new cluster has nothing counted yet)
+            facts.extend(cl.facts)
+            probes.extend(cl.probes)
+            atts.extend(cl.atts)
+            vjs.extend(cl.vjs)
+            cl.fixed, cl.verdicts = (), ()
+        ev = Evidence(tuple(facts), tuple(probes), tuple(atts), tuple(vjs), ())
+        for r in resolve_all(ev, self.policy, {}, excluded):
+            key = r.unit.key
+            home = key if key[0] == "e" else self.ikey_cluster.get(
+                (key[1], key[2], key[3]), key)
+            fixed, verdict = compact(r)
+            if fixed is not None:
+                st.clusters[home].fixed += (fixed,)
+            elif verdict is not None:
+                st.clusters[home].verdicts += (verdict,)
+            if r.scored and r.evaluator is not None:
+                self._judged.setdefault(r.evaluator, set()).add(agent)
+        for cl in clusters:
+            if excluded and any(x.entry_id in excluded for x in cl.facts + cl.probes):
+                cl.counted_facts = tuple(f for f in cl.facts if f.entry_id not in excluded)
+                cl.counted_probes = tuple(p for p in cl.probes if p.entry_id not in excluded)
+            else:
+                cl.counted_facts, cl.counted_probes = cl.facts, cl.probes
+            st.count(cl, +1)
+        if st.truth:
+            for x in facts:
+                st.truth.pop((x.reporter, x.interaction, x.subject), None)
+            for y in probes:
+                st.truth.pop((y.reporter, y.interaction, y.subject), None)
+        st.truth.update(truth_index(facts, probes, excluded))
+        for cl in clusters:
+            if cl.atts:
+                self._contribute(cl, st.truth)
+
+    def _contribute(self, cl: Cluster, truth: dict[InteractionKey, bool]) -> None:
+        """Re-work what one cluster's attestations add to their evaluators' sums: per
+        (evaluator, interaction), the first attestation not excluded stands, and it
+        counts against the interaction's ground truth, if any. Every contribution that
+        changed is swapped; its evaluator is marked touched."""
+        policy, excluded = self.policy, self.excluded
+        firsts: dict[tuple[str, InteractionKey], Attestation | None] = {}
+        for a in cl.atts:
+            pair = (a.evaluator, (a.reporter, a.interaction, a.subject))
+            if a.entry_id in excluded:
+                firsts.setdefault(pair, None)
+                continue
+            first = firsts.get(pair)
+            if first is None or a.seq < first.seq:
+                firsts[pair] = a
+        threshold = policy.evaluators.polarity_threshold
+        for (evaluator, ikey), first in firsts.items():
+            new = None if first is None else contribution(
+                first.outcome, first.corrections, truth.get(ikey), policy)
+            mine = self._contrib.get(evaluator)
+            if mine is None:
+                mine = self._contrib[evaluator] = {}
+            old = mine.get(ikey)
+            if old == new:
+                continue
+            acc = self._accs.get(evaluator)
+            if acc is None:
+                acc = self._accs[evaluator] = EvaluatorSums()
+            if old is not None:
+                acc.apply(old, ikey[2], -1, threshold)
+                del mine[ikey]
+            if new is not None:
+                acc.apply(new, ikey[2], +1, threshold)
+                mine[ikey] = new
+            self._touched.add(evaluator)
+
+    def _restatic(self, agent: str) -> None:
+        self.agents[agent].restatic(agent, self.policy, self.policy_hash, self.excluded)
+
+    def _rescore(self, agent: str) -> None:
+        self.agents[agent].rescore(self.policy, self.weights)
+
+    # ----------------------------------------------------------------- output
+
+    def payloads(self, epoch: int, seq: int, head: str) -> Iterator[tuple[str, bytes]]:
+        """Every agent's canonical report payload bytes at this state, sorted by agent."""
+        part = seal_part(epoch, seq, head)
+        for agent in sorted(self.agents):
+            yield agent, self.agents[agent].payload(part)
+
+
+# ----------------------------------------------------------------- from the entries
+
+
+@contextlib.contextmanager
+def long_lived_objects() -> Iterator[None]:
+    """The deriver holds millions of long-lived objects: keep the cyclic collector from
+    walking them over and over while they are made (it makes nothing cyclic), then
+    freeze them out of every later collection."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+        gc.freeze()
+
+
+async def feed(conn: asyncpg.Connection, deriver: Deriver, upto: int, *,
+               shard: tuple[int, int] | None = None) -> int:
+    """Apply every entry after the deriver's seq up to ``upto`` (only those of one
+    shard of the agents, with ``shard=(i, n)``); return how many evidence items that
+    was. The caller settles.
+
+    The next chunk is fetched (PostgreSQL decodes its payloads, in its own process)
+    while this one is applied in a worker thread, and the event loop keeps serving."""
+    count = 0
+    with long_lived_objects():
+        chunks = read_with_targets(conn, deriver.seq, upto, shard)
+        assert isinstance(chunks, AsyncGenerator)
+        pending = asyncio.ensure_future(anext(chunks, None))
+        try:
+            while (got := await pending) is not None:
+                pending = asyncio.ensure_future(anext(chunks, None))
+                await asyncio.to_thread(deriver.apply, *got)
+                count += len(got[0])
+            deriver.seq = upto
+        finally:
+            if not pending.done():
+                pending.cancel()
+            await asyncio.gather(pending, return_exceptions=True)
+            await chunks.aclose()
+    return count
+
+
+async def advance(conn: asyncpg.Connection, deriver: Deriver, upto: int) -> int:
+    """Feed the deriver everything up to ``upto`` and settle it."""
+    count = await feed(conn, deriver, upto)
+    with long_lived_objects():
+        await asyncio.to_thread(deriver.settle)
+    return count
+
+
+# ----------------------------------------------------------------- the reference path
+
+
+def reference_payloads(ev_items: LedgerEvidence, epoch: int, seq: int,
+                       head: str) -> list[tuple[str, dict[str, Any]]]:
+    """The definition of an epoch's reports: the scoring library over the whole ledger
+    up to the seal, as ``bureau.scoring`` documents. The deriver must equal it."""
+    policy, phash = policy_v1(), policy_hash()
+    evidence = ev_items.evidence()
+    evaluators = evaluator_table(evidence, policy)
+    split = split_by_agent(evidence)
+    return [(agent, build_report_payload(
+        agent, ev_items.names.get(agent), epoch, seq, head, policy, phash,
+        split.get(agent, EMPTY_EVIDENCE), evaluators)) for agent in ev_items.agents()]
+
+
+async def reference_reports(conn: asyncpg.Connection, seal: Seal) -> list[tuple[str, bytes]]:
+    ev = await load_evidence(conn, seal.last_seq)
+    return [(a, wire.canonical_json_fast(p))
+            for a, p in reference_payloads(ev, seal.epoch, seal.last_seq, seal.head)]

@@ -1,0 +1,200 @@
+"""Ledger entries -> scoring inputs (SPEC §1.4: views are pure functions of the ledger).
+
+Scoring (:mod:`bureau.scoring`) reads frozen dataclasses; this module makes them from
+stored entries and nothing else: the entry's canonical bytes, its seq, its id, its kind
+and its signer. No clock, no other table. Payloads were validated when they were
+admitted, so they are decoded here with the plain JSON parser; ``bureau verify`` is what
+re-checks every id, link and signature.
+
+Entries are read in seq ranges (:func:`read_items`), a chunk at a time, so that a
+million-entry ledger never sits in memory as raw bytes.
+"""
+
+from __future__ import annotations
+
+import binascii
+import json
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+import orjson
+
+from bureau.kinds import BY_NAME, EVIDENCE_KINDS, EXCLUSION
+from bureau.scoring.inputs import (
+    Attestation,
+    Evidence,
+    Exclusion,
+    Fact,
+    Item,
+    Probe,
+    ValueJudgment,
+)
+
+CHUNK = 20_000
+
+# Canonical JSON sorts keys, so an envelope entry always starts like this and its
+# payload runs to the next quote (base64 has none). Anything else takes the slow path.
+_ENVELOPE_PREFIX = b'{"envelope":{"payload":"'
+
+
+def _payload(raw: bytes) -> dict[str, Any]:
+    if raw.startswith(_ENVELOPE_PREFIX):
+        end = raw.index(b'"', len(_ENVELOPE_PREFIX))
+        body = binascii.a2b_base64(raw[len(_ENVELOPE_PREFIX):end])
+    else:  # pragma: no cover - canonical entries always take the fast path
+        body = binascii.a2b_base64(json.loads(raw)["envelope"]["payload"])
+    try:
+        doc: dict[str, Any] = orjson.loads(body)
+    except orjson.JSONDecodeError:  # pragma: no cover - admitted payloads are strict JSON
+        doc = json.loads(body)
+    return doc
+
+
+def decode_entry(seq: int, entry_id: str, kind: str, signer: str | None,
+                 raw: bytes) -> Item | None:
+    """The scoring input one stored entry contributes, or None (the kinds table's
+    ``evidence`` decodes it: a submitted entry's payload, a bureau entry's body)."""
+    k = BY_NAME.get(kind)
+    if k is None or k.evidence is None:
+        return None
+    if k.payload is None:
+        return k.evidence(seq, entry_id, "", json.loads(raw)["body"])
+    if signer is None:
+        return None
+    return k.evidence(seq, entry_id, signer, _payload(raw))
+
+
+# The entries of a seq range that derivation reads, in seq order, as stored. For an
+# exclusion PostgreSQL also looks up the seq of the entry it names (exclusions are rare;
+# the builder names entries by seq). The payloads are decoded here, in Python: parsing
+# ~300 bytes of JSON costs PostgreSQL's jsonb about four times what orjson costs, and
+# at a seal every core is busy anyway.
+_RAW_SQL = r"""
+SELECT seq, id, kind, signer, entry,
+  CASE WHEN kind = '{exclusion}' THEN (SELECT t.seq FROM entries t WHERE t.id =
+    convert_from(e.entry, 'UTF8')::jsonb->'body'->>'entry') END AS target_seq
+FROM entries e WHERE seq > $1 AND seq <= $2
+  AND kind IN ({kinds}) {shard}
+ORDER BY seq
+"""
+
+#: An entry's shard of ``$4`` (see bureau.views.shards): by its ``subject`` column, which
+#: for every entry a report reads is the agent it is about — for an exclusion, its
+#: target's subject; for an enrollment or amendment, the agent itself.
+SHARD_OF_ENTRY = "(hashtext(coalesce(subject, '')) & 2147483647) % $4"
+_KINDS_SQL = ", ".join(f"'{k}'" for k in EVIDENCE_KINDS)  # names from the kinds table
+_ALL_SQL = _RAW_SQL.format(kinds=_KINDS_SQL, exclusion=EXCLUSION.name, shard="")
+_SHARD_SQL = _RAW_SQL.format(kinds=_KINDS_SQL, exclusion=EXCLUSION.name,
+                             shard=f"AND {SHARD_OF_ENTRY} = $3")
+
+
+def seq_ref(seq: int) -> str:
+    """An entry's short name: within one ledger, seq and id name the same entry."""
+    return f"#{seq}"
+
+
+def _from_row(r: asyncpg.Record, short: bool) -> Item | None:
+    seq = r["seq"]
+    item = decode_entry(seq, seq_ref(seq) if short else r["id"], r["kind"], r["signer"],
+                        r["entry"])
+    if short and isinstance(item, Exclusion) and r["target_seq"] is not None:
+        return Exclusion(seq_ref(r["target_seq"]), item.reason)
+    return item
+
+
+async def read_items(conn: asyncpg.Connection, after: int, upto: int, chunk: int = CHUNK,
+                     *, short_ids: bool = False, shard: tuple[int, int] | None = None,
+                     ) -> AsyncIterator[list[tuple[int, Item]]]:
+    """Decoded items of the entries with ``after < seq <= upto``, in seq order, a chunk
+    of entries at a time (each item with the seq of the entry it came from).
+
+    With ``short_ids`` every item's ``entry_id``, and every exclusion's target, is
+    :func:`seq_ref` of the entry's seq instead of its 64-character id: the same
+    identity at half the memory, for the report builder, which never shows an id.
+
+    With ``shard=(i, n)``, only the entries about agents of shard ``i`` of ``n``."""
+    bounds = [(low, min(upto, low + chunk)) for low in range(after, upto, chunk)]
+    for low, high in bounds:
+        rows = await (conn.fetch(_ALL_SQL, low, high) if shard is None
+                      else conn.fetch(_SHARD_SQL, low, high, *shard))
+        out: list[tuple[int, Item]] = []
+        for r in rows:
+            item = _from_row(r, short_ids)
+            if item is not None:
+                out.append((r["seq"], item))
+        del rows
+        yield out
+
+
+async def _targets(conn: asyncpg.Connection,
+                   items: Iterable[tuple[int, Item]]) -> dict[str, tuple[int, Item | None]]:
+    """The entries the exclusions in ``items`` name (by :func:`seq_ref`), decoded.
+    Exclusions are rare; a target that is not an entry of this ledger names nothing."""
+    seqs = sorted({int(i.target[1:]) for _, i in items
+                   if isinstance(i, Exclusion) and i.target.startswith("#")})
+    if not seqs:
+        return {}
+    rows = await conn.fetch("SELECT seq, kind, signer, entry FROM entries"
+                            " WHERE seq = ANY($1::bigint[])", seqs)
+    return {seq_ref(r["seq"]): (r["seq"], decode_entry(
+        r["seq"], seq_ref(r["seq"]), r["kind"], r["signer"], r["entry"])) for r in rows}
+
+
+async def read_with_targets(conn: asyncpg.Connection, after: int, upto: int,
+                            shard: tuple[int, int] | None,
+                            ) -> AsyncIterator[tuple[list[tuple[int, Item]],
+                                                     dict[str, tuple[int, Item | None]]]]:
+    """:func:`read_items` with short ids, each chunk with the entries its exclusions
+    name (what :meth:`bureau.views.derive.Deriver.apply` takes)."""
+    async for chunk in read_items(conn, after, upto, short_ids=True, shard=shard):
+        yield chunk, await _targets(conn, chunk)
+
+
+@dataclass
+class LedgerEvidence:
+    """Everything reports need from entries up to one seq, in whole-ledger form."""
+
+    facts: list[Fact] = field(default_factory=list)
+    probes: list[Probe] = field(default_factory=list)
+    attestations: list[Attestation] = field(default_factory=list)
+    value_judgments: list[ValueJudgment] = field(default_factory=list)
+    exclusions: list[Exclusion] = field(default_factory=list)
+    #: every enrolled agent -> its current name (None: observed, never enrolled)
+    names: dict[str, str | None] = field(default_factory=dict)
+
+    def add(self, items: Iterable[tuple[int, Item]]) -> None:
+        for _, item in items:
+            if isinstance(item, Fact):
+                self.facts.append(item)
+            elif isinstance(item, Probe):
+                self.probes.append(item)
+            elif isinstance(item, Attestation):
+                self.attestations.append(item)
+            elif isinstance(item, ValueJudgment):
+                self.value_judgments.append(item)
+            elif isinstance(item, Exclusion):
+                self.exclusions.append(item)
+            elif item.enrolled or item.agent in self.names:
+                self.names[item.agent] = item.name
+
+    def evidence(self) -> Evidence:
+        return Evidence(tuple(self.facts), tuple(self.probes), tuple(self.attestations),
+                        tuple(self.value_judgments), tuple(self.exclusions))
+
+    def agents(self) -> list[str]:
+        """Every agent enrolled or observed (subject of a fact, probe, attestation or
+        value judgment), sorted."""
+        seen: set[str] = set(self.names)
+        for group in (self.facts, self.probes, self.attestations, self.value_judgments):
+            seen.update(x.subject for x in group)
+        return sorted(seen)
+
+
+async def load_evidence(conn: asyncpg.Connection, upto: int) -> LedgerEvidence:
+    """Whole-ledger evidence as of entry ``upto``: the reference (non-incremental) path."""
+    ev = LedgerEvidence()
+    async for chunk in read_items(conn, 0, upto):
+        ev.add(chunk)
+    return ev

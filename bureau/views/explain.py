@@ -1,0 +1,48 @@
+"""How an agent's score was made, interaction by interaction (SPEC §9 ``explain``).
+
+Computed on demand by the scoring library's reference path over the ledger up to the
+epoch's seal — the same definition the stored reports are tested against
+(``tests/reports/test_derive_equivalence.py``), so an explanation always adds up to the
+report of the same epoch. Evaluators appear only as per-report pseudonyms.
+
+The cost grows with the ledger (every evaluator's record is needed to weigh one agent's
+verdicts); see docs/reading.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+
+from bureau.scoring import (
+    EMPTY_EVIDENCE,
+    build_explain_payload,
+    evaluator_table,
+    policy_hash,
+    policy_v1,
+    split_by_agent,
+)
+from bureau.views.evidence import load_evidence
+
+
+async def explain(conn: asyncpg.Connection, agent: str, epoch: int | None
+                  ) -> dict[str, Any] | None:
+    """The explanation of ``agent``'s report at ``epoch`` (default: the latest epoch
+    with complete reports), or None when there is no such report."""
+    row = await conn.fetchrow(
+        "SELECT s.epoch, s.last_seq, s.head FROM seals s JOIN checkpoints c USING (epoch)"
+        " JOIN reports r ON r.epoch = s.epoch AND r.agent = $1"
+        " WHERE ($2::bigint IS NULL OR s.epoch = $2) ORDER BY s.epoch DESC LIMIT 1",
+        agent, epoch)
+    if row is None:
+        return None
+    ledger = await load_evidence(conn, row["last_seq"])
+    policy = policy_v1()
+    evidence = ledger.evidence()
+    evaluators = evaluator_table(evidence, policy)
+    mine = split_by_agent(evidence).get(agent, EMPTY_EVIDENCE)
+    body = build_explain_payload(agent, row["epoch"], row["last_seq"], row["head"], policy,
+                                 policy_hash(), mine, evaluators)
+    body["name"] = ledger.names.get(agent)
+    return body

@@ -1,0 +1,143 @@
+"""``bureau rebuild``: throw away every derived view and re-derive it from the entries.
+
+SPEC §1.4: views are pure functions of the ledger, so re-deriving them must give the
+same bytes. In one transaction, holding the ledger head lock (intake and sealing wait):
+
+1. copy every derived table aside (temporary tables, dropped at commit);
+2. empty them all: the admission indexes (reporters, facts, probes, agents, verdicts,
+   exclusions, disputes, resolutions) and seals, reports, checkpoints;
+3. replay the entries, in seq order, a chunk at a time, through the very function that
+   wrote the admission indexes at intake (``bureau.intake.index.record_admitted``, flushed by
+   ``bureau.intake.ledger.flush``); ``exclusion`` and ``seal`` entries give back their rows;
+4. derive and sign every sealed epoch's reports and checkpoint with a fresh
+   :class:`~bureau.views.builder.ReportBuilder` (no state carried over);
+5. compare old and new, table by table, and name the first difference.
+
+The new views are committed either way: they are what the entries say.
+``refusals`` is not a view (refused envelopes are not entries) and is left alone.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import asyncpg
+import nacl.signing
+
+from bureau import db
+from bureau.intake.envelope import decode_payload, parse_envelope
+from bureau.intake.index import record_admitted, record_exclusion
+from bureau.intake.ledger import GroupTx, flush
+from bureau.intake.state import GroupState, Submission
+from bureau.kinds import EXCLUSION, SEAL, SUBMITTED, subject_of
+from bureau.views.builder import ReportBuilder
+from bureau.views.store import seals
+
+INDEX_TABLES = ("reporters", "facts", "probes", "agents", "verdicts", "exclusions",
+                "disputes", "resolutions")
+DERIVED_TABLES = (*INDEX_TABLES, "seals", "reports", "checkpoints")
+_CHUNK = 5000
+
+
+@dataclass
+class RebuildResult:
+    entries: int = 0
+    epochs: int = 0
+    reports: int = 0
+    #: one line per table that differs, naming its first differing row
+    differences: list[str] = field(default_factory=list)
+
+    @property
+    def identical(self) -> bool:
+        return not self.differences
+
+
+async def _replay_indexes(conn: asyncpg.Connection, head: asyncpg.Record) -> int:
+    """Step 3: admission indexes and seals, from the entries, in seq order."""
+    after, total = 0, 0
+    while True:
+        rows = await conn.fetch(
+            "SELECT seq, id, kind, entry FROM entries WHERE seq > $1 ORDER BY seq LIMIT $2",
+            after, _CHUNK)
+        if not rows:
+            return total
+        docs = [json.loads(r["entry"]) for r in rows]
+        subs: dict[int, Submission] = {}
+        for r, doc in zip(rows, docs, strict=True):
+            if "envelope" in doc:
+                env = parse_envelope(doc["envelope"])
+                subs[r["seq"]] = Submission(env, decode_payload(env))
+        state = await GroupState.load(conn, list(subs.values()), frozenset())
+        tx = GroupTx(conn, state, head["seq"], head["head"], head["recorded_at"], 1)
+        for r, doc in zip(rows, docs, strict=True):
+            sub = subs.get(r["seq"])
+            if sub is not None:
+                kind, payload = SUBMITTED[sub.envelope.name], sub.payload
+                assert payload is not None
+                record_admitted(tx.state, tx.writes, kind, payload, sub.signer,
+                                sub.envelope.content_key, subject_of(kind, payload, sub.signer),
+                                r["id"], r["seq"])
+            elif r["kind"] == EXCLUSION.name:
+                body = doc["body"]
+                record_exclusion(tx.state, tx.writes, body["entry"], r["seq"], body["reason"])
+            elif r["kind"] == SEAL.name:
+                body = doc["body"]
+                await conn.execute(
+                    "INSERT INTO seals (epoch, seq, last_seq, head) VALUES ($1, $2, $3, $4)",
+                    body["epoch"], r["seq"], body["seq"], body["head"])
+        # No entry is written: flush() writes the index rows and rewrites the head row
+        # with the values it already has.
+        await flush(tx)
+        after, total = rows[-1]["seq"], total + len(rows)
+
+
+async def _first_difference(conn: asyncpg.Connection, table: str) -> str | None:
+    if table in ("reports", "checkpoints"):
+        keys = "epoch, agent" if table == "reports" else "epoch"
+        row = await conn.fetchrow(
+            f"SELECT {keys}, o.envelope IS NULL AS added, n.envelope IS NULL AS dropped"
+            f" FROM old_{table} o FULL JOIN {table} n USING ({keys})"
+            f" WHERE o.envelope IS DISTINCT FROM n.envelope ORDER BY {keys} LIMIT 1")
+        if row is None:
+            return None
+        what = ("only in the rebuild" if row["added"] else "missing from the rebuild"
+                if row["dropped"] else "different bytes")
+        where = ", ".join(f"{k}={row[k]}" for k in keys.split(", "))
+        return f"{table}: {where}: {what}"
+    row = await conn.fetchrow(
+        f"(SELECT 'missing from the rebuild' AS what, o::text AS r FROM"
+        f" (SELECT * FROM old_{table} EXCEPT ALL SELECT * FROM {table}) o)"
+        f" UNION ALL (SELECT 'only in the rebuild', n::text FROM"
+        f" (SELECT * FROM {table} EXCEPT ALL SELECT * FROM old_{table}) n)"
+        f" ORDER BY 2 LIMIT 1")
+    return None if row is None else f"{table}: {row['what']}: {row['r']}"
+
+
+async def rebuild(conn: asyncpg.Connection, signing_key: nacl.signing.SigningKey,
+                  progress: Callable[[str], None] = lambda _: None) -> RebuildResult:
+    """Re-derive every view from the entries; commit; say what, if anything, changed."""
+    result = RebuildResult()
+    async with db.transaction(conn, "rebuild_views"):
+        head = await conn.fetchrow("SELECT seq, head, recorded_at FROM ledger_head FOR UPDATE")
+        assert head is not None
+        for table in DERIVED_TABLES:
+            await conn.execute(f"CREATE TEMP TABLE old_{table} ON COMMIT DROP AS"
+                               f" SELECT * FROM {table}")
+        await conn.execute(f"TRUNCATE {', '.join(DERIVED_TABLES)}")
+        progress("replaying entries into the admission indexes")
+        result.entries = await _replay_indexes(conn, head)
+        builder = ReportBuilder(signing_key)
+        try:
+            for seal in await seals(conn):
+                progress(f"deriving and signing the reports of epoch {seal.epoch}")
+                result.reports += await builder.build(conn, seal)
+                result.epochs += 1
+        finally:
+            builder.close()
+        for table in DERIVED_TABLES:
+            diff = await _first_difference(conn, table)
+            if diff is not None:
+                result.differences.append(diff)
+    return result

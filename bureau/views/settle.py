@@ -1,0 +1,189 @@
+"""Epochs and seals (SPEC §8), and the settler: the background task that seals elapsed
+epochs and has their reports built.
+
+**Sealing** happens under the ledger head lock (:meth:`bureau.intake.ledger.Ledger.run_locked`),
+which serialises writers across every bureau process on the database, so the check
+"is epoch E sealed yet?" and the append of its seal cannot interleave with another
+process doing the same. The ``seals`` table (primary key ``epoch``), written in the same
+transaction, is a second guard: a duplicate seal could not commit.
+
+* The epochs sealed are those that have **elapsed** — every epoch before the epoch of
+  the group's ``recorded_at`` (which never goes backwards, so no entry can ever land in
+  a sealed epoch) — and that hold at least one entry other than a ``seal``.
+  An epoch in which nothing was admitted gets no seal, no reports, no checkpoint: there
+  is nothing new to say, and the previous reports stand. (Seal entries themselves do
+  not make an epoch busy: otherwise a quiet bureau would seal forever, each seal
+  creating the next epoch's only entry.)
+* Seals are appended oldest first; the body of the seal of ``E`` is
+  ``{"epoch": E, "seq": s, "head": id}`` where ``s`` is the last entry whose epoch is at
+  most ``E``.
+
+**Report building** is derived work, done outside the lock: only the process holding
+the builder advisory lock (one per database) does it, so one process keeps the
+incremental state warm and the others keep no copy of it. If that process dies its
+session ends, the lock is free, and the next settler to tick takes over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+from collections.abc import Callable
+
+import asyncpg
+
+from bureau import db, metrics
+from bureau.config import Config
+from bureau.intake.ledger import GroupTx, Ledger, epoch_of
+from bureau.kinds import SEAL
+from bureau.views.builder import ReportBuilder
+
+log = logging.getLogger(__name__)
+
+#: pg advisory lock held, for its whole life, by the one process that builds reports
+BUILDER_LOCK = 0x6275726561750003
+
+
+
+async def seal_elapsed(tx: GroupTx) -> list[int]:
+    """Under the ledger lock: append one ``seal`` per elapsed, busy, unsealed epoch,
+    oldest first. Returns the epochs sealed."""
+    conn = tx.conn
+    last = await conn.fetchrow("SELECT last_seq FROM seals ORDER BY epoch DESC LIMIT 1")
+    after = 0 if last is None else last["last_seq"]
+    # Everything after the last sealed entry is in a later epoch (epochs never go back).
+    rows = await conn.fetch(
+        "SELECT epoch, max(seq) AS last, bool_or(kind <> $3) AS busy FROM entries"
+        " WHERE seq > $1 AND epoch < $2 GROUP BY epoch ORDER BY epoch", after, tx.epoch,
+        SEAL.name)
+    todo = [(r["epoch"], r["last"]) for r in rows if r["busy"]]
+    if not todo:
+        return []
+    heads = {r["seq"]: r["id"] for r in await conn.fetch(
+        "SELECT seq, id FROM entries WHERE seq = ANY($1::bigint[])", [s for _, s in todo])}
+    for epoch, last_seq in todo:
+        head = heads[last_seq]
+        _, seq = tx.append(SEAL.name, body={"epoch": epoch, "seq": last_seq, "head": head})
+        await conn.execute("INSERT INTO seals (epoch, seq, last_seq, head)"
+                           " VALUES ($1, $2, $3, $4)", epoch, seq, last_seq, head)
+        metrics.SEALS_TOTAL.inc()
+    log.info("sealed epochs %s", [e for e, _ in todo])
+    return [e for e, _ in todo]
+
+
+async def seal_due(conn: asyncpg.Connection, current_epoch: int) -> bool:
+    """A cheap look, outside the lock: is there a busy, elapsed epoch not yet sealed?"""
+    due: bool = await conn.fetchval(
+        "SELECT EXISTS (SELECT 1 FROM entries WHERE kind <> $2 AND epoch < $1 AND seq >"
+        " COALESCE((SELECT last_seq FROM seals ORDER BY epoch DESC LIMIT 1), 0))",
+        current_epoch, SEAL.name)
+    return due
+
+
+class Settler:
+    """Seals elapsed epochs every ``config.settle_interval`` seconds (and at once when
+    an admin ``seal`` is admitted), then builds the reports of sealed epochs."""
+
+    def __init__(self, pool: asyncpg.Pool, ledger: Ledger, builder: ReportBuilder,
+                 config: Config, clock: Callable[[], dt.datetime]) -> None:
+        self.pool = pool
+        self.ledger = ledger
+        self.builder = builder
+        self.config = config
+        self.clock = clock
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._leader: asyncpg.pool.PoolConnectionProxy | None = None
+        self._lock = asyncio.Lock()  # one settle pass at a time in this process
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="settler")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        await self._resign()
+        self.builder.close()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def on_seal_request(self, tx: GroupTx) -> None:
+        """The ledger's hook for an admitted admin ``seal``: seal in the same group,
+        then have the reports built once that group has committed."""
+        if await seal_elapsed(tx):
+            self.wake()
+
+    async def seal_now(self) -> list[int]:
+        """Take the ledger lock and seal whatever has elapsed."""
+        sealed: list[int] = await self.ledger.run_locked(seal_elapsed)
+        return sealed
+
+    async def settle_once(self, *, force: bool = False) -> list[int]:
+        """One pass: seal if due (or ``force``), then build pending reports if this
+        process is the builder. Returns the epochs whose reports it built."""
+        async with self._lock:
+            current = epoch_of(self.clock(), self.config.epoch_seconds)
+            async with self.pool.acquire() as conn:
+                due = await seal_due(conn, current)
+            if due or force:
+                # Through the ledger queue even when forced: it runs after any group
+                # still committing (e.g. the admin seal that woke us).
+                await self.seal_now()
+            leader = await self._leadership()
+            if leader is None:
+                return []
+            try:
+                return await self.builder.build_pending(leader)
+            except BaseException:
+                # The incremental state may be half-updated: start again from the
+                # entries rather than trust it.
+                self.builder.reset()
+                await self._resign()
+                raise
+
+    async def _leadership(self) -> asyncpg.Connection | None:
+        if self._leader is not None and not self._leader.is_closed():
+            return self._leader
+        self._leader = None
+        conn = await self.pool.acquire()
+        try:
+            got = await conn.fetchval("SELECT pg_try_advisory_lock($1)", BUILDER_LOCK)
+        except BaseException:
+            await self.pool.release(conn)
+            raise
+        if not got:
+            await self.pool.release(conn)
+            return None
+        self._leader = conn
+        log.info("this process builds the reports")
+        return conn
+
+    async def _resign(self) -> None:
+        conn, self._leader = self._leader, None
+        if conn is None:
+            return
+        with contextlib.suppress(Exception):
+            await conn.execute("SELECT pg_advisory_unlock($1)", BUILDER_LOCK)
+        with contextlib.suppress(Exception):
+            await self.pool.release(conn)
+
+    async def _run(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.config.settle_interval)
+            forced = self._wake.is_set()
+            self._wake.clear()
+            try:
+                await self.settle_once(force=forced)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if db.is_connection_error(exc):
+                    log.warning("settler: database unreachable: %s", exc)
+                else:
+                    log.exception("settler pass failed")

@@ -1,0 +1,228 @@
+"""Report derivation spread over worker processes, each holding a shard of the agents.
+
+One Python process scores one core's worth. Everything a report says is a function of
+the entries about its agent, except evaluator weights, which are sums over every agent
+an evaluator attested (:class:`bureau.scoring.evaluators.EvaluatorBook`). So the agents are split
+by their key (``SHARD_OF_ENTRY`` in :mod:`bureau.views.evidence`, computed by PostgreSQL on
+the ``subject`` column), and each worker process:
+
+1. **advance** — reads the new entries about its agents on its own connection, applies
+   them and re-resolves what changed (:meth:`~bureau.views.derive.Deriver.settle_local`),
+   then sends back its part of the sums of every evaluator whose sums moved;
+2. **sign** — takes every evaluator whose (weight, offset) changed anywhere, which this
+   process works out from all the parts, re-scores its agents
+   (:meth:`~bureau.views.derive.Deriver.finish`), signs its reports and inserts them itself
+   (or returns them). Reports are read only for epochs that have a checkpoint, which
+   this process writes once every worker is done.
+
+The bytes are those of one :class:`~bureau.views.derive.Deriver` over every agent;
+``tests/reports/test_derive_equivalence.py`` holds the split equal to the reference,
+and ``tests/reports/test_report_shards.py`` the processes equal to one process.
+
+Workers live as long as the builder; if one dies, the builder fails the epoch, the
+settler resets it (which stops the others) and the next pass starts fresh workers from
+the entries. A worker exits when its pipe closes, so it never outlives this process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import multiprocessing
+import signal
+import time
+import traceback
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+import asyncpg
+import nacl.signing
+
+from bureau import db
+from bureau.errors import InternalError
+from bureau.scoring import policy_hash, policy_v1
+from bureau.scoring.evaluators import EvaluatorBook
+from bureau.views.derive import Deriver, feed, long_lived_objects
+from bureau.views.sign import REPORT_TYPE, sign_many
+from bureau.views.store import insert_reports
+
+log = logging.getLogger(__name__)
+
+# spawn, not fork: the parent runs threads (the event loop's executors, asyncpg), and a
+# forked child would inherit their locks in whatever state they were in.
+_CONTEXT = multiprocessing.get_context("spawn")
+_STOP_TIMEOUT = 5.0
+
+
+class ShardFailed(InternalError):
+    """A worker process failed or died; the builder's state is no longer trusted."""
+
+
+class ShardPool:
+    """``shards`` worker processes that derive and sign reports together."""
+
+    def __init__(self, dsn: str, shards: int, signing_key: nacl.signing.SigningKey) -> None:
+        if shards < 2:
+            raise ValueError("a shard pool has at least two shards")
+        self.dsn = dsn
+        self.shards = shards
+        self._seed = bytes(signing_key)
+        self._book = EvaluatorBook(policy_v1())
+        self._workers: list[tuple[BaseProcess, Connection]] = []
+        #: the seq every worker's deriver has reached
+        self.seq = 0
+
+    def pids(self) -> list[int]:
+        """The worker processes' ids (none before the first epoch is built)."""
+        return [proc.pid for proc, _ in self._workers if proc.pid is not None]
+
+    def _start(self) -> None:
+        if self._workers:
+            return
+        for i in range(self.shards):
+            mine, theirs = _CONTEXT.Pipe()
+            proc = _CONTEXT.Process(target=_worker_main, name=f"bureau-reports-{i}",
+                                    args=(theirs, self.dsn, i, self.shards, self._seed),
+                                    daemon=True)
+            proc.start()
+            theirs.close()
+            self._workers.append((proc, mine))
+        log.info("started %d report worker processes", self.shards)
+
+    async def _ask(self, message: tuple[Any, ...]) -> list[Any]:
+        """Send ``message`` to every worker; their replies, in shard order."""
+        for proc, pipe in self._workers:
+            try:
+                pipe.send(message)
+            except OSError as exc:  # its end of the pipe is closed: the process is gone
+                raise ShardFailed(f"report worker {proc.name} died (exit code "
+                                  f"{proc.exitcode}; {exc})") from exc
+        # Every reply is awaited, even after a failure: no thread is left reading a
+        # pipe that reset() is about to close.
+        replies = await asyncio.gather(
+            *(asyncio.to_thread(_reply, proc, pipe) for proc, pipe in self._workers),
+            return_exceptions=True)
+        for reply in replies:
+            if isinstance(reply, BaseException):
+                raise reply
+        return replies
+
+    async def sign_epoch(self, upto: int, epoch: int, head: str,
+                         ) -> tuple[list[str], list[bytes]]:
+        """Every agent's signed report as of entry ``upto``, sorted by agent."""
+        signed = await self._run(upto, epoch, head, store=False)
+        merged = sorted(pair for part in signed for pair in part)
+        return [a for a, _ in merged], [e for _, e in merged]
+
+    async def store_epoch(self, upto: int, epoch: int, head: str) -> int:
+        """Have every worker sign its agents' reports and insert them itself (none of
+        them is visible before the caller writes the epoch's checkpoint); return how
+        many reports the epoch has."""
+        return sum(await self._run(upto, epoch, head, store=True))
+
+    async def _run(self, upto: int, epoch: int, head: str, *, store: bool) -> list[Any]:
+        if self.seq > upto:
+            self.reset()  # epochs are built in order; an older one means starting over
+        self._start()
+        t0 = time.perf_counter()
+        advanced = await self._ask(("advance", upto))
+        t1 = time.perf_counter()
+        changed = self._book.update((i, sums) for i, (sums, _) in enumerate(advanced))
+        t2 = time.perf_counter()
+        signed = await self._ask(("sign", changed, epoch, upto, head, store))
+        t3 = time.perf_counter()
+        self.seq = upto
+        log.info("epoch %d: read and resolve %.2f s (workers: %s), evaluators %.2f s, "
+                 "score and sign%s %.2f s (workers: %s), %d evaluators moved", epoch,
+                 t1 - t0, _phases(advanced), t2 - t1, " and store" if store else "",
+                 t3 - t2, _phases(signed), len(changed))
+        return [part for part, _ in signed]
+
+    def reset(self) -> None:
+        """Stop the workers and forget everything: the next epoch starts from entry 1."""
+        self.close()
+        self._book = EvaluatorBook(policy_v1())
+        self.seq = 0
+
+    def close(self) -> None:
+        workers, self._workers = self._workers, []
+        for _, pipe in workers:
+            with contextlib.suppress(OSError):
+                pipe.send(("stop",))
+            pipe.close()
+        for proc, _ in workers:
+            proc.join(_STOP_TIMEOUT)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+
+
+def _phases(replies: list[tuple[Any, tuple[float, float]]]) -> str:
+    return ", ".join(f"{a:.2f} + {b:.2f}" for _, (a, b) in replies)
+
+
+def _reply(proc: BaseProcess, pipe: Connection) -> Any:
+    try:
+        status, value = pipe.recv()
+    except (EOFError, OSError) as exc:
+        raise ShardFailed(f"report worker {proc.name} died (exit code "
+                          f"{proc.exitcode})") from exc
+    if status != "ok":
+        raise ShardFailed(f"report worker {proc.name} failed:\n{value}")
+    return value
+
+
+# --------------------------------------------------------------------------- worker
+
+
+def _worker_main(pipe: Connection, dsn: str, shard: int, shards: int, seed: bytes) -> None:
+    # Ctrl-C reaches the whole process group; the parent decides when workers stop.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    asyncio.run(_serve(pipe, dsn, shard, shards, nacl.signing.SigningKey(seed)))
+
+
+async def _serve(pipe: Connection, dsn: str, shard: int, shards: int,
+                 key: nacl.signing.SigningKey) -> None:
+    deriver = Deriver(policy_v1(), policy_hash())
+    conn = await asyncpg.connect(dsn)
+    try:
+        while True:
+            try:
+                message = pipe.recv()  # blocking: this process has nothing else to do
+            except EOFError:
+                return  # the parent is gone
+            try:
+                if message[0] == "stop":
+                    return
+                t0 = time.perf_counter()
+                reply: Any
+                if message[0] == "advance":
+                    await feed(conn, deriver, message[1], shard=(shard, shards))
+                    t1 = time.perf_counter()
+                    with long_lived_objects():
+                        reply = deriver.settle_local()
+                else:
+                    _, changed, epoch, upto, head, store = message
+                    with long_lived_objects():
+                        deriver.finish(changed)
+                    t1 = time.perf_counter()
+                    agents, bodies = [], []
+                    for agent, body in deriver.payloads(epoch, upto, head):
+                        agents.append(agent)
+                        bodies.append(body)
+                    envelopes = sign_many(key, REPORT_TYPE, bodies)
+                    if store:
+                        async with db.transaction(conn, "store_reports"):
+                            await insert_reports(conn, epoch, agents, envelopes)
+                        reply = len(agents)
+                    else:
+                        reply = list(zip(agents, envelopes, strict=True))
+                reply = (reply, (t1 - t0, time.perf_counter() - t1))
+            except Exception:
+                pipe.send(("error", traceback.format_exc()))
+                return
+            pipe.send(("ok", reply))
+    finally:
+        await conn.close()
