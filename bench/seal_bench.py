@@ -43,6 +43,8 @@ from bureau import db
 from bureau.config import Config, default_report_workers
 from bureau.intake.ledger import GroupTx, Ledger, epoch_of, flush
 from bureau.intake.state import GroupState
+from bureau.transparency.heads import LogKey
+from bureau.transparency.tree import load_tip
 from bureau.views.builder import ReportBuilder
 from bureau.views.settle import seal_elapsed
 from bureau.views.store import seals
@@ -162,8 +164,9 @@ async def write_rows(conn: asyncpg.Connection, rows: list[Row], at: dt.datetime)
     and flush them (COPY) in one transaction."""
     async with conn.transaction():
         head = await conn.fetchrow("SELECT seq, head FROM ledger_head FOR UPDATE")
-        tx = GroupTx(conn, GroupState(frozenset()), head["seq"], head["head"], at,
-                     EPOCH_SECONDS)
+        state = GroupState(frozenset())
+        state.tree = await load_tip(conn)
+        tx = GroupTx(conn, state, head["seq"], head["head"], at, EPOCH_SECONDS)
         w = tx.writes
         for kind, env, signer, subject, ck, extra in rows:
             entry_id, seq = tx.append(kind, envelope=env, signer=signer, subject=subject,
@@ -258,7 +261,7 @@ async def seal_and_build(url: str, builder: ReportBuilder, now: dt.datetime) -> 
 
 async def check(url: str, builder: ReportBuilder) -> None:
     """Re-derive the latest epoch from cold and compare every report byte."""
-    cold = ReportBuilder(builder.key)
+    cold = ReportBuilder(builder.key, builder.log_key)
     conn = await asyncpg.connect(url)
     try:
         seal = (await seals(conn))[-1]
@@ -275,7 +278,8 @@ async def check(url: str, builder: ReportBuilder) -> None:
 
 async def measure(url: str, args: argparse.Namespace) -> None:
     signing = key("bureau", 0)
-    builder = ReportBuilder(signing, workers=args.report_workers, dsn=url)
+    builder = ReportBuilder(signing, LogKey.of("bureau-seal-bench", signing),
+                            workers=args.report_workers, dsn=url)
     print(f"report workers: {args.report_workers}")
     e0 = epoch_of(T0, EPOCH_SECONDS)
     print(f"1. first seal of {args.entries:,} entries and every report (cold)")

@@ -19,7 +19,7 @@ from aiohttp import web
 
 from bureau import db, keyfiles
 from bureau.config import Config
-from bureau.verify import BadEntry, terminal_progress, verify_database
+from bureau.verify import BadEntry, BadTree, terminal_progress, verify_database
 from reporters import wire
 
 log = logging.getLogger("bureau")
@@ -136,9 +136,13 @@ async def _verify(url: str) -> int:
     except BadEntry as bad:
         print(f"bureau verify: FAILED at entry seq {bad.seq}: {bad.reason}", file=sys.stderr)
         return 1
+    except BadTree as bad:
+        print(f"bureau verify: FAILED: {bad.reason}", file=sys.stderr)
+        return 1
     finally:
         await conn.close()
-    print(f"bureau verify: ok, {count} entries, every id, link and signature checked")
+    print(f"bureau verify: ok, {count} entries, every id, link and signature checked, "
+          "every tree node and signed tree head recomputed")
     return 0
 
 
@@ -146,14 +150,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return asyncio.run(_verify(database_url(Config.from_env())))
 
 
-async def _rebuild(url: str, signing_path: Path) -> int:
+async def _rebuild(url: str, config: Config, signing_path: Path) -> int:
+    from bureau.transparency.heads import LogKey, log_origin
     from bureau.views.rebuild import rebuild
 
     key = keyfiles.read_key(signing_path)
+    log_key = LogKey.of(log_origin(config, bytes(key.verify_key)), key)
     conn = await db.connect(url)
     try:
         await db.migrate(conn)
-        result = await rebuild(conn, key, lambda msg: print(f"bureau rebuild: {msg}"))
+        result = await rebuild(conn, key, log_key,
+                               lambda msg: print(f"bureau rebuild: {msg}"))
     finally:
         await conn.close()
     print(f"bureau rebuild: {result.entries} entries replayed, {result.reports} reports and "
@@ -173,7 +180,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
         print(f"bureau rebuild: no signing key at {signing} (set BUREAU_SIGNING_KEY): "
               "reports are signed with the bureau's own key", file=sys.stderr)
         return 2
-    return asyncio.run(_rebuild(database_url(config), signing))
+    return asyncio.run(_rebuild(database_url(config), config, signing))
 
 
 async def _report(url: str, agent: str, epoch: int | None) -> int:

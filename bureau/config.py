@@ -6,7 +6,13 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reporters.tlog.checkpoint import check_origin
+from reporters.tlog.errors import TlogError
+from reporters.tlog.witness import Witness, parse_witnesses
+
 DEFAULT_EPOCH_SECONDS = 21600
+#: SPEC §8.1: a new tree head at least every 10 s while the ledger grows.
+MAX_CHECKPOINT_INTERVAL = 10.0
 
 
 @dataclass(frozen=True)
@@ -24,6 +30,12 @@ class Config:
     settle_interval: float = 5.0
     #: processes that derive and sign reports (1: in the serving process itself)
     report_workers: int = 1
+    #: the ledger's origin line (BUREAU_ORIGIN); None: the default for the bureau's key
+    origin: str | None = None
+    #: witnesses that are sent each new tree head (BUREAU_WITNESSES)
+    witnesses: tuple[Witness, ...] = ()
+    #: how often a new tree head is published while the ledger grows, in seconds
+    checkpoint_interval: float = 5.0
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Config:
@@ -41,6 +53,20 @@ class Config:
         settle = float(env.get("BUREAU_SETTLE_INTERVAL", "5"))
         if not settle > 0:
             raise ValueError("BUREAU_SETTLE_INTERVAL must be a positive number of seconds")
+        origin = env.get("BUREAU_ORIGIN") or None
+        try:
+            if origin is not None:
+                check_origin(origin)
+        except TlogError as exc:
+            raise ValueError(f"BUREAU_ORIGIN: {exc.detail}") from None
+        try:
+            witnesses = tuple(parse_witnesses(env.get("BUREAU_WITNESSES", "")))
+        except TlogError as exc:
+            raise ValueError(f"BUREAU_WITNESSES: {exc.detail}") from None
+        interval = float(env.get("BUREAU_CHECKPOINT_INTERVAL", "5"))
+        if not 0 < interval <= MAX_CHECKPOINT_INTERVAL:
+            raise ValueError("BUREAU_CHECKPOINT_INTERVAL must be more than 0 and at most "
+                             f"{MAX_CHECKPOINT_INTERVAL:g} seconds")
         return cls(
             settle_interval=settle,
             home=Path(env.get("BUREAU_HOME", ".bureau")),
@@ -49,6 +75,9 @@ class Config:
             signing_key_path=Path(signing) if signing else None,
             epoch_seconds=epoch,
             report_workers=workers,
+            origin=origin,
+            witnesses=witnesses,
+            checkpoint_interval=interval,
         )
 
 

@@ -19,6 +19,8 @@ from aiohttp import web
 
 from bureau.config import Config
 from bureau.http.app import create_app
+from bureau.http.keys import LOG_KEY
+from bureau.transparency.heads import LogKey
 from reporters import wire
 
 
@@ -64,6 +66,11 @@ class BureauUnderTest:
     config: Config
     database_url: str
     _reporters: dict[str, nacl.signing.SigningKey] = field(default_factory=dict)
+
+    @property
+    def log_key(self) -> LogKey:
+        """The bureau's key as the transparency log's (origin, note signer, vkey)."""
+        return self.app[LOG_KEY]
 
     async def post(self, envelope: dict[str, Any] | bytes,
                    content_type: str = "application/json") -> tuple[int, dict[str, Any]]:
