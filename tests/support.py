@@ -110,6 +110,20 @@ class BureauUnderTest:
         return key
 
 
+@asynccontextmanager
+async def serving(app: web.Application) -> AsyncIterator[str]:
+    """``app`` on a free loopback port for as long as the block runs; yields its URL."""
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
 def kid(key: nacl.signing.SigningKey) -> str:
     return wire.signing_key_id(key)
 

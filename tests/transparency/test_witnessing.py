@@ -18,7 +18,6 @@ import asyncpg
 import nacl.signing
 import prometheus_client
 import pytest
-from aiohttp import web
 
 from bureau.http.keys import PUBLISHER
 from reporters import verify_note, wire
@@ -27,7 +26,7 @@ from reporters.tlog.merkle import leaf_hash
 from reporters.tlog.note import Verifier
 from reporters.tlog.witness import Witness, parse_witnesses
 from tests.processes import ServeProcess, bureau_env
-from tests.support import BureauUnderTest, start_bureau
+from tests.support import BureauUnderTest, serving, start_bureau
 from tests.transparency.service import bureau_vkey, get_text
 from tests.transparency.witness import Cosigned, TestWitness
 from tests.views.support import World
@@ -45,17 +44,10 @@ class Running:
 @pytest.fixture
 async def witness() -> AsyncIterator[Running]:
     state = TestWitness(WITNESS_NAME, nacl.signing.SigningKey(os.urandom(32)), {})
-    runner = web.AppRunner(state.app())
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    url = f"http://127.0.0.1:{port}/"
-    (client,) = parse_witnesses(f"{state.vkey}={url}")
-    try:
+    async with serving(state.app()) as base:
+        url = base + "/"
+        (client,) = parse_witnesses(f"{state.vkey}={url}")
         yield Running(state, client, url)
-    finally:
-        await runner.cleanup()
 
 
 @pytest.fixture
