@@ -36,7 +36,7 @@ from bureau.views.builder import ReportBuilder
 from bureau.views.store import seals
 
 INDEX_TABLES = ("reporters", "facts", "probes", "agents", "verdicts", "exclusions",
-                "disputes", "resolutions")
+                "disputes", "resolutions", "policies")
 DERIVED_TABLES = (*INDEX_TABLES, "seals", "reports", "checkpoints")
 _CHUNK = 5000
 
