@@ -49,6 +49,7 @@ def _with_default_keys(config: Config) -> Config:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from bureau.http.app import create_app
+    from bureau.intake.genesis import StartRefused
 
     config = _with_default_keys(Config.from_env())
     if args.max_pending is not None:
@@ -66,6 +67,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         web.run_app(app, host=args.host, port=args.port, print=None, access_log=None,
                     handle_signals=True, reuse_port=args.workers > 1 or args.reuse_port)
+    except StartRefused as refused:  # the ledger's settings rule (bureau.intake.genesis)
+        print(f"bureau serve: refusing to start: {refused.detail}", file=sys.stderr)
+        return 2
     finally:
         for proc in workers:
             proc.terminate()

@@ -1,4 +1,11 @@
-"""Service configuration, read once from the environment (SPEC §10)."""
+"""Service configuration, read once from the environment (SPEC §10).
+
+Three settings belong to the ledger rather than to a process: the scoring policy, the
+epoch length and the log's origin. They seed the ``genesis`` entry of a new ledger
+(:mod:`bureau.intake.genesis`); afterwards the ledger's values rule. ``pinned`` says
+which of them the operator set explicitly: a pinned value that differs from the
+ledger's refuses the start, an unpinned one is replaced by the ledger's.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +13,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bureau.scoring.policy import DEFAULT_POLICY_NAME, KNOWN_POLICIES
+
 DEFAULT_EPOCH_SECONDS = 21600
+#: the names of the settings a ledger's genesis entry fixes (see ``Config.pinned``)
+LEDGER_SETTINGS = ("policy", "epoch_seconds", "origin")
 
 
 @dataclass(frozen=True)
@@ -16,6 +27,12 @@ class Config:
     admin_keys: frozenset[str] = field(default_factory=frozenset)
     signing_key_path: Path | None = None
     epoch_seconds: int = DEFAULT_EPOCH_SECONDS
+    #: the name of the scoring policy a new ledger starts with (``KNOWN_POLICIES``)
+    policy: str = DEFAULT_POLICY_NAME
+    #: the log's origin line for a new ledger; None: the default for the bureau's key
+    origin: str | None = None
+    #: which of ``LEDGER_SETTINGS`` the operator set explicitly (see the module doc)
+    pinned: frozenset[str] = frozenset()
     #: envelopes waiting for the committer before intake answers 503
     max_pending: int = 20_000
     #: envelopes judged in one group-commit transaction at most
@@ -35,6 +52,13 @@ class Config:
         epoch = int(env.get("BUREAU_EPOCH_SECONDS", str(DEFAULT_EPOCH_SECONDS)))
         if epoch < 1:
             raise ValueError("BUREAU_EPOCH_SECONDS must be a positive number of seconds")
+        policy = env.get("BUREAU_POLICY") or DEFAULT_POLICY_NAME
+        if policy not in KNOWN_POLICIES:
+            raise ValueError(f"BUREAU_POLICY must be one of {', '.join(KNOWN_POLICIES)}, "
+                             f"not {policy!r}")
+        pinned = frozenset(name for name, var in (
+            ("policy", "BUREAU_POLICY"), ("epoch_seconds", "BUREAU_EPOCH_SECONDS"),
+            ("origin", "BUREAU_ORIGIN")) if env.get(var))
         workers = int(env.get("BUREAU_REPORT_WORKERS", str(default_report_workers())))
         if workers < 1:
             raise ValueError("BUREAU_REPORT_WORKERS must be at least 1")
@@ -48,6 +72,9 @@ class Config:
             admin_keys=admins,
             signing_key_path=Path(signing) if signing else None,
             epoch_seconds=epoch,
+            policy=policy,
+            origin=env.get("BUREAU_ORIGIN") or None,
+            pinned=pinned,
             report_workers=workers,
         )
 

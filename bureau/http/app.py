@@ -1,7 +1,9 @@
 """``create_app(config, database_url, signing_key)``: the aiohttp application — the
 service's one composition root. Every long-lived part is made, wired to the others and
-stopped here, in ``cleanup_ctx`` order: the pool and the ledger's committer, then the
-settler (whose seal hook the ledger calls under its lock), so that they stop in reverse."""
+stopped here, in ``cleanup_ctx`` order: the pool, the ledger's settings (its genesis
+entry: ``app[CONFIG]`` then holds the ledger's values) and the ledger's committer, then
+the settler (whose seal hook the ledger calls under its lock), so that they stop in
+reverse."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from bureau.http.keys import (
     SETTLER,
     SIGNING_KEY,
 )
+from bureau.intake import genesis
 from bureau.intake.ledger import Clock, Ledger, utcnow
 from bureau.intake.pipeline import MAX_BATCH_BYTES, Intake
 from bureau.views.builder import ReportBuilder
@@ -42,9 +45,17 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
         pool = await db.create_pool(database_url)
-        async with pool.acquire() as conn:
-            await db.migrate(conn)
-        ledger = Ledger(pool, config, clock)
+        try:
+            async with pool.acquire() as conn:
+                await db.migrate(conn)
+                # The ledger's own settings rule from here on (bureau.intake.genesis).
+                settled = await genesis.establish(conn, config, signing_key.verify_key,
+                                                  clock())
+        except BaseException:
+            await pool.close()
+            raise
+        app[CONFIG] = settled
+        ledger = Ledger(pool, settled, clock)
         await ledger.start()
         intake = Intake(ledger)
         app[POOL], app[LEDGER], app[INTAKE] = pool, ledger, intake
@@ -59,9 +70,9 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
         """After the pool and the ledger exist: the settler, which seals epochs and has
         their reports built; the ledger calls its seal hook when an admin ``seal`` is
         admitted. Stopped before the ledger and the pool go."""
-        ledger = app[LEDGER]
-        builder = ReportBuilder(signing_key, workers=config.report_workers, dsn=database_url)
-        settler = Settler(app[POOL], ledger, builder, config, ledger.clock)
+        ledger, settled = app[LEDGER], app[CONFIG]
+        builder = ReportBuilder(signing_key, workers=settled.report_workers, dsn=database_url)
+        settler = Settler(app[POOL], ledger, builder, settled, ledger.clock)
         ledger.seal_hook = settler.on_seal_request
         app[SETTLER] = settler
         await settler.start()
