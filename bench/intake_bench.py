@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from reporters import wire
 from tests.processes import ServeProcess, bureau_env
+from tests.support import now_text
 
 
 def verify_rate(seconds: float = 2.0) -> float:
@@ -143,7 +144,7 @@ async def main() -> None:
         try:
             env = wire.sign_payload(admin, "reporter", {
                 "reporter": wire.signing_key_id(rep), "name": "bench", "operator": "bench",
-                "roles": ["facts"]})
+                "roles": ["facts"], "issued_at": now_text()})
             async with aiohttp.ClientSession() as s, \
                     s.post(server.url + "/v1/evidence", json=env) as r:
                 assert r.status == 201, await r.text()

@@ -49,6 +49,7 @@ from bureau.views.builder import ReportBuilder
 from bureau.views.settle import seal_elapsed
 from bureau.views.store import seals
 from reporters import wire
+from reporters.models import parse_timestamp
 
 EPOCH_SECONDS = 21600
 T0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)  # the start of the seeded epoch
@@ -144,7 +145,8 @@ def parties(agents: int, evaluators: int, admin: nacl.signing.SigningKey) -> lis
     for i in range(REPORTERS):
         kid = wire.signing_key_id(key("reporter", i))
         body: dict[str, Any] = {"reporter": kid, "name": f"gw-{i}",
-                                "operator": f"gateway {i}", "roles": ["facts", "probes"]}
+                                "operator": f"gateway {i}", "roles": ["facts", "probes"],
+                                "issued_at": "2026-01-01T00:00:00Z", "distrusted_from": None}
         env, ck = _signed(admin, "reporter", body)
         rows.append(("reporter", env, wire.signing_key_id(admin), None, ck, (kid, body)))
     for kind, n in (("agent", agents), ("evaluator", evaluators)):
@@ -181,11 +183,12 @@ async def write_rows(conn: asyncpg.Connection, rows: list[Row], at: dt.datetime)
                                    ck))
             elif kind == "reporter":
                 kid, body = extra
-                w.reporters.append((kid, body["name"], body["operator"], body["roles"], seq))
+                w.reporters.append((kid, body["name"], body["operator"], body["roles"],
+                                    parse_timestamp(body["issued_at"]), None, seq))
             elif kind == "enrollment":
                 body = extra[0]
                 w.agents.append((signer, body["name"], body["operator"], "domain",
-                                 body["anchor"]["value"], False, seq))
+                                 body["anchor"]["value"], False, None, seq))
         await flush(tx)
 
 

@@ -49,6 +49,7 @@ def _with_default_keys(config: Config) -> Config:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from bureau.http.app import create_app
+    from bureau.intake.genesis import StartRefused
 
     config = _with_default_keys(Config.from_env())
     if args.max_pending is not None:
@@ -66,6 +67,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         web.run_app(app, host=args.host, port=args.port, print=None, access_log=None,
                     handle_signals=True, reuse_port=args.workers > 1 or args.reuse_port)
+    except StartRefused as refused:  # the ledger's settings rule (bureau.intake.genesis)
+        print(f"bureau serve: refusing to start: {refused.detail}", file=sys.stderr)
+        return 2
     finally:
         for proc in workers:
             proc.terminate()
@@ -150,16 +154,19 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return asyncio.run(_verify(database_url(Config.from_env())))
 
 
-async def _rebuild(url: str, config: Config, signing_path: Path) -> int:
-    from bureau.transparency.heads import LogKey, log_origin
+async def _rebuild(url: str, signing_path: Path) -> int:
+    from bureau.intake import genesis
+    from bureau.transparency.heads import LogKey
     from bureau.views.rebuild import rebuild
+    from reporters.tlog.checkpoint import default_origin
 
     key = keyfiles.read_key(signing_path)
-    log_key = LogKey.of(log_origin(config, bytes(key.verify_key)), key)
     conn = await db.connect(url)
     try:
         await db.migrate(conn)
-        result = await rebuild(conn, key, log_key,
+        settings = await genesis.read(conn)  # the log's origin is the ledger's
+        origin = settings.origin if settings else default_origin(bytes(key.verify_key))
+        result = await rebuild(conn, key, LogKey.of(origin, key),
                                lambda msg: print(f"bureau rebuild: {msg}"))
     finally:
         await conn.close()
@@ -180,7 +187,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
         print(f"bureau rebuild: no signing key at {signing} (set BUREAU_SIGNING_KEY): "
               "reports are signed with the bureau's own key", file=sys.stderr)
         return 2
-    return asyncio.run(_rebuild(database_url(config), config, signing))
+    return asyncio.run(_rebuild(database_url(config), signing))
 
 
 async def _report(url: str, agent: str, epoch: int | None) -> int:

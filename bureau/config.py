@@ -1,4 +1,11 @@
-"""Service configuration, read once from the environment (SPEC §10)."""
+"""Service configuration, read once from the environment (SPEC §10).
+
+Three settings belong to the ledger rather than to a process: the scoring policy, the
+epoch length and the log's origin. They seed the ``genesis`` entry of a new ledger
+(:mod:`bureau.intake.genesis`); afterwards the ledger's values rule. ``pinned`` says
+which of them the operator set explicitly: a pinned value that differs from the
+ledger's refuses the start, an unpinned one is replaced by the ledger's.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +13,13 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reporters.tlog.checkpoint import check_origin
+from bureau.scoring.policy import DEFAULT_POLICY_NAME, KNOWN_POLICIES
 from reporters.tlog.errors import TlogError
 from reporters.tlog.witness import Witness, parse_witnesses
 
 DEFAULT_EPOCH_SECONDS = 21600
+#: the names of the settings a ledger's genesis entry fixes (see ``Config.pinned``)
+LEDGER_SETTINGS = ("policy", "epoch_seconds", "origin")
 #: SPEC §8.1: a new tree head at least every 10 s while the ledger grows.
 MAX_CHECKPOINT_INTERVAL = 10.0
 
@@ -22,6 +31,12 @@ class Config:
     admin_keys: frozenset[str] = field(default_factory=frozenset)
     signing_key_path: Path | None = None
     epoch_seconds: int = DEFAULT_EPOCH_SECONDS
+    #: the name of the scoring policy a new ledger starts with (``KNOWN_POLICIES``)
+    policy: str = DEFAULT_POLICY_NAME
+    #: the log's origin line for a new ledger; None: the default for the bureau's key
+    origin: str | None = None
+    #: which of ``LEDGER_SETTINGS`` the operator set explicitly (see the module doc)
+    pinned: frozenset[str] = frozenset()
     #: envelopes waiting for the committer before intake answers 503
     max_pending: int = 20_000
     #: envelopes judged in one group-commit transaction at most
@@ -30,8 +45,6 @@ class Config:
     settle_interval: float = 5.0
     #: processes that derive and sign reports (1: in the serving process itself)
     report_workers: int = 1
-    #: the ledger's origin line (BUREAU_ORIGIN); None: the default for the bureau's key
-    origin: str | None = None
     #: witnesses that are sent each new tree head (BUREAU_WITNESSES)
     witnesses: tuple[Witness, ...] = ()
     #: how often a new tree head is published while the ledger grows, in seconds
@@ -47,18 +60,19 @@ class Config:
         epoch = int(env.get("BUREAU_EPOCH_SECONDS", str(DEFAULT_EPOCH_SECONDS)))
         if epoch < 1:
             raise ValueError("BUREAU_EPOCH_SECONDS must be a positive number of seconds")
+        policy = env.get("BUREAU_POLICY") or DEFAULT_POLICY_NAME
+        if policy not in KNOWN_POLICIES:
+            raise ValueError(f"BUREAU_POLICY must be one of {', '.join(KNOWN_POLICIES)}, "
+                             f"not {policy!r}")
+        pinned = frozenset(name for name, var in (
+            ("policy", "BUREAU_POLICY"), ("epoch_seconds", "BUREAU_EPOCH_SECONDS"),
+            ("origin", "BUREAU_ORIGIN")) if env.get(var))
         workers = int(env.get("BUREAU_REPORT_WORKERS", str(default_report_workers())))
         if workers < 1:
             raise ValueError("BUREAU_REPORT_WORKERS must be at least 1")
         settle = float(env.get("BUREAU_SETTLE_INTERVAL", "5"))
         if not settle > 0:
             raise ValueError("BUREAU_SETTLE_INTERVAL must be a positive number of seconds")
-        origin = env.get("BUREAU_ORIGIN") or None
-        try:
-            if origin is not None:
-                check_origin(origin)
-        except TlogError as exc:
-            raise ValueError(f"BUREAU_ORIGIN: {exc.detail}") from None
         try:
             witnesses = tuple(parse_witnesses(env.get("BUREAU_WITNESSES", "")))
         except TlogError as exc:
@@ -74,8 +88,10 @@ class Config:
             admin_keys=admins,
             signing_key_path=Path(signing) if signing else None,
             epoch_seconds=epoch,
+            policy=policy,
+            origin=env.get("BUREAU_ORIGIN") or None,
+            pinned=pinned,
             report_workers=workers,
-            origin=origin,
             witnesses=witnesses,
             checkpoint_interval=interval,
         )

@@ -92,6 +92,8 @@ class StateKeys:
     involving: set[str] = field(default_factory=set)  # agents: every verdict about them
     entries: set[str] = field(default_factory=set)  # entry ids
     disputes: set[str] = field(default_factory=set)  # dispute entry ids
+    #: the ledger's policy entries (a ``policy`` submission is judged against them)
+    policies: bool = False
 
 
 #: (payload, signer) -> the entry's ``subject`` column: the agent the entry is about
@@ -191,6 +193,10 @@ def _dispute_needs(p: Payload, signer: str, keys: StateKeys) -> None:
 
 def _resolution_needs(p: Payload, signer: str, keys: StateKeys) -> None:
     keys.disputes.add(cast(ResolutionPayload, p).dispute)
+
+
+def _policy_needs(p: Payload, signer: str, keys: StateKeys) -> None:
+    keys.policies = True
 
 
 # --------------------------------------------------------------------------- verdicts
@@ -335,10 +341,15 @@ EXCLUSION = Kind("exclusion", None, Signer.BUREAU, index="exclusions",
                  evidence=_exclusion_evidence, files=(FileLink.TARGET,))
 #: Written by the bureau: ``{"epoch", "seq", "head"}`` (bureau.views.settle writes its row).
 SEAL = Kind("seal", None, Signer.BUREAU, index="seals", files=())
+#: An admin's choice of the scoring policy from an epoch on (SPEC §3, §7.1).
+POLICY = Kind("policy", "policy", Signer.ADMIN, needs=_policy_needs, index="policies")
+#: Written by the bureau as entry 1: ``{"policy", "epoch_seconds", "origin"}``, the
+#: settings the ledger was created with (bureau.intake.genesis).
+GENESIS = Kind("genesis", None, Signer.BUREAU, files=())
 
 KINDS: tuple[Kind, ...] = (REPORTER, FACT, PROBE, ENROLLMENT, AMENDMENT, WITHDRAWAL,
                            ATTESTATION, VALUE_JUDGMENT, DISPUTE, RESOLUTION, SEAL_REQUEST,
-                           EXCLUSION, SEAL)
+                           POLICY, EXCLUSION, SEAL, GENESIS)
 #: entry kind -> Kind
 BY_NAME: dict[str, Kind] = {k.name: k for k in KINDS}
 #: payload name (what an envelope's payloadType names) -> Kind

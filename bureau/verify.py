@@ -21,6 +21,7 @@ import asyncpg
 
 from bureau import db
 from bureau.errors import InternalError
+from bureau.kinds import GENESIS
 from bureau.transparency.tree import TreeCheck
 from reporters import wire
 from reporters.tlog.checkpoint import Checkpoint
@@ -72,6 +73,12 @@ def _check_signature(seq: int, envelope: dict[str, object]) -> str | None:
     return None
 
 
+def _is_genesis_body(body: object) -> bool:
+    return (isinstance(body, dict) and set(body) == {"policy", "epoch_seconds", "origin"}
+            and isinstance(body["policy"], str) and isinstance(body["origin"], str)
+            and type(body["epoch_seconds"]) is int and body["epoch_seconds"] >= 1)
+
+
 class ChainVerifier:
     """Checks, entry by entry: seq contiguous from 1; stored bytes are canonical JSON of
     the entry; id = BLAKE3 of those bytes; prev = the previous id; recorded_at and epoch
@@ -105,6 +112,12 @@ class ChainVerifier:
             raise BadEntry(row.seq, "epoch goes back")
         if ("envelope" in entry) == ("body" in entry):
             raise BadEntry(row.seq, "an entry has an envelope or a body, not both")
+        if (row.seq == 1) != (entry.get("kind") == GENESIS.name):
+            raise BadEntry(row.seq, "entry 1, and only entry 1, is the ledger's genesis entry"
+                           " (SPEC §3)")
+        if row.seq == 1 and not _is_genesis_body(entry.get("body")):
+            raise BadEntry(row.seq, "the genesis entry's body is {policy, epoch_seconds, "
+                           "origin}")
         self.seq, self.head = row.seq, row.id
         self.recorded_at, self.epoch = recorded_at, epoch
         return entry

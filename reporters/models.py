@@ -49,6 +49,8 @@ def parse_timestamp(text: str) -> dt.datetime:
 Identifier = Annotated[str, Field(pattern=_IDENT)]
 KeyId = Annotated[str, Field(pattern=_KEY_ID)]
 EntryId = Annotated[str, Field(pattern=_HEX64)]
+#: a BLAKE3 digest in lowercase hex, e.g. a policy document's hash
+Digest = Annotated[str, Field(pattern=_HEX64)]
 FreeText = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_no_controls)]
 Timestamp = Annotated[str, AfterValidator(_valid_timestamp)]
 Amount = Annotated[int, Field(ge=0, le=2**53 - 1)]  # I-JSON safe integers
@@ -71,12 +73,16 @@ Role = Literal["facts", "probes"]
 
 
 class ReporterPayload(Payload):
-    """Signed by an admin: registers or updates a reporter."""
+    """Signed by an admin: registers or updates a reporter. The update with the latest
+    ``issued_at`` is in force; ``distrusted_from`` (null: trusted) declares the
+    reporter's evidence untrustworthy from that instant on (SPEC §3)."""
 
     reporter: KeyId
     name: FreeText
     operator: FreeText
     roles: list[Role] = Field(min_length=1, max_length=2)
+    issued_at: Timestamp
+    distrusted_from: Timestamp | None = None
 
     @model_validator(mode="after")
     def _distinct_roles(self) -> ReporterPayload:
@@ -153,8 +159,10 @@ class EnrollmentPayload(Payload):
 
 
 class AmendmentPayload(Payload):
-    """Signed by an enrolled agent: replaces each field it names."""
+    """Signed by an enrolled agent: replaces each field it names. An agent's amendments
+    are ordered by ``issued_at``: a new one must be later than the one in force."""
 
+    issued_at: Timestamp
     name: FreeText | None = None
     anchor: Anchor | None = None
     operator: FreeText | None = None
@@ -162,9 +170,10 @@ class AmendmentPayload(Payload):
 
     @model_validator(mode="after")
     def _not_empty(self) -> AmendmentPayload:
-        if not self.model_fields_set:
+        changed = self.model_fields_set - {"issued_at"}
+        if not changed:
             raise ValueError("an amendment names at least one field")
-        for field in self.model_fields_set:
+        for field in changed:
             if getattr(self, field) is None:
                 raise ValueError(f"{field} may be left out but not null")
         return self
@@ -224,6 +233,15 @@ class SealPayload(Payload):
     requested_at: Timestamp
 
 
+class PolicyPayload(Payload):
+    """Signed by an admin: the scoring policy (by the BLAKE3 hash of its document, one
+    the bureau knows) that scores epoch ``from_epoch`` and every later one (SPEC §3, §7.1)."""
+
+    policy: Digest
+    from_epoch: Annotated[int, Field(ge=0, le=2**53 - 1)]
+    issued_at: Timestamp
+
+
 #: payload name (as in ``application/vnd.bureau.<name>.v1+json``) -> model
 PAYLOAD_MODELS: dict[str, type[Payload]] = {
     "reporter": ReporterPayload,
@@ -237,4 +255,5 @@ PAYLOAD_MODELS: dict[str, type[Payload]] = {
     "dispute": DisputePayload,
     "resolution": ResolutionPayload,
     "seal": SealPayload,
+    "policy": PolicyPayload,
 }

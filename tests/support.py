@@ -22,6 +22,7 @@ from bureau.http.app import create_app
 from bureau.http.keys import LOG_KEY
 from bureau.transparency.heads import LogKey
 from reporters import wire
+from reporters._internal.payloads import issued_timestamp
 
 
 class TestClock:
@@ -42,6 +43,12 @@ class TestClock:
 def now_text(delta_seconds: float = 0) -> str:
     t = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=delta_seconds)
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def issued() -> str:
+    """An ``issued_at`` for an update (reporter registration, amendment, policy): now, to
+    the microsecond, later than any issued before in this process (SPEC §3)."""
+    return issued_timestamp()
 
 
 def fact_payload(interaction: str, subject: str, caller: str | None = None,
@@ -106,7 +113,7 @@ class BureauUnderTest:
         kid = wire.signing_key_id(key)
         await self.accepted(self.admin, "reporter", {
             "reporter": kid, "name": f"gw-{kid[8:14]}", "operator": operator,
-            "roles": list(roles)})
+            "roles": list(roles), "issued_at": issued()})
         return key
 
 

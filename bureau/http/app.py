@@ -1,8 +1,11 @@
 """``create_app(config, database_url, signing_key)``: the aiohttp application — the
 service's one composition root. Every long-lived part is made, wired to the others and
-stopped here, in ``cleanup_ctx`` order: the pool and the ledger's committer, then the
+stopped here, in ``cleanup_ctx`` order: the pool, the ledger's settings (its genesis
+entry: ``app[CONFIG]`` then holds the ledger's values, the origin among them, which names
+the bureau's key as the log's: ``app[LOG_KEY]``) and the ledger's committer, then the
 tree-head publisher (which signs the current head before the first request), then the
-settler (whose seal hook the ledger calls under its lock), so that they stop in reverse."""
+settler (whose seal hook the ledger calls under its lock), so that they stop in
+reverse."""
 
 from __future__ import annotations
 
@@ -27,9 +30,10 @@ from bureau.http.keys import (
     SETTLER,
     SIGNING_KEY,
 )
+from bureau.intake import genesis
 from bureau.intake.ledger import Clock, Ledger, utcnow
 from bureau.intake.pipeline import MAX_BATCH_BYTES, Intake
-from bureau.transparency.heads import LogKey, log_origin
+from bureau.transparency.heads import LogKey
 from bureau.transparency.publisher import Publisher
 from bureau.views.builder import ReportBuilder
 from bureau.views.settle import Settler
@@ -44,14 +48,22 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
     app[SIGNING_KEY] = signing_key
     app[DATABASE_URL] = database_url
     app[NONCES] = NonceStore()
-    log_key = LogKey.of(log_origin(config, bytes(signing_key.verify_key)), signing_key)
-    app[LOG_KEY] = log_key
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
         pool = await db.create_pool(database_url)
-        async with pool.acquire() as conn:
-            await db.migrate(conn)
-        ledger = Ledger(pool, config, clock)
+        try:
+            async with pool.acquire() as conn:
+                await db.migrate(conn)
+                # The ledger's own settings rule from here on (bureau.intake.genesis).
+                settled = await genesis.establish(conn, config, signing_key.verify_key,
+                                                  clock())
+        except BaseException:
+            await pool.close()
+            raise
+        app[CONFIG] = settled
+        assert settled.origin is not None  # the genesis entry's
+        app[LOG_KEY] = LogKey.of(settled.origin, signing_key)
+        ledger = Ledger(pool, settled, clock)
         await ledger.start()
         intake = Intake(ledger)
         app[POOL], app[LEDGER], app[INTAKE] = pool, ledger, intake
@@ -66,7 +78,7 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
         """After the pool: the tree-head publisher. It signs the current head now, so
         that GET /checkpoint has a note before the first request (and refuses to start
         on a ledger that does not extend what was published)."""
-        publisher = Publisher(app[POOL], log_key, config.checkpoint_interval,
+        publisher = Publisher(app[POOL], app[LOG_KEY], config.checkpoint_interval,
                               config.witnesses)
         await publisher.start()
         app[PUBLISHER] = publisher
@@ -79,10 +91,10 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
         """After the pool and the ledger exist: the settler, which seals epochs and has
         their reports built; the ledger calls its seal hook when an admin ``seal`` is
         admitted. Stopped before the ledger and the pool go."""
-        ledger = app[LEDGER]
-        builder = ReportBuilder(signing_key, log_key, workers=config.report_workers,
+        ledger, settled = app[LEDGER], app[CONFIG]
+        builder = ReportBuilder(signing_key, app[LOG_KEY], workers=settled.report_workers,
                                 dsn=database_url)
-        settler = Settler(app[POOL], ledger, builder, config, ledger.clock)
+        settler = Settler(app[POOL], ledger, builder, settled, ledger.clock)
         ledger.seal_hook = settler.on_seal_request
         app[SETTLER] = settler
         await settler.start()

@@ -23,9 +23,11 @@ from reporters.models import (
     DisputePayload,
     FactPayload,
     Payload,
+    PolicyPayload,
     ProbePayload,
     ReporterPayload,
     ResolutionPayload,
+    parse_timestamp,
 )
 
 #: A writer of one index table: (state, writes, kind, payload, signer, content key,
@@ -56,8 +58,11 @@ def record_exclusion(st: GroupState, w: Writes, target: str, seq: int, reason: s
 def _reporters(st: GroupState, w: Writes, kind: Kind, payload: Payload, signer: str,
                key: str, subject: str | None, entry_id: str, seq: int) -> None:
     p = cast(ReporterPayload, payload)
-    st.reporters[p.reporter] = ReporterRecord(p.reporter, frozenset(p.roles))
-    w.reporters.append((p.reporter, p.name, p.operator, list(p.roles), seq))
+    issued_at = parse_timestamp(p.issued_at)
+    st.reporters[p.reporter] = ReporterRecord(p.reporter, frozenset(p.roles), issued_at)
+    distrusted = None if p.distrusted_from is None else parse_timestamp(p.distrusted_from)
+    w.reporters.append((p.reporter, p.name, p.operator, list(p.roles), issued_at, distrusted,
+                        seq))
 
 
 def _facts(st: GroupState, w: Writes, kind: Kind, payload: Payload, signer: str,
@@ -85,7 +90,7 @@ def _agents(st: GroupState, w: Writes, kind: Kind, payload: Payload, signer: str
     rec = kind.agent(payload, signer, st.agent(signer))
     st.agents[signer] = rec
     w.agents.append((rec.key, rec.name, rec.operator, rec.anchor_kind, rec.anchor_value,
-                     rec.withdrawn, seq))
+                     rec.withdrawn, rec.amended_at, seq))
 
 
 def _verdicts(st: GroupState, w: Writes, kind: Kind, payload: Payload, signer: str,
@@ -118,6 +123,13 @@ def _resolutions(st: GroupState, w: Writes, kind: Kind, payload: Payload, signer
     w.resolutions.append((p.dispute, entry_id, p.decision, seq))
 
 
+def _policies(st: GroupState, w: Writes, kind: Kind, payload: Payload, signer: str,
+              key: str, subject: str | None, entry_id: str, seq: int) -> None:
+    p = cast(PolicyPayload, payload)
+    st.policy_at = parse_timestamp(p.issued_at)
+    w.policies.append((seq, p.policy, p.from_epoch, st.policy_at))
+
+
 #: index table -> its writer (bureau.kinds names the table each kind writes)
 _WRITERS: dict[str, Writer] = {
     "reporters": _reporters,
@@ -127,4 +139,5 @@ _WRITERS: dict[str, Writer] = {
     "verdicts": _verdicts,
     "disputes": _disputes,
     "resolutions": _resolutions,
+    "policies": _policies,
 }

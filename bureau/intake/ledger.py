@@ -82,6 +82,7 @@ class GroupTx:
         self.recorded_at = recorded_at
         self.recorded_text = format_timestamp(recorded_at)
         self.epoch = epoch_of(recorded_at, epoch_seconds)
+        state.epoch = self.epoch  # the rules ask which epoch the group records into
         self.writes = Writes()
         #: an admin ``seal`` was admitted in this group (see ``Ledger.seal_hook``)
         self.seal_requested = False

@@ -7,17 +7,20 @@ which the pure rules (:mod:`bureau.intake.rules`) ask about them. The group comm
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from reporters.models import AmendmentPayload, EnrollmentPayload
+from reporters.models import AmendmentPayload, EnrollmentPayload, parse_timestamp
 
 
 @dataclass(frozen=True, slots=True)
 class ReporterRecord:
     key: str
     roles: frozenset[str]
+    #: the ``issued_at`` of the registration in force (a new one must be later)
+    issued_at: dt.datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +31,8 @@ class AgentRecord:
     anchor_kind: str
     anchor_value: str
     withdrawn: bool = False
+    #: the ``issued_at`` of the amendment in force; None before the first amendment
+    amended_at: dt.datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +98,12 @@ class AdmissionState(Protocol):
     def dispute_target(self, dispute_id: str) -> str | None: ...
     def is_resolved(self, dispute_id: str) -> bool: ...
     def is_excluded(self, entry_id: str) -> bool: ...
+    def policy_issued_at(self) -> dt.datetime | None:
+        """The ``issued_at`` of the ``policy`` entry in force; None when there is none."""
+        ...
+    def recording_epoch(self) -> int:
+        """The epoch the entries of this group are recorded in."""
+        ...
 
 
 # --------------------------------------------------------------------------- agents
@@ -112,10 +123,11 @@ def amended_record(old: AgentRecord, p: AmendmentPayload) -> AgentRecord:
         p.anchor.kind if p.anchor is not None else old.anchor_kind,
         p.anchor.value if p.anchor is not None else old.anchor_value,
         old.withdrawn,
+        parse_timestamp(p.issued_at),
     )
 
 
 def withdrawn_record(old: AgentRecord) -> AgentRecord:
     """The record after a withdrawal: the same agent, for good out of the running."""
     return AgentRecord(old.key, old.name, old.operator, old.anchor_kind, old.anchor_value,
-                       True)
+                       True, old.amended_at)

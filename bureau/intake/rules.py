@@ -27,6 +27,7 @@ from bureau.intake.records import (
     enrolled_record,
 )
 from bureau.kinds import ATTESTATION, SUBMITTED, VALUE_JUDGMENT, Kind, Signer
+from bureau.scoring.policy import policy_name_of
 from reporters.models import (
     AmendmentPayload,
     AttestationPayload,
@@ -34,7 +35,9 @@ from reporters.models import (
     EnrollmentPayload,
     FactPayload,
     Payload,
+    PolicyPayload,
     ProbePayload,
+    ReporterPayload,
     ResolutionPayload,
     ValueJudgmentPayload,
     parse_timestamp,
@@ -134,9 +137,53 @@ def _check_clock(observed_at: str, now: dt.datetime, path: str) -> None:
         raise BureauError(Code.CLOCK_SKEW, path, "more than 300 s ahead of the bureau's clock")
 
 
+def _check_issued_later(issued_at: str, in_force: dt.datetime | None, now: dt.datetime,
+                        what: str) -> None:
+    """SPEC §3: of one signer's updates the latest ``issued_at`` is in force, so a new
+    one must be later than that (re-issuing an earlier state is a new ``issued_at``)."""
+    _check_clock(issued_at, now, "/issued_at")
+    if in_force is not None and parse_timestamp(issued_at) <= in_force:
+        raise BureauError(Code.STALE_UPDATE, "/issued_at",
+                          f"not later than the {what} in force (issued "
+                          f"{in_force.strftime('%Y-%m-%dT%H:%M:%S.%fZ')})")
+
+
+def _check_not_self_reporting(signer: str, path: str, named: str | None) -> None:
+    """SPEC §5: nobody reports on itself — a fact or probe about (or called by) its own
+    reporter, a verdict naming its own evaluator as the reporter."""
+    if named == signer:
+        raise BureauError(Code.SELF_DEALING, path, "the signer may not report on itself")
+
+
+@rule(ReporterPayload)
+def _admit_reporter(p: ReporterPayload, signer: str, key: str, now: dt.datetime,
+                    state: AdmissionState) -> Decision:
+    current = state.reporter(p.reporter)
+    _check_issued_later(p.issued_at, None if current is None else current.issued_at, now,
+                        "registration of this reporter")
+    return ADMIT
+
+
+@rule(PolicyPayload)
+def _admit_policy(p: PolicyPayload, signer: str, key: str, now: dt.datetime,
+                  state: AdmissionState) -> Decision:
+    if policy_name_of(p.policy) is None:
+        raise BureauError(Code.STALE_UPDATE, "/policy", "this bureau knows no policy with "
+                          "this hash (GET /v1/policies/{hash} serves the ones it knows)")
+    epoch = state.recording_epoch()
+    if p.from_epoch < epoch:
+        raise BureauError(Code.STALE_UPDATE, "/from_epoch",
+                          f"epoch {p.from_epoch} has begun (this entry is recorded in epoch "
+                          f"{epoch}): a policy applies from the current epoch or a later one")
+    _check_issued_later(p.issued_at, state.policy_issued_at(), now, "policy entry")
+    return ADMIT
+
+
 @rule(FactPayload)
 def _admit_fact(p: FactPayload, signer: str, key: str, now: dt.datetime,
                 state: AdmissionState) -> Decision:
+    _check_not_self_reporting(signer, "/subject", p.subject)
+    _check_not_self_reporting(signer, "/caller", p.caller)
     _check_clock(p.observed_at, now, "/observed_at")
     existing = state.fact(signer, p.interaction)
     if existing is not None and existing.content_key != key:
@@ -153,6 +200,7 @@ def _admit_fact(p: FactPayload, signer: str, key: str, now: dt.datetime,
 @rule(ProbePayload)
 def _admit_probe(p: ProbePayload, signer: str, key: str, now: dt.datetime,
                  state: AdmissionState) -> Decision:
+    _check_not_self_reporting(signer, "/subject", p.subject)
     _check_clock(p.observed_at, now, "/observed_at")
     fact = state.fact(signer, p.interaction)
     if fact is not None and fact.subject != p.subject:
@@ -184,6 +232,7 @@ def _check_one_verdict(kind: Kind, signer: str, reporter: str, ref: str, key: st
 @rule(AttestationPayload)
 def _admit_attestation(p: AttestationPayload, signer: str, key: str, now: dt.datetime,
                        state: AdmissionState) -> Decision:
+    _check_not_self_reporting(signer, "/reporter", p.reporter)
     fact = state.fact(p.reporter, p.interaction)
     if fact is None:
         raise BureauError(Code.UNWITNESSED, "/interaction",
@@ -201,6 +250,7 @@ def _admit_attestation(p: AttestationPayload, signer: str, key: str, now: dt.dat
 @rule(ValueJudgmentPayload)
 def _admit_value_judgment(p: ValueJudgmentPayload, signer: str, key: str, now: dt.datetime,
                           state: AdmissionState) -> Decision:
+    _check_not_self_reporting(signer, "/reporter", p.reporter)
     fact = state.engagement_fact(p.reporter, p.engagement)
     if fact is None:
         raise BureauError(Code.UNWITNESSED, "/engagement",
@@ -249,6 +299,7 @@ def _admit_amendment(p: AmendmentPayload, signer: str, key: str, now: dt.datetim
                      state: AdmissionState) -> Decision:
     old = state.agent(signer)
     assert old is not None  # authorize() checked
+    _check_issued_later(p.issued_at, old.amended_at, now, "amendment of this agent")
     return Decision(_revealed_links(amended_record(old, p), state))
 
 

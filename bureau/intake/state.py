@@ -81,7 +81,7 @@ _ROW_COLUMNS = (
     ("interaction", "text"), ("subject", "text"), ("caller", "text"), ("party", "text"),
     ("name", "text"), ("operator", "text"), ("anchor_kind", "text"),
     ("anchor_value", "text"), ("withdrawn", "boolean"), ("roles", "text[]"),
-    ("level", "smallint"), ("node_hash", "bytea"),
+    ("issued_at", "timestamptz"), ("level", "smallint"), ("node_hash", "bytea"),
 )
 
 
@@ -97,11 +97,11 @@ def _rows(what: str, source: str, **columns: str) -> str:
 def _parties_sql(keys: str) -> str:
     """Reporters and agents whose key is in the array parameter ``keys``."""
     return (_rows("reporter", f"FROM reporters WHERE key = ANY({keys}::text[])",
-                  party="key", roles="roles")
+                  party="key", roles="roles", issued_at="issued_at")
             + "\nUNION ALL " + _rows(
                 "agent", f"FROM agents WHERE key = ANY({keys}::text[])", party="key",
                 name="name", operator="operator", anchor_kind="anchor_kind",
-                anchor_value="anchor_value", withdrawn="withdrawn"))
+                anchor_value="anchor_value", withdrawn="withdrawn", issued_at="amended_at"))
 
 
 _PARTIES_SQL = _parties_sql("$1")
@@ -143,6 +143,12 @@ class GroupState:
     head: Head | None = None
     #: the Merkle tree's frontier at that head (bureau.transparency.tree)
     tree: TreeTip | None = None
+    #: the epoch this group's entries are recorded in (set by the ledger once it has
+    #: read its clock, before anything is judged)
+    epoch: int | None = None
+    #: the ``issued_at`` of the policy entry in force, once loaded (``policies_loaded``)
+    policy_at: dt.datetime | None = None
+    policies_loaded: bool = False
 
     # ------------------------------------------------------------------ protocol
 
@@ -182,6 +188,15 @@ class GroupState:
     def is_excluded(self, entry_id: str) -> bool:
         return bool(self.excluded.get_known(entry_id))
 
+    def policy_issued_at(self) -> dt.datetime | None:
+        if not self.policies_loaded:
+            raise AssertionError("admission state was not loaded for the policy entries")
+        return self.policy_at
+
+    def recording_epoch(self) -> int:
+        assert self.epoch is not None, "the ledger sets the group's epoch before judging"
+        return self.epoch
+
     # ------------------------------------------------------------------ loading
 
     @classmethod
@@ -214,7 +229,15 @@ class GroupState:
         # Dispute targets too: an exclusion entry is about its target's subject.
         await st._load_entries(conn, keys.entries | targets)
         await st._load_exclusions(conn, excluded_candidates | targets)
+        if keys.policies:
+            await st._load_policies(conn)
         return st
+
+    async def _load_policies(self, conn: asyncpg.Connection) -> None:
+        """The policy entry in force: a group with a ``policy`` submission (rare) asks."""
+        self.policy_at = await conn.fetchval(
+            "SELECT issued_at FROM policies ORDER BY seq DESC LIMIT 1")
+        self.policies_loaded = True
 
     async def _load_first(self, conn: asyncpg.Connection, content_keys: list[str],
                           fact_keys: set[tuple[str, str]], probe_keys: set[tuple[str, str]],
@@ -267,11 +290,12 @@ class GroupState:
     def _take_party(self, r: asyncpg.Record) -> None:
         """A 'reporter' or 'agent' row (see ``_ROW_COLUMNS``)."""
         if r["what"] == "reporter":
-            self.reporters[r["party"]] = ReporterRecord(r["party"], frozenset(r["roles"]))
+            self.reporters[r["party"]] = ReporterRecord(r["party"], frozenset(r["roles"]),
+                                                        r["issued_at"])
         else:
             self.agents[r["party"]] = AgentRecord(r["party"], r["name"], r["operator"],
                                                   r["anchor_kind"], r["anchor_value"],
-                                                  r["withdrawn"])
+                                                  r["withdrawn"], r["issued_at"])
 
     async def _load_engagements(self, conn: asyncpg.Connection,
                                 engagement_keys: set[tuple[str, str]]) -> None:

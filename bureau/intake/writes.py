@@ -32,11 +32,11 @@ _TABLES: dict[str, tuple[tuple[tuple[str, str], ...], str]] = {
                 ("content_key", "text"), ("subject", "text")), ""),
     "agents": ((("key", "text"), ("name", "text"), ("operator", "text"),
                 ("anchor_kind", "text"), ("anchor_value", "text"), ("withdrawn", "boolean"),
-                ("seq", "bigint")),
+                ("amended_at", "timestamptz"), ("seq", "bigint")),
                " ON CONFLICT (key) DO UPDATE SET name = EXCLUDED.name,"
                " operator = EXCLUDED.operator, anchor_kind = EXCLUDED.anchor_kind,"
                " anchor_value = EXCLUDED.anchor_value, withdrawn = EXCLUDED.withdrawn,"
-               " seq = EXCLUDED.seq"),
+               " amended_at = EXCLUDED.amended_at, seq = EXCLUDED.seq"),
     "verdicts": ((("seq", "bigint"), ("entry_id", "text"), ("kind", "text"),
                   ("evaluator", "text"), ("reporter", "text"), ("ref", "text"),
                   ("subject", "text"), ("content_key", "text")), ""),
@@ -45,6 +45,8 @@ _TABLES: dict[str, tuple[tuple[tuple[str, str], ...], str]] = {
                   ("seq", "bigint")), ""),
     "resolutions": ((("dispute", "text"), ("entry_id", "text"), ("decision", "text"),
                      ("seq", "bigint")), ""),
+    "policies": ((("seq", "bigint"), ("policy", "text"), ("from_epoch", "bigint"),
+                  ("issued_at", "timestamptz")), ""),
     "refusals": ((("content_key", "text"), ("signer", "text"), ("kind", "text"),
                   ("code", "text"), ("path", "text"), ("detail", "text"),
                   ("refused_at", "timestamptz"), ("envelope", "bytea")),
@@ -66,6 +68,7 @@ class Writes:
     exclusions: list[tuple[Any, ...]] = field(default_factory=list)
     disputes: list[tuple[Any, ...]] = field(default_factory=list)
     resolutions: list[tuple[Any, ...]] = field(default_factory=list)
+    policies: list[tuple[Any, ...]] = field(default_factory=list)
     refusals: list[tuple[Any, ...]] = field(default_factory=list)
     #: the Merkle tree nodes the group's entries complete (bureau.transparency.tree)
     tree: bytes = b""
@@ -96,7 +99,7 @@ def _statement(tables: list[str], tree: bool) -> str:
 COPY_FROM = 200
 #: Tables COPY may fill: no conflict clause. Entries go first: the others reference them.
 _COPYABLE = ("entries", "facts", "probes", "verdicts", "exclusions", "disputes",
-             "resolutions")
+             "resolutions", "policies")
 
 
 async def write_group(conn: asyncpg.Connection, w: Writes, seq: int, head: str,
@@ -124,7 +127,10 @@ async def write_group(conn: asyncpg.Connection, w: Writes, seq: int, head: str,
     await conn.execute(_statement(tables, bool(w.tree)), *args)
     if w.reporters:  # rare, and roles is an array column, which unnest would flatten
         await conn.executemany(
-            "INSERT INTO reporters (key, name, operator, roles, seq) VALUES ($1,$2,$3,$4,$5)"
+            "INSERT INTO reporters (key, name, operator, roles, issued_at, distrusted_from, seq)"
+            " VALUES ($1, $2, $3, $4, $5, $6, $7)"
             " ON CONFLICT (key) DO UPDATE SET name = EXCLUDED.name,"
-            " operator = EXCLUDED.operator, roles = EXCLUDED.roles, seq = EXCLUDED.seq",
+            " operator = EXCLUDED.operator, roles = EXCLUDED.roles,"
+            " issued_at = EXCLUDED.issued_at, distrusted_from = EXCLUDED.distrusted_from,"
+            " seq = EXCLUDED.seq",
             w.reporters)

@@ -154,3 +154,26 @@ def policy_document() -> dict[str, Any]:
 def policy_v1() -> Policy:
     """The v1 policy, parsed once."""
     return Policy.from_document(POLICY_V1_DOCUMENT)
+
+
+# --------------------------------------------------------------------------- registry
+
+#: Every policy this bureau knows, by the name ``BUREAU_POLICY`` gives it. A ledger names
+#: its policies by hash (its ``genesis`` entry, ``policy`` entries, every report), so a
+#: known policy is never removed: sealed epochs are rebuilt under their own (SPEC §7.1).
+KNOWN_POLICIES: Final[Mapping[str, Mapping[str, Any]]] = MappingProxyType({
+    "v1": POLICY_V1_DOCUMENT,
+})
+#: The policy a new ledger starts with when ``BUREAU_POLICY`` is unset.
+DEFAULT_POLICY_NAME: Final = "v1"
+
+
+@functools.cache
+def known_policy_hashes() -> Mapping[str, str]:
+    """Policy hash -> its name, for every known policy."""
+    return MappingProxyType({policy_hash(doc): name for name, doc in KNOWN_POLICIES.items()})
+
+
+def policy_name_of(digest: str) -> str | None:
+    """The name of the known policy with this hash, or None when the bureau has none."""
+    return known_policy_hashes().get(digest)

@@ -16,24 +16,19 @@ import asyncpg
 import nacl.signing
 
 from bureau import db, metrics
-from bureau.config import Config
 from bureau.errors import InternalError
 from bureau.transparency.tree import fetch_nodes
 from reporters.tlog import proofs
-from reporters.tlog.checkpoint import Checkpoint, default_origin, log_signer, sign_checkpoint
+from reporters.tlog.checkpoint import Checkpoint, log_signer, sign_checkpoint
 from reporters.tlog.note import Signer
-
-
-def log_origin(config: Config, public_key: bytes) -> str:
-    """The ledger's origin: the first line of every checkpoint, and the key name of the
-    bureau's note signatures. ``BUREAU_ORIGIN``, by default ``bureau-`` and 16 hex digits
-    of the BLAKE3 of the bureau's public key (SPEC §10)."""
-    return config.origin or default_origin(public_key)
 
 
 @dataclass(frozen=True)
 class LogKey:
-    """The bureau's key as a log's: its Ed25519 key under the key name = the origin."""
+    """The bureau's key as a log's: its Ed25519 key under the key name = the origin, the
+    ledger's origin line, which its genesis entry fixes (bureau.intake.genesis; SPEC §10:
+    ``BUREAU_ORIGIN`` seeds it, by default ``bureau-`` and 16 hex digits of the BLAKE3 of
+    the bureau's public key)."""
 
     signer: Signer
 

@@ -42,7 +42,7 @@ from bureau.views.builder import ReportBuilder
 from bureau.views.store import seals
 
 INDEX_TABLES = ("reporters", "facts", "probes", "agents", "verdicts", "exclusions",
-                "disputes", "resolutions")
+                "disputes", "resolutions", "policies")
 DERIVED_TABLES = (*INDEX_TABLES, "tree_nodes", "seals", "reports", "checkpoints")
 _CHUNK = 5000
 

@@ -25,6 +25,7 @@ from reporters.models import (
     DisputePayload,
     EnrollmentPayload,
     Payload,
+    PolicyPayload,
     PromiseDeclared,
     ReporterPayload,
     ResolutionPayload,
@@ -167,6 +168,7 @@ class Agent(_Party):
             fields["operator"] = operator
         if promises is not None:
             fields["promises"] = _promises(promises)
+        fields["issued_at"] = payloads.issued_timestamp()
         return await self.submit(payloads.build(AmendmentPayload, fields))
 
     async def withdraw(self, reason: str) -> Receipt:
@@ -299,10 +301,22 @@ class Admin(_Party):
         return self
 
     async def register_reporter(self, key_id: str, name: str, operator: str,
-                                roles: Sequence[Literal["facts", "probes"]]) -> Receipt:
-        """Register (or update) the reporter whose key id is ``key_id``."""
+                                roles: Sequence[Literal["facts", "probes"]], *,
+                                distrusted_from: str | None = None) -> Receipt:
+        """Register the reporter whose key id is ``key_id``, or update it: the whole new
+        state, which replaces the one in force (``issued_at`` is filled in, later than
+        any this process issued before). ``distrusted_from`` (an RFC 3339 timestamp)
+        declares its evidence untrustworthy from then on; None lifts that."""
         return await self.submit(payloads.build(ReporterPayload, {
-            "reporter": key_id, "name": name, "operator": operator, "roles": list(roles)}))
+            "reporter": key_id, "name": name, "operator": operator, "roles": list(roles),
+            "issued_at": payloads.issued_timestamp(), "distrusted_from": distrusted_from}))
+
+    async def set_policy(self, policy: str, from_epoch: int) -> Receipt:
+        """Have the scoring policy whose hash is ``policy`` (one the bureau knows) score
+        epoch ``from_epoch`` and later; ``from_epoch`` may not have begun."""
+        return await self.submit(payloads.build(PolicyPayload, {
+            "policy": policy, "from_epoch": from_epoch,
+            "issued_at": payloads.issued_timestamp()}))
 
     async def resolve(self, dispute: str, decision: Literal["UPHELD", "EXCLUDED"],
                       reason: str) -> Receipt:

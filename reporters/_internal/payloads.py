@@ -79,3 +79,19 @@ def envelope_payload(envelope: Mapping[str, Any]) -> dict[str, Any]:
 def now_timestamp() -> str:
     """Now, as the RFC 3339 UTC ``...Z`` timestamp the payloads use (whole seconds)."""
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_last_issued = dt.datetime.min.replace(tzinfo=dt.UTC)
+
+
+def issued_timestamp() -> str:
+    """An ``issued_at`` for an update (a reporter registration, an amendment, a policy):
+    now, to the microsecond, and later than any this process issued before — the bureau
+    refuses an update not later than the one in force (``STALE_UPDATE``), so two updates
+    in the same instant must not share a timestamp."""
+    global _last_issued
+    now = dt.datetime.now(dt.UTC)
+    if now <= _last_issued:
+        now = _last_issued + dt.timedelta(microseconds=1)
+    _last_issued = now
+    return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -16,13 +16,25 @@ proxy's own port, where ``/metrics`` is answered 404. None of them is ever forwa
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-if TYPE_CHECKING:
-    from reporters.proxy.app import Proxy
+
+class _Exposition(Protocol):
+    def exposition(self) -> bytes: ...
+
+
+class Proxy(Protocol):
+    """What these routes ask of the proxy (:class:`reporters.proxy.app.Proxy`); a
+    protocol, so that this module does not import the one that adds its routes."""
+
+    @property
+    def serving(self) -> bool: ...
+    @property
+    def metrics(self) -> _Exposition: ...
+    async def bureau_ready(self) -> str | None: ...
 
 _OWN_METHODS = frozenset({"GET", "HEAD"})
 

@@ -6,7 +6,7 @@ import asyncpg
 
 from reporters import wire
 from tests.agents.support import attestation, enroll, enrollment, refused, stored_entries, witness
-from tests.support import BureauUnderTest, kid
+from tests.support import BureauUnderTest, issued, kid
 
 
 async def _agent_row(bureau: BureauUnderTest, key: str) -> asyncpg.Record | None:
@@ -45,11 +45,12 @@ async def test_a_second_enrollment_is_already_enrolled(bureau: BureauUnderTest) 
 async def test_amendment_replaces_only_the_fields_it_names(bureau: BureauUnderTest) -> None:
     key = wire.generate_key()
     await bureau.accepted(key, "enrollment", enrollment("Acme", ("domain", "acme.com")))
-    await bureau.accepted(key, "amendment", {"operator": "Globex"})
+    await bureau.accepted(key, "amendment", {"issued_at": issued(), "operator": "Globex"})
     row = await _agent_row(bureau, kid(key))
     assert row is not None
     assert (row["operator"], row["anchor_value"]) == ("Globex", "acme.com")
-    await bureau.accepted(key, "amendment", {"anchor": {"kind": "email", "value": "a@b.org"}})
+    await bureau.accepted(key, "amendment", {
+        "issued_at": issued(), "anchor": {"kind": "email", "value": "a@b.org"}})
     row = await _agent_row(bureau, kid(key))
     assert row is not None
     assert (row["operator"], row["anchor_kind"], row["anchor_value"]) == (
@@ -59,7 +60,8 @@ async def test_amendment_replaces_only_the_fields_it_names(bureau: BureauUnderTe
 async def test_amendment_from_a_key_never_enrolled_is_not_enrolled(
         bureau: BureauUnderTest) -> None:
     stranger = wire.generate_key()
-    assert await refused(bureau, stranger, "amendment", {"operator": "X"}) == (
+    assert await refused(bureau, stranger, "amendment", {
+        "issued_at": issued(), "operator": "X"}) == (
         "NOT_ENROLLED", "")
 
 
@@ -87,7 +89,8 @@ async def test_a_withdrawn_agent_amending_or_withdrawing_again_is_withdrawn(
         bureau: BureauUnderTest) -> None:
     key = await enroll(bureau)
     await bureau.accepted(key, "withdrawal", {"reason": "retiring"})
-    assert await refused(bureau, key, "amendment", {"name": "back"}) == ("WITHDRAWN", "")
+    assert await refused(bureau, key, "amendment", {
+        "issued_at": issued(), "name": "back"}) == ("WITHDRAWN", "")
     assert await refused(bureau, key, "withdrawal", {"reason": "again"}) == ("WITHDRAWN", "")
 
 

@@ -14,7 +14,7 @@ from tests.agents.support import (
     stored_entries,
     value_judgment,
 )
-from tests.support import BureauUnderTest, fact_payload, kid, now_text
+from tests.support import BureauUnderTest, fact_payload, issued, kid, now_text
 
 
 async def _busy_scenario(bureau: BureauUnderTest) -> None:
@@ -51,8 +51,10 @@ async def _busy_scenario(bureau: BureauUnderTest) -> None:
     await bureau.accepted(sellers[0], "enrollment", enrollment("buyer co 0"))
     results = await bureau.batch([
         wire.sign_payload(sellers[1], "enrollment", enrollment("Seller One")),
-        wire.sign_payload(sellers[1], "amendment", {"operator": " BUYER CO 1"}),
-        wire.sign_payload(sellers[1], "amendment", {"operator": "Buyer Co 2"}),
+        wire.sign_payload(sellers[1], "amendment", {
+            "issued_at": issued(), "operator": " BUYER CO 1"}),
+        wire.sign_payload(sellers[1], "amendment", {
+            "issued_at": issued(), "operator": "Buyer Co 2"}),
     ])
     assert [r["status"] for r in results] == ["accepted"] * 3
     # seller 2 enrolls linked to buyer 1: both its attestation and its value judgment go

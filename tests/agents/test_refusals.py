@@ -17,7 +17,7 @@ from tests.agents.support import (
     stored_refusals,
     witness,
 )
-from tests.support import BureauUnderTest, fact_payload, kid
+from tests.support import BureauUnderTest, fact_payload, issued, kid
 
 
 async def test_admission_refusals_from_known_parties_are_kept_with_signer_and_code(
@@ -63,7 +63,7 @@ async def test_a_refusal_from_an_unknown_key_is_not_kept(bureau: BureauUnderTest
     stranger = wire.generate_key()
     agent = await enroll(bureau)
     await refused(bureau, stranger, "fact", fact_payload(interaction_id(), kid(agent)))
-    await refused(bureau, stranger, "amendment", {"name": "who am I"})
+    await refused(bureau, stranger, "amendment", {"issued_at": issued(), "name": "who am I"})
     assert [row for row in await stored_refusals(bureau) if row[0] == kid(stranger)] == []
 
 

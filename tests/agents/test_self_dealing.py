@@ -22,7 +22,7 @@ from tests.agents.support import (
     value_judgment,
     witness,
 )
-from tests.support import BureauUnderTest, fact_payload, kid
+from tests.support import BureauUnderTest, fact_payload, issued, kid
 
 Anchor = tuple[str, str]
 
@@ -136,7 +136,8 @@ async def test_evaluator_amending_into_the_subjects_anchor_excludes_its_attestat
     status, att = await _attest(bureau, rep, seller, buyer)
     assert status == 201, att
     amended = await bureau.accepted(
-        buyer, "amendment", {"anchor": {"kind": "email", "value": "gavin@HOOLI.com"}})
+        buyer, "amendment", {
+            "issued_at": issued(), "anchor": {"kind": "email", "value": "gavin@HOOLI.com"}})
 
     [excl] = await _exclusions_of(bureau, str(att["id"]))
     assert excl.seq == amended["seq"] + 1
@@ -160,7 +161,8 @@ async def test_subject_amending_excludes_every_tainted_verdict_right_after(
     vj = await bureau.accepted(ring[0], "value-judgment",
                                value_judgment(rep, "eng-ring", seller))
 
-    amended = await bureau.accepted(seller, "amendment", {"operator": "TYRELL"})
+    amended = await bureau.accepted(seller, "amendment", {
+        "issued_at": issued(), "operator": "TYRELL"})
 
     excl = await _exclusions_of(bureau, *ids, vj["id"])
     assert [e.seq for e in excl] == [amended["seq"] + 1, amended["seq"] + 2,
@@ -177,10 +179,12 @@ async def test_a_second_amendment_revealing_the_same_link_excludes_nothing_new(
     buyer = await enroll(bureau)
     status, att = await _attest(bureau, rep, seller, buyer)
     assert status == 201, att
-    await bureau.accepted(buyer, "amendment", {"operator": "cyberdyne"})
+    await bureau.accepted(buyer, "amendment", {"issued_at": issued(), "operator": "cyberdyne"})
     again = await bureau.accepted(
-        buyer, "amendment", {"anchor": {"kind": "email", "value": "miles@cyberdyne.com"}})
-    renamed = await bureau.accepted(buyer, "amendment", {"name": "still linked"})
+        buyer, "amendment", {
+            "issued_at": issued(), "anchor": {"kind": "email", "value": "miles@cyberdyne.com"}})
+    renamed = await bureau.accepted(buyer, "amendment", {
+        "issued_at": issued(), "name": "still linked"})
 
     assert len(await _exclusions_of(bureau, str(att["id"]))) == 1
     assert renamed["seq"] == again["seq"] + 1  # nothing appended after either
@@ -222,7 +226,8 @@ async def test_once_linked_a_new_attestation_is_refused(bureau: BureauUnderTest)
     buyer = await enroll(bureau)
     status, _ = await _attest(bureau, rep, seller, buyer)
     assert status == 201
-    await bureau.accepted(buyer, "amendment", {"operator": "massive dynamic "})
+    await bureau.accepted(buyer, "amendment", {
+        "issued_at": issued(), "operator": "massive dynamic "})
     status, body = await _attest(bureau, rep, seller, buyer)
     assert (status, body["code"]) == (422, "SELF_DEALING")
 

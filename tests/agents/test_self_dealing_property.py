@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from reporters import wire
 from tests.agents.support import Key, attestation, enrollment, interaction_id, stored_entries
-from tests.support import BureauUnderTest, fact_payload, kid
+from tests.support import BureauUnderTest, fact_payload, issued, kid
 
 AGENTS = 3
 # Small pools, so that links happen often, with every kind of link among them.
@@ -160,7 +160,7 @@ class Scenario:
             return [(op, wire.sign_payload(self.keys[op.agent], "enrollment",
                                            enrollment(op.identity.operator, op.identity.anchor)))]
         if isinstance(op, Amend):
-            amendment: dict[str, Any] = {}
+            amendment: dict[str, Any] = {"issued_at": issued()}
             if op.operator is not None:
                 amendment["operator"] = op.operator
             if op.anchor is not None:

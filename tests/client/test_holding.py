@@ -12,7 +12,7 @@ import reporters
 from reporters import Delivery
 from tests.client.helpers import DEAD_URL, fact_counts
 from tests.client.test_reporter import reporter_on
-from tests.support import BureauUnderTest, fresh_database, now_text, start_bureau
+from tests.support import BureauUnderTest, fresh_database, issued, now_text, start_bureau
 
 
 def _rows(spool: Path) -> tuple[set[str], int]:
@@ -87,7 +87,8 @@ async def test_kept_envelopes_refill_a_bureau_restored_without_them(
 
     async def registered(b: BureauUnderTest) -> None:
         await b.accepted(b.admin, "reporter", {"reporter": reporters.key_id(key), "name": "gw",
-                                               "operator": "Gateway Co", "roles": ["facts"]})
+                                               "operator": "Gateway Co", "roles": ["facts"],
+                                               "issued_at": issued()})
 
     async with fresh_database(pg_server_url) as before_url, \
             fresh_database(pg_server_url) as restored_url, \

@@ -95,7 +95,7 @@ async def test_the_chain_the_bureau_wrote_verifies(bureau: BureauUnderTest) -> N
     finally:
         await conn.close()
     served = [{**json.loads(row["entry"]), "id": row["id"]} for row in rows]
-    assert len(served) == 6
+    assert len(served) == 7  # genesis, reporter, 5 facts
     reporters.verify_chain(served)
     reporters.verify_chain([e for e in served if e["kind"] == "fact"][::2])
 

@@ -64,7 +64,7 @@ class Script:
         callers = [_key(seed, f"caller-{i}") for i in range(AGENTS)]
         lines = [wire.sign_payload(admin, "reporter", {
             "reporter": wire.signing_key_id(rep), "name": "soak gateway",
-            "operator": "Soak Gateway Co", "roles": ["facts", "probes"]})]
+            "operator": "Soak Gateway Co", "roles": ["facts", "probes"], "issued_at": OBSERVED_AT})]
         for role, keys in (("subject", subjects), ("caller", callers)):
             for i, key in enumerate(keys):
                 lines.append(wire.sign_payload(key, "enrollment", {

@@ -32,6 +32,7 @@ from bureau.intake.records import (
     VerdictRecord,
 )
 from bureau.intake.state import Submission
+from bureau.scoring.policy import policy_hash
 from reporters import wire
 from reporters.models import PAYLOAD_MODELS
 
@@ -122,6 +123,12 @@ class MemoryState:
     def is_excluded(self, entry_id: str) -> bool:
         return False
 
+    def policy_issued_at(self) -> dt.datetime | None:
+        return NOW - dt.timedelta(days=1)
+
+    def recording_epoch(self) -> int:
+        return 10
+
 
 def run_pipeline(raw: bytes) -> Submission | records.Decision | BureauError:
     """Stages 1–5 as the service runs them, minus the database; asserts the contract."""
@@ -168,7 +175,8 @@ json_values = st.recursive(
 
 TEMPLATES: dict[str, dict[str, Any]] = {
     "reporter": {"reporter": kid(STRANGER), "name": "gw", "operator": "Gateway Co",
-                 "roles": ["facts"]},
+                 "roles": ["facts"], "issued_at": "2026-11-30T12:00:00Z",
+                 "distrusted_from": None},
     "fact": {"interaction": "i-1", "subject": kid(SUBJECT), "caller": kid(CALLER),
              "observed_at": "2026-11-30T12:00:00Z", "answered": True, "latency_ms": 10,
              "well_formed": True, "promises": [], "claimed": None, "check": None,
@@ -181,7 +189,7 @@ TEMPLATES: dict[str, dict[str, Any]] = {
               "observed_at": "2026-11-30T12:00:00Z"},
     "enrollment": {"name": "a", "anchor": {"kind": "domain", "value": "subject.example"},
                    "operator": "Someone", "promises": [{"promise": "p", "description": "d"}]},
-    "amendment": {"operator": "Caller Inc"},
+    "amendment": {"operator": "Caller Inc", "issued_at": "2026-11-30T12:00:00Z"},
     "withdrawal": {"reason": "bye"},
     "attestation": {"reporter": kid(REPORTER), "interaction": "i-1", "subject": kid(SUBJECT),
                     "outcome": "ACCEPTED", "corrections": 0},
@@ -191,6 +199,7 @@ TEMPLATES: dict[str, dict[str, Any]] = {
     "dispute": {"entry": FACT_ENTRY, "reason": "not me"},
     "resolution": {"dispute": DISPUTE_ENTRY, "decision": "EXCLUDED", "reason": "ok"},
     "seal": {"requested_at": "2026-11-30T12:00:00Z"},
+    "policy": {"policy": policy_hash(), "from_epoch": 10, "issued_at": "2026-11-30T12:00:00Z"},
 }
 assert set(TEMPLATES) == set(PAYLOAD_MODELS)
 
@@ -198,7 +207,7 @@ assert set(TEMPLATES) == set(PAYLOAD_MODELS)
 RIGHT_SIGNER = {"reporter": ADMIN, "fact": REPORTER, "probe": REPORTER,
                 "enrollment": STRANGER, "amendment": SUBJECT, "withdrawal": SUBJECT,
                 "attestation": CALLER, "value-judgment": CALLER, "dispute": SUBJECT,
-                "resolution": ADMIN, "seal": ADMIN}
+                "resolution": ADMIN, "seal": ADMIN, "policy": ADMIN}
 
 
 @st.composite

@@ -22,7 +22,7 @@ import pytest
 
 from reporters import wire
 from tests.processes import ServeProcess, bureau_env
-from tests.support import fact_payload
+from tests.support import fact_payload, issued
 
 pytestmark = pytest.mark.slow
 
@@ -86,7 +86,7 @@ async def test_twice_the_capacity_keeps_memory_flat(database_url: str, tmp_path:
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
             env = wire.sign_payload(admin, "reporter", {
                 "reporter": wire.signing_key_id(rep), "name": "gw", "operator": "op",
-                "roles": ["facts"]})
+                "roles": ["facts"], "issued_at": issued()})
             async with session.post(server.url + "/v1/evidence", json=env) as resp:
                 assert resp.status == 201
 

@@ -6,7 +6,7 @@ import asyncpg
 
 from reporters import wire
 from tests.intake.envelopes import randomized_signature, with_signature
-from tests.support import BureauUnderTest, fact_payload, kid, now_text
+from tests.support import BureauUnderTest, fact_payload, issued, kid, now_text
 
 
 async def test_fact_accepted_then_duplicate(bureau: BureauUnderTest) -> None:
@@ -15,7 +15,7 @@ async def test_fact_accepted_then_duplicate(bureau: BureauUnderTest) -> None:
     env = wire.sign_payload(rep, "fact", fact_payload("i-1", kid(agent)))
     status, body = await bureau.post(env)
     assert status == 201, body
-    assert body["status"] == "accepted" and body["seq"] == 2
+    assert body["status"] == "accepted" and body["seq"] == 3  # after genesis and reporter
     status, again = await bureau.post(env)
     assert status == 200 and again == {**body, "status": "duplicate"}
 
@@ -75,7 +75,8 @@ async def test_a_reporter_registered_earlier_in_the_batch_may_report(
         bureau: BureauUnderTest) -> None:
     rep = wire.generate_key()
     register = wire.sign_payload(bureau.admin, "reporter", {
-        "reporter": kid(rep), "name": "new", "operator": "op", "roles": ["facts"]})
+        "reporter": kid(rep), "name": "new", "operator": "op", "roles": ["facts"],
+        "issued_at": issued()})
     fact = wire.sign_payload(rep, "fact", fact_payload("i-1", kid(wire.generate_key())))
     results = await bureau.batch([fact, register, fact])
     assert [r.get("code", r["status"]) for r in results] == [
@@ -87,7 +88,8 @@ async def test_reporter_roles_can_be_updated(bureau: BureauUnderTest) -> None:
     fact = fact_payload("i-1", kid(wire.generate_key()))
     assert (await bureau.submit(rep, "fact", fact))[1]["code"] == "MISSING_ROLE"
     await bureau.accepted(bureau.admin, "reporter", {
-        "reporter": kid(rep), "name": "gw", "operator": "op", "roles": ["facts", "probes"]})
+        "reporter": kid(rep), "name": "gw", "operator": "op", "roles": ["facts", "probes"],
+        "issued_at": issued()})
     await bureau.accepted(rep, "fact", fact)
 
 

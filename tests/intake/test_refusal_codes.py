@@ -19,7 +19,7 @@ from tests.intake.envelopes import (
     signed_raw,
     with_signature,
 )
-from tests.support import BureauUnderTest, fact_payload, kid, now_text
+from tests.support import BureauUnderTest, fact_payload, issued, kid, now_text
 
 Case = Callable[[BureauUnderTest], Awaitable[tuple[int, Any]]]
 
@@ -171,7 +171,7 @@ async def _withdrawn(b: BureauUnderTest) -> tuple[int, Any]:
     agent = wire.generate_key()
     await b.accepted(agent, "enrollment", _enrollment())
     await b.accepted(agent, "withdrawal", {"reason": "retiring"})
-    return await b.submit(agent, "amendment", {"name": "back"})
+    return await b.submit(agent, "amendment", {"issued_at": issued(), "name": "back"})
 
 
 async def _clock_skew(b: BureauUnderTest) -> tuple[int, Any]:
@@ -265,7 +265,8 @@ CASES: list[tuple[str, str, int, str | None, Case]] = [
      _payload({**good_fact(), "observed_at": "2026-11-29T23:00:00+01:00"})),
     ("not-admin", "NOT_ADMIN", 422, "",
      _signed_by("facts-only", "reporter", lambda b: {
-         "reporter": AGENT, "name": "x", "operator": "y", "roles": ["facts"]})),
+         "reporter": AGENT, "name": "x", "operator": "y", "roles": ["facts"],
+         "issued_at": issued()})),
     ("unknown-reporter", "UNKNOWN_REPORTER", 422, "",
      _signed_by("stranger", "fact", lambda b: good_fact())),
     ("missing-role-facts", "MISSING_ROLE", 422, "",
@@ -325,7 +326,8 @@ async def test_unavailable_when_intake_queue_is_full(database_url: str, tmp_path
 
     async with start_bureau(database_url, tmp_path, max_pending=0) as b:
         status, body = await b.submit(b.admin, "reporter", {
-            "reporter": AGENT, "name": "n", "operator": "o", "roles": ["facts"]})
+            "reporter": AGENT, "name": "n", "operator": "o", "roles": ["facts"],
+            "issued_at": issued()})
         assert (status, body["code"]) == (503, "UNAVAILABLE")
         async with b.session.post(b.url + "/v1/evidence", json=wire.sign_payload(
                 b.admin, "seal", {"requested_at": now_text()})) as resp:
@@ -343,7 +345,7 @@ async def test_client_disconnect_mid_body_writes_nothing(bureau: BureauUnderTest
     writer.close()
     await writer.wait_closed()
     status, again = await bureau.submit(rep, "fact", good_fact("cut"))
-    assert status == 201 and again["seq"] == 2, "the cut-off request wrote nothing"
+    assert status == 201 and again["seq"] == 3, "the cut-off request wrote nothing"
 
 
 def test_every_case_names_a_listed_code() -> None:

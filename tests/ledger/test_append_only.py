@@ -32,7 +32,7 @@ async def test_plain_rewrites_are_refused(bureau: BureauUnderTest, statement: st
     try:
         with pytest.raises(asyncpg.InsufficientPrivilegeError, match="append-only"):
             await conn.execute(statement)
-        assert await conn.fetchval("SELECT count(*) FROM entries") == 6
+        assert await conn.fetchval("SELECT count(*) FROM entries") == 7  # genesis, reporter, 5
     finally:
         await conn.close()
 

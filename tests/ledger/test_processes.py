@@ -15,7 +15,7 @@ import pytest
 
 from reporters import wire
 from tests.processes import ProgressKiller, ServeProcess, bureau_env, run_cli
-from tests.support import fact_payload
+from tests.support import fact_payload, issued
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +31,7 @@ async def _register(url: str, admin: nacl.signing.SigningKey,
                     rep: nacl.signing.SigningKey) -> None:
     env = wire.sign_payload(admin, "reporter", {
         "reporter": wire.signing_key_id(rep), "name": "gw", "operator": "op",
-        "roles": ["facts"]})
+        "roles": ["facts"], "issued_at": issued()})
     async with aiohttp.ClientSession() as s, s.post(url + "/v1/evidence", json=env) as resp:
         assert resp.status in (200, 201), await resp.text()
 
@@ -75,11 +75,12 @@ async def test_two_processes_one_chain(database_url: str, tmp_path: Path) -> Non
         for s in servers:
             s.stop()
     seqs, facts, distinct = await _chain_facts(database_url)
-    assert seqs == list(range(1, 2002)), "seqs are contiguous from 1"
+    # both processes started together: one genesis entry between them, then the rest
+    assert seqs == list(range(1, 2003)), "seqs are contiguous from 1"
     assert facts == distinct == 2000
     verified = run_cli(env, "verify")
     assert verified.returncode == 0, verified.stderr
-    assert "2001 entries" in verified.stdout
+    assert "2002 entries" in verified.stdout
 
 
 async def test_kill_9_loses_nothing_and_duplicates_nothing(database_url: str,
@@ -122,7 +123,7 @@ async def test_kill_9_loses_nothing_and_duplicates_nothing(database_url: str,
     seqs, facts, distinct = await _chain_facts(database_url)
     assert facts == distinct == 3000, "none lost, none twice"
     assert len(acknowledged) == 3000
-    assert seqs == list(range(1, 3002))
+    assert seqs == list(range(1, 3003))  # genesis, reporter, 3,000 facts
     conn = await asyncpg.connect(database_url)
     try:
         stored = {r["id"]: r["seq"] for r in await conn.fetch(

@@ -24,7 +24,7 @@ from tests.reads.support import (
     get_signed,
     read_all,
 )
-from tests.support import BureauUnderTest, fact_payload, kid
+from tests.support import BureauUnderTest, fact_payload, issued, kid
 
 
 @dataclass
@@ -67,12 +67,14 @@ async def _world(bureau: BureauUnderTest) -> World:
     ia2, f2 = await fact(bureau, rep, b, caller=a)                          # A caller
     att_a = await bureau.accepted(a, "attestation", attestation(rep, ia2, b))  # A signer
     _, unrelated = await fact(bureau, rep, b, caller=c)
-    a_amendment = wire.sign_payload(a, "amendment", {"name": "A, renamed"})
+    a_amendment = wire.sign_payload(a, "amendment", {"issued_at": issued(), "name": "A, renamed"})
     amended = (await bureau.post(a_amendment))[1]
     # C takes A's operator: its attestation about A becomes self-dealing, and is excluded.
     a_operator = enrollment()["operator"]
-    a_amended = await bureau.accepted(a, "amendment", {"operator": a_operator})
-    c_amended = await bureau.accepted(c, "amendment", {"operator": a_operator})
+    a_amended = await bureau.accepted(a, "amendment", {
+        "issued_at": issued(), "operator": a_operator})
+    c_amended = await bureau.accepted(c, "amendment", {
+        "issued_at": issued(), "operator": a_operator})
     excluded = await _seq_of_exclusion(bureau, att_c["id"])
     dispute = await bureau.accepted(a, "dispute", {"entry": probe["id"], "reason": "flaky"})
     resolution = await bureau.accepted(bureau.admin, "resolution", {
@@ -81,7 +83,8 @@ async def _world(bureau: BureauUnderTest) -> World:
     assert (await bureau.post(a_refused))[0] == 422
     rep_refused = wire.sign_payload(rep, "fact", fact_payload(ia1, kid(b)))  # CONFLICTING
     assert (await bureau.post(rep_refused))[0] == 422
-    last = (await bureau.accepted(a, "amendment", {"name": "A again"}))["seq"]
+    last = (await bureau.accepted(a, "amendment", {
+        "issued_at": issued(), "name": "A again"}))["seq"]
     a_file = {a_enrollment, f1, att_c["seq"], probe["seq"], f2, att_a["seq"], amended["seq"],
               a_amended["seq"], excluded, dispute["seq"], resolution["seq"], last}
     return World(rep, a, b, c, a_file,

@@ -4,12 +4,18 @@ PostgreSQL."""
 
 from __future__ import annotations
 
+import json
+
 import asyncpg
 import pytest
 
+from bureau import db
 from bureau.http.keys import LEDGER
+from bureau.transparency import heads
+from bureau.transparency.heads import LogKey
 from bureau.transparency.tree import TreeCheck
-from reporters import verify_consistency, verify_inclusion, verify_note
+from reporters import verify_consistency, verify_inclusion, verify_note, wire
+from reporters.tlog.checkpoint import default_origin
 from reporters.tlog.merkle import EMPTY_ROOT
 from tests.support import BureauUnderTest, kid
 from tests.transparency import reference
@@ -36,14 +42,37 @@ def leaves(ids: list[str]) -> list[bytes]:
     return [bytes.fromhex(i) for i in ids]
 
 
-async def test_before_entry_one_the_checkpoint_is_the_empty_tree(
-        bureau: BureauUnderTest) -> None:
+async def test_before_entry_one_the_tree_head_is_the_empty_tree(database_url: str) -> None:
+    """SPEC §9: before entry 1 exists the head is size 0 with root SHA-256(""). A bureau
+    writes its genesis entry before it serves, so this is seen below the HTTP layer."""
+    key = wire.generate_key()
+    log_key = LogKey.of(default_origin(bytes(key.verify_key)), key)
+    conn = await asyncpg.connect(database_url)
+    try:
+        await db.migrate(conn)
+        head = await heads.publish(conn, log_key)
+        assert head is not None and await heads.latest(conn) == head
+    finally:
+        await conn.close()
+    opened = verify_note(head.served, log_key.vkey)
+    assert (opened.size, opened.root) == (0, EMPTY_ROOT)
+    assert head.note.startswith(
+        f"{log_key.origin}\n0\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n\n")
+
+
+async def test_a_bureau_serves_a_head_from_its_first_request(bureau: BureauUnderTest) -> None:
+    """The genesis entry is leaf 0; the publisher signs it before the first request."""
     status, ctype, note = await get_text(bureau, "/checkpoint")
     assert (status, ctype) == (200, "text/plain")
     head = verify_note(note, await bureau_vkey(bureau))
-    assert (head.size, head.root) == (0, EMPTY_ROOT)
-    assert head.origin == bureau.log_key.origin
-    assert note.startswith(f"{head.origin}\n0\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n\n")
+    [genesis] = await entry_ids(bureau.database_url)
+    assert (head.size, head.root) == (1, reference.mth([bytes.fromhex(genesis)]))
+    conn = await asyncpg.connect(bureau.database_url)
+    try:
+        body = json.loads(await conn.fetchval("SELECT entry FROM entries WHERE seq = 1"))["body"]
+    finally:
+        await conn.close()
+    assert head.origin == bureau.log_key.origin == body["origin"]  # the ledger's origin
 
 
 async def test_the_served_root_is_the_definition_at_every_size(
@@ -64,8 +93,8 @@ async def test_the_served_root_is_the_definition_at_every_size(
 
 async def test_every_proof_up_to_64_is_the_definition_and_verifies(
         bureau: BureauUnderTest) -> None:
-    world = await World.make(bureau)
-    await grow(world, 63)
+    world = await World.make(bureau)  # the genesis entry, the reporter's registration
+    await grow(world, 62)
     head = await publish(bureau)
     ids = await entry_ids(bureau.database_url)
     assert head.size == len(ids) == 64
@@ -212,7 +241,7 @@ async def test_every_signed_head_is_kept_and_heads_only_grow(bureau: BureauUnder
     kept = {r["size"]: (bytes(r["root"]), r["note"]) for r in rows}
     for head in seen:
         assert kept[head.size] == (head.root, head.note)
-    assert list(kept) == sorted(kept) and 0 in kept  # the empty head signed at start
+    assert list(kept) == sorted(kept) and 1 in kept  # the genesis head, signed at start
     # nothing new: the same head, not a new note
     assert (await publish(bureau)).note == seen[-1].note
     # after a restart of the committer, its frontier is read back from the nodes

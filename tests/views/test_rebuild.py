@@ -15,7 +15,7 @@ from bureau.views.evidence import decode_entry, read_items
 from bureau.views.rebuild import rebuild
 from bureau.views.store import seals
 from reporters import wire
-from tests.support import BureauUnderTest, kid
+from tests.support import BureauUnderTest, issued, kid
 from tests.views.support import World, get, next_epoch, now_text
 
 
@@ -50,7 +50,8 @@ async def busy_ledger(bureau: BureauUnderTest) -> World:
     await next_epoch(bureau)
 
     b_operator = await _operator(bureau, kid(b))
-    await bureau.accepted(e2, "amendment", {"operator": b_operator, "name": "renamed"})
+    await bureau.accepted(e2, "amendment", {
+        "issued_at": issued(), "operator": b_operator, "name": "renamed"})
     await w.probe(a, False)
     await next_epoch(bureau)
     return w

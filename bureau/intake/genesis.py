@@ -1,0 +1,133 @@
+"""The genesis entry: entry 1 of every ledger, written by the bureau itself (SPEC §3, §10).
+
+Its body, ``{"policy", "epoch_seconds", "origin"}``, is the settings the ledger was
+created with: the scoring policy (by hash) that scores its epochs until a ``policy``
+entry says otherwise, the epoch length, and the log's origin line. The ledger describes
+itself: rebuilding, verifying and reading it need nothing else.
+
+:func:`establish` runs once at every start, under the ledger head lock (so processes
+starting together write one genesis between them). On an empty ledger it appends the
+genesis entry from the configuration; on an existing one it reads it back, refuses a
+start whose *pinned* settings (set explicitly by the operator, ``Config.pinned``)
+differ — a silent change would misdate every epoch — and returns the configuration with
+the ledger's values in place of the unpinned ones.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from dataclasses import dataclass, replace
+from typing import Any
+
+import asyncpg
+import nacl.signing
+
+from bureau import db
+from bureau.config import Config
+from bureau.errors import InternalError
+from bureau.intake.ledger import GroupTx, flush
+from bureau.intake.state import GroupState
+from bureau.kinds import GENESIS
+from bureau.scoring.policy import KNOWN_POLICIES, policy_hash, policy_name_of
+from bureau.transparency.tree import load_tip
+from reporters import wire
+from reporters.tlog.checkpoint import check_origin, default_origin
+
+log = logging.getLogger(__name__)
+
+
+class StartRefused(InternalError):
+    """The bureau will not start on this ledger as configured; ``detail`` says why and
+    what the ledger has."""
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerSettings:
+    """What a genesis entry holds."""
+
+    policy: str  # the BLAKE3 hash of the policy document
+    epoch_seconds: int
+    origin: str
+
+    def body(self) -> dict[str, Any]:
+        return {"policy": self.policy, "epoch_seconds": self.epoch_seconds,
+                "origin": self.origin}
+
+    @classmethod
+    def from_body(cls, body: dict[str, Any]) -> LedgerSettings:
+        return cls(policy=body["policy"], epoch_seconds=body["epoch_seconds"],
+                   origin=body["origin"])
+
+
+def requested(config: Config, bureau_key: nacl.signing.VerifyKey) -> LedgerSettings:
+    """The settings a new ledger gets from this configuration."""
+    origin = config.origin or default_origin(bytes(bureau_key))
+    try:
+        check_origin(origin)
+    except ValueError as exc:
+        raise StartRefused(f"BUREAU_ORIGIN {origin!r} is not a log origin: {exc}") from None
+    return LedgerSettings(policy_hash(KNOWN_POLICIES[config.policy]), config.epoch_seconds,
+                          origin)
+
+
+#: setting -> (its environment variable, how a value is shown)
+_SHOWN = {"policy": "BUREAU_POLICY", "epoch_seconds": "BUREAU_EPOCH_SECONDS",
+          "origin": "BUREAU_ORIGIN"}
+
+
+def reconcile(config: Config, ledger: LedgerSettings,
+              bureau_key: nacl.signing.VerifyKey) -> Config:
+    """``config`` with the ledger's settings, or :class:`StartRefused` naming the first
+    pinned setting that differs from the ledger's."""
+    name = policy_name_of(ledger.policy)
+    if name is None:
+        raise StartRefused(f"this ledger is scored by policy {ledger.policy}, which this "
+                           "bureau does not know (known: " + ", ".join(KNOWN_POLICIES) + ")")
+    wanted = requested(config, bureau_key) if "origin" in config.pinned else None
+    asked = {"policy": config.policy, "epoch_seconds": config.epoch_seconds,
+             "origin": wanted.origin if wanted else None}
+    has = {"policy": name, "epoch_seconds": ledger.epoch_seconds, "origin": ledger.origin}
+    for setting in ("policy", "epoch_seconds", "origin"):
+        if setting in config.pinned and asked[setting] != has[setting]:
+            raise StartRefused(
+                f"{_SHOWN[setting]} is {asked[setting]!r} but this ledger was created with "
+                f"{has[setting]!r} (its genesis entry): the ledger's value rules; unset "
+                f"{_SHOWN[setting]} to use it")
+    return replace(config, policy=name, epoch_seconds=ledger.epoch_seconds,
+                   origin=ledger.origin)
+
+
+async def read(conn: asyncpg.Connection) -> LedgerSettings | None:
+    """The ledger's settings, or None when it has no entry yet."""
+    row = await conn.fetchrow("SELECT kind, entry FROM entries WHERE seq = 1")
+    if row is None:
+        return None
+    if row["kind"] != GENESIS.name:
+        raise StartRefused(f"entry 1 of this ledger is a {row['kind']!r}, not its genesis "
+                           "entry: it was made by an earlier revision of the bureau")
+    return LedgerSettings.from_body(json.loads(row["entry"])["body"])
+
+
+async def establish(conn: asyncpg.Connection, config: Config,
+                    bureau_key: nacl.signing.VerifyKey, now: dt.datetime) -> Config:
+    """Write the genesis entry of an empty ledger, or check the existing one; return the
+    configuration the process runs with (the ledger's settings in place)."""
+    async with db.transaction(conn, "genesis"):
+        head = await conn.fetchrow("SELECT seq, head FROM ledger_head FOR UPDATE")
+        assert head is not None
+        found = await read(conn)
+        if found is not None:
+            return reconcile(config, found, bureau_key)
+        if head["seq"] != 0:  # pragma: no cover - entries without entry 1
+            raise StartRefused("the ledger head has moved but entry 1 is missing")
+        settings = requested(config, bureau_key)
+        state = GroupState(frozenset())
+        state.tree = await load_tip(conn)  # the empty tree: genesis is its first leaf
+        tx = GroupTx(conn, state, 0, wire.ZERO_ID, now, settings.epoch_seconds)
+        tx.append(GENESIS.name, body=settings.body())
+        await flush(tx)
+    log.info("new ledger: genesis entry written (policy %s, epochs of %d s, origin %s)",
+             config.policy, settings.epoch_seconds, settings.origin)
+    return replace(config, origin=settings.origin)
