@@ -157,9 +157,10 @@ async def fresh_database(pg_server_url: str, prefix: str = "bureau_test_"
 
 @asynccontextmanager
 async def start_bureau(database_url: str, home: Path, *, epoch_seconds: int = 21600,
+                       signing_key: nacl.signing.SigningKey | None = None,
                        **overrides: Any) -> AsyncIterator[BureauUnderTest]:
     admin = wire.generate_key()
-    signing = wire.generate_key()
+    signing = signing_key or wire.generate_key()
     clock = TestClock()
     config = Config(home=home, database_url=database_url,
                     admin_keys=frozenset({wire.signing_key_id(admin)}),
