@@ -10,6 +10,7 @@ that lost published entries is refused, never signed over (docs/runbook.md).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import asyncpg
@@ -17,9 +18,10 @@ import nacl.signing
 
 from bureau import db, metrics
 from bureau.errors import InternalError
-from bureau.transparency.tree import fetch_nodes
+from bureau.transparency.tree import FETCH_SQL, fetch_nodes, node_arrays
 from reporters.tlog import proofs
 from reporters.tlog.checkpoint import Checkpoint, log_signer, sign_checkpoint
+from reporters.tlog.merkle import Node
 from reporters.tlog.note import Signer
 
 
@@ -88,6 +90,19 @@ async def latest(conn: asyncpg.Connection) -> Head | None:
 async def latest_size(conn: asyncpg.Connection) -> int | None:
     size: int | None = await conn.fetchval("SELECT max(size) FROM tree_heads")
     return size
+
+
+async def published_and_nodes(conn: asyncpg.Connection, nodes: Collection[Node],
+                              ) -> tuple[int | None, dict[Node, bytes]]:
+    """The latest published size and the stored ``nodes`` that exist, in ONE query: a
+    proof route answers in one round trip when its plan does not depend on the ledger
+    (a consistency proof). The caller checks the size, then that every node came
+    (:func:`bureau.transparency.tree.check_found`)."""
+    rows = await conn.fetch(
+        "SELECT (SELECT max(size) FROM tree_heads) AS published, n.level, n.idx, n.hash"
+        f" FROM (SELECT 1) AS one LEFT JOIN ({FETCH_SQL}) AS n ON true", *node_arrays(nodes))
+    found = {(r["level"], r["idx"]): bytes(r["hash"]) for r in rows if r["hash"] is not None}
+    return rows[0]["published"], found
 
 
 async def epoch_note(conn: asyncpg.Connection, epoch: int) -> str | None:

@@ -86,22 +86,36 @@ def frontier_from(size: int, nodes: dict[Node, bytes]) -> Frontier:
                             "missing: run `bureau rebuild`") from None
 
 
-async def fetch_nodes(conn: asyncpg.Connection, nodes: Collection[Node]) -> dict[Node, bytes]:
-    """The stored hashes of ``nodes``, in one query. A node that should exist but does
-    not is a broken tree (InternalError)."""
-    if not nodes:
-        return {}
+# One primary-key lookup per node, whatever the planner guesses of the arrays' length: a
+# plain join of the unnested arrays with tree_nodes may be planned as a hash join over
+# the whole table (measured: 1.1 ms p50 and 24 ms p99 a proof at 20,000 entries).
+FETCH_SQL = """
+SELECT k.level, k.idx, t.hash FROM unnest($1::smallint[], $2::bigint[]) AS k(level, idx)
+CROSS JOIN LATERAL (SELECT hash FROM tree_nodes n WHERE n.level = k.level AND n.idx = k.idx) t
+"""
+
+
+def node_arrays(nodes: Collection[Node]) -> tuple[list[int], list[int]]:
+    """The two array parameters of :data:`FETCH_SQL`."""
     ordered = sorted(nodes)
-    rows = await conn.fetch(
-        "SELECT t.level, t.idx, t.hash FROM tree_nodes t"
-        " JOIN unnest($1::smallint[], $2::bigint[]) AS k(level, idx)"
-        " ON t.level = k.level AND t.idx = k.idx",
-        [lv for lv, _ in ordered], [i for _, i in ordered])
-    found = {(r["level"], r["idx"]): bytes(r["hash"]) for r in rows}
-    if len(found) != len(ordered):
-        missing = sorted(set(ordered) - found.keys())[0]
+    return [lv for lv, _ in ordered], [i for _, i in ordered]
+
+
+def check_found(nodes: Collection[Node], found: dict[Node, bytes]) -> dict[Node, bytes]:
+    """``found`` if it holds every node asked for; a node that should exist but does not
+    is a broken tree (InternalError)."""
+    if len(found) != len(nodes):
+        missing = sorted(set(nodes) - found.keys())[0]
         raise InternalError(f"tree node {missing} is missing: run `bureau rebuild`")
     return found
+
+
+async def fetch_nodes(conn: asyncpg.Connection, nodes: Collection[Node]) -> dict[Node, bytes]:
+    """The stored hashes of ``nodes``, in one query."""
+    if not nodes:
+        return {}
+    rows = await conn.fetch(FETCH_SQL, *node_arrays(nodes))
+    return check_found(nodes, {(r["level"], r["idx"]): bytes(r["hash"]) for r in rows})
 
 
 async def load_tip(conn: asyncpg.Connection) -> TreeTip:

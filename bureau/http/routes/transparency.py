@@ -4,8 +4,9 @@
   cosignature kept for it;
 * ``GET /v1/checkpoints/{epoch}/note`` — that epoch's checkpoint as a signed note;
 * ``GET /v1/proofs/inclusion?id=ID&size=N`` and ``GET /v1/proofs/consistency?from=M&to=N``
-  — RFC 9162 proofs in any tree the bureau published, from the stored nodes: one query
-  for the latest published size (and the entry's seq), one for the nodes.
+  — RFC 9162 proofs in any tree the bureau published, from the stored nodes: a
+  consistency proof in one query (the latest published size and the nodes), an
+  inclusion proof in two (the size and the entry's seq, then the nodes).
 
 Bad input (SPEC §9): a missing, repeated, malformed or unknown query parameter, a size
 above the latest published tree head, ``from > to``, or an entry after the tree asked
@@ -25,7 +26,8 @@ from bureau.errors import BureauError, Code, Pushback, pointer
 from bureau.http.errors import error_response
 from bureau.http.keys import POOL
 from bureau.transparency import heads
-from bureau.transparency.tree import consistency_proof, inclusion_proof
+from bureau.transparency.tree import check_found, inclusion_proof
+from reporters.tlog import proofs
 
 routes = web.RouteTableDef()
 
@@ -137,10 +139,12 @@ async def consistency(request: web.Request) -> web.Response:
                               f"to {new}")
     except BureauError as err:
         return error_response(err)
+    plan = proofs.consistency_plan(old, new)
     async with request.app[POOL].acquire() as conn:
-        refusal = _above_published("to", new, await heads.latest_size(conn))
-        if refusal is not None:
-            return error_response(refusal)
-        hashes = await consistency_proof(conn, old, new)
+        published, found = await heads.published_and_nodes(conn, plan.nodes)
+    refusal = _above_published("to", new, published)
+    if refusal is not None:
+        return error_response(refusal)
+    hashes = plan.hashes(check_found(plan.nodes, found))
     return web.json_response({"from": old, "to": new, "hashes": [h.hex() for h in hashes]},
                              headers=_IMMUTABLE)
