@@ -237,6 +237,10 @@ def render_report(envelope: bytes) -> str:
               f"{r['latency_ms']['p50']} ms, p95 {r['latency_ms']['p95']} ms"]
     for promise, kb in r["promises"].items():
         lines.append(f"promise    {promise}: kept {kb['kept']}, broken {kb['broken']}")
+    evidence = p.get("evidence")
+    if evidence:
+        lines.append(f"evidence   root {evidence['root']} (the agent's own file up to seq "
+                     f"{p['ledger']['seq']})")
     lines += [f"probes     passed {p['probes']['passed']}, failed {p['probes']['failed']}",
               f"excluded   self-dealing {p['excluded']['self_dealing']}, disputed "
               f"{p['excluded']['disputed']}"]
