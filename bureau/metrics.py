@@ -85,6 +85,6 @@ WITNESS_CONFLICTS = Counter(
 WITNESS_FAILURES = Counter(
     "bureau_witness_failures_total",
     "Pushes to a witness that failed otherwise: unreachable, timed out, another status, "
-    "or an answer outside tlog-witness; retried with the next checkpoint.",
+    "or an answer outside tlog-witness; tried again at the publisher's next tick.",
     ["witness"],
 )

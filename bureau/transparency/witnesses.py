@@ -10,7 +10,7 @@ last one stopped) and from the witness's ``409`` answers
 (:func:`reporters.tlog.witness.push_checkpoint` retries once from the size a ``409``
 names). A ``422``, or a witness that names a size larger than any head published, is a
 conflict: logged and counted in ``bureau_witness_conflicts_total``; anything else that
-goes wrong is counted in ``bureau_witness_failures_total`` and retried with the next head.
+goes wrong is counted in ``bureau_witness_failures_total`` and tried again at the next tick.
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ class WitnessPusher:
             else:
                 self.known = answer.size
                 metrics.WITNESS_FAILURES.labels(witness=self.name).inc()
-                log.warning("witness %s: at size %d, not %d; sent again with the next head",
+                log.warning("witness %s: at size %d, not %d; sent again at the next tick",
                             self.name, answer.size, head.size)
         elif isinstance(answer, Refused) and answer.conflict:
             self._conflict(head, answer.detail)
