@@ -44,7 +44,6 @@ from bureau.config import Config, default_report_workers
 from bureau.intake.ledger import GroupTx, Ledger, epoch_of, flush
 from bureau.intake.state import GroupState
 from bureau.transparency.heads import LogKey
-from bureau.transparency.tree import load_tip
 from bureau.views.builder import ReportBuilder
 from bureau.views.settle import seal_elapsed
 from bureau.views.store import seals
@@ -166,9 +165,8 @@ async def write_rows(conn: asyncpg.Connection, rows: list[Row], at: dt.datetime)
     and flush them (COPY) in one transaction."""
     async with conn.transaction():
         head = await conn.fetchrow("SELECT seq, head FROM ledger_head FOR UPDATE")
-        state = GroupState(frozenset())
-        state.tree = await load_tip(conn)
-        tx = GroupTx(conn, state, head["seq"], head["head"], at, EPOCH_SECONDS)
+        tx = GroupTx(conn, GroupState(frozenset()), head["seq"], head["head"], at,
+                     EPOCH_SECONDS)
         w = tx.writes
         for kind, env, signer, subject, ck, extra in rows:
             entry_id, seq = tx.append(kind, envelope=env, signer=signer, subject=subject,

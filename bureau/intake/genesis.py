@@ -31,7 +31,6 @@ from bureau.intake.ledger import GroupTx, flush
 from bureau.intake.state import GroupState
 from bureau.kinds import GENESIS
 from bureau.scoring.policy import KNOWN_POLICIES, policy_hash, policy_name_of
-from bureau.transparency.tree import load_tip
 from reporters import wire
 from reporters.tlog.checkpoint import check_origin, default_origin
 
@@ -123,9 +122,8 @@ async def establish(conn: asyncpg.Connection, config: Config,
         if head["seq"] != 0:  # pragma: no cover - entries without entry 1
             raise StartRefused("the ledger head has moved but entry 1 is missing")
         settings = requested(config, bureau_key)
-        state = GroupState(frozenset())
-        state.tree = await load_tip(conn)  # the empty tree: genesis is its first leaf
-        tx = GroupTx(conn, state, 0, wire.ZERO_ID, now, settings.epoch_seconds)
+        tx = GroupTx(conn, GroupState(frozenset()), 0, wire.ZERO_ID, now,
+                     settings.epoch_seconds)
         tx.append(GENESIS.name, body=settings.body())
         await flush(tx)
     log.info("new ledger: genesis entry written (policy %s, epochs of %d s, origin %s)",

@@ -20,7 +20,7 @@ import pytest
 from bureau.transparency.tree import TreeCheck
 from reporters import VerifiedCheckpoint, verify_consistency, verify_note, wire
 from tests.processes import ProgressKiller, ServeProcess, bureau_env, run_cli
-from tests.support import fact_payload
+from tests.support import fact_payload, issued
 from tests.transparency import reference
 
 pytestmark = pytest.mark.slow
@@ -80,7 +80,7 @@ async def test_heads_signed_before_a_crash_hold_after_it(database_url: str,
                 vkey = (await resp.json())["vkey"]
             registration = json.dumps(wire.sign_payload(admin, "reporter", {
                 "reporter": wire.signing_key_id(rep), "name": "gw", "operator": "Gateway Co",
-                "roles": ["facts"], "issued_at": "2026-11-30T00:00:00.000000Z"})).encode()
+                "roles": ["facts"], "issued_at": issued()})).encode()
             assert await _send(session, server.url, [registration])
             for n in range(BATCHES):
                 lines = [json.dumps(wire.sign_payload(rep, "fact", fact_payload(
