@@ -25,6 +25,7 @@ from reporters.tlog.checkpoint import Checkpoint, sign_checkpoint
 from reporters.tlog.merkle import leaf_hash
 from tests.support import BureauUnderTest, kid, serving, start_bureau
 from tests.transparency.service import entry_ids, get_text
+from tests.transparency.witness import TestWitness
 from tests.views.support import EPOCH_SECONDS, World, next_epoch
 
 
@@ -269,3 +270,13 @@ async def test_monitor_catches_a_bureau_that_rewinds(sealed: Sealed, tmp_path: P
     assert json.loads(state.read_text()) == kept  # the state did not move
     evidence = json.loads((tmp_path / "monitor.json.evidence.json").read_text())
     assert evidence["earlier"] == kept["note"] and evidence["later"] == fake.note
+
+
+async def test_a_witness_threshold_the_notes_do_not_meet_is_caught(sealed: Sealed) -> None:
+    """No witness cosigned this bureau's heads: a reader who demands one is told so."""
+    vkey = TestWitness("witness.test/w", wire.generate_key(), {}).vkey
+    ran = await check("report", sealed.bureau.url, sealed.agent, "--witness", vkey,
+                      "--threshold", "1")
+    assert ran.status == 1 and "TOO_FEW_COSIGNATURES" in ran.out, ran.out
+    ran = await check("report", sealed.bureau.url, sealed.agent, "--threshold", "1")
+    assert ran.status == 2 and "needs as many --witness keys" in ran.out, ran.out
