@@ -157,6 +157,15 @@ async def consistency_proof(conn: asyncpg.Connection, old: int, new: int) -> lis
 # --------------------------------------------------------------------------- checking
 
 
+# The stored nodes of a run of leaves: one primary-key range scan a level.
+_SPANS_SQL = """
+SELECT t.level, t.idx, t.hash FROM unnest($1::smallint[], $2::bigint[], $3::bigint[])
+  AS k(level, low, high)
+CROSS JOIN LATERAL (SELECT level, idx, hash FROM tree_nodes n
+                    WHERE n.level = k.level AND n.idx BETWEEN k.low AND k.high OFFSET 0) t
+"""
+
+
 @dataclass
 class TreeCheck:
     """The tree recomputed from entry ids fed in seq order (:meth:`feed`), compared
@@ -196,11 +205,13 @@ class TreeCheck:
         completed = self.extend(ids)
         if self.difference is not None or not completed:
             return
+        spans: dict[int, tuple[int, int]] = {}
+        for level, idx, _ in completed:  # the nodes of a level complete in index order
+            low, _ = spans.get(level, (idx, idx))
+            spans[level] = (low, idx)
+        levels = sorted(spans)
         stored = await conn.fetch(
-            "SELECT t.level, t.idx, t.hash FROM tree_nodes t"
-            " JOIN unnest($1::smallint[], $2::bigint[]) AS k(level, idx)"
-            " ON t.level = k.level AND t.idx = k.idx",
-            [lv for lv, _, _ in completed], [i for _, i, _ in completed])
+            _SPANS_SQL, levels, [spans[lv][0] for lv in levels], [spans[lv][1] for lv in levels])
         have = {(r["level"], r["idx"]): bytes(r["hash"]) for r in stored}
         for level, idx, h in completed:
             got = have.get((level, idx))
