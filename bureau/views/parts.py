@@ -7,7 +7,9 @@ A report payload is made of three kinds of parts:
   takes itself out of, so a seal pays for the clusters that changed, not the history;
 * **score** — score and value-judgment share: re-summed when the agent's entries or the
   weights of its evaluators change;
-* **seal** — epoch and ledger: the same for every agent of an epoch.
+* **seal** — epoch and ledger: the same for every agent of an epoch;
+* **evidence** — the root of the agent's own file (SPEC §8 r2), kept by
+  :class:`bureau.views.files.FileRoots` and re-encoded when the file grows.
 
 The payload bytes are spliced from the canonical bytes of each part, as
 :mod:`reporters.wire` writes them: RFC 8785 writes an object's members in sorted key
@@ -41,10 +43,11 @@ from bureau.scoring.report import nearest_rank
 from bureau.scoring.score import Term, score_terms
 from bureau.scoring.truth import InteractionKey
 from reporters import wire
+from reporters.tlog.merkle import EMPTY_ROOT
 
 #: A report's keys in RFC 8785 order (a test checks this is their sorted order).
-REPORT_KEYS = ("agent", "epoch", "excluded", "ledger", "name", "outcomes", "policy",
-               "probes", "reliability", "score", "unscored", "value_judgment_share")
+REPORT_KEYS = ("agent", "epoch", "evidence", "excluded", "ledger", "name", "outcomes",
+               "policy", "probes", "reliability", "score", "unscored", "value_judgment_share")
 assert list(REPORT_KEYS) == sorted(REPORT_KEYS)
 
 
@@ -131,9 +134,9 @@ class Cluster:
 class AgentState:
     """What the deriver knows of one agent, and its report in pieces."""
 
-    __slots__ = ("answered", "clusters", "codes", "enrolled", "excluded", "fixed",
-                 "latencies", "name", "observed", "probe_counts", "promises", "score_bytes",
-                 "static_bytes", "truth", "verdicts", "wf_ok", "wf_seen")
+    __slots__ = ("answered", "clusters", "codes", "enrolled", "evidence_bytes", "excluded",
+                 "fixed", "latencies", "name", "observed", "probe_counts", "promises",
+                 "score_bytes", "static_bytes", "truth", "verdicts", "wf_ok", "wf_seen")
 
     def __init__(self) -> None:
         self.clusters: dict[ClusterKey, Cluster] = {}
@@ -153,8 +156,9 @@ class AgentState:
         # decided by an evaluator, and the verdicts of evaluators (rules 3 and 4)
         self.fixed: Counter[tuple[float, float, int]] = Counter()
         self.verdicts: Counter[Verdict] = Counter()
-        self.static_bytes: tuple[bytes, bytes, bytes, bytes] = (b"", b"", b"", b"")
+        self.static_bytes: tuple[bytes, bytes, bytes, bytes, bytes] = (b"",) * 5
         self.score_bytes = (b"null", b"0")
+        self.evidence_bytes = evidence_part(EMPTY_ROOT)
 
     # ----------------------------------------------------------------- counting
 
@@ -214,13 +218,13 @@ class AgentState:
                          for k, v in sorted(self.promises.items())},
         }
         probes = {"passed": self.probe_counts[0], "failed": self.probe_counts[1]}
-        # One encoder call for the whole payload, with markers where the per-seal and
-        # per-score parts go ("\u0000" cannot occur otherwise: no free text holds
+        # One encoder call for the whole payload, with markers where the per-seal,
+        # evidence and per-score parts go ("\u0000" cannot occur otherwise: no free text holds
         # control characters, and key ids and codes are plain ASCII).
-        doc = {"agent": agent, "epoch": "\x000", "excluded": excluded, "ledger": "\x001",
-               "name": self.name, "outcomes": outcomes, "policy": policy_hash,
-               "probes": probes, "reliability": reliability, "score": "\x002",
-               "unscored": unscored, "value_judgment_share": "\x003"}
+        doc = {"agent": agent, "epoch": "\x000", "evidence": "\x001", "excluded": excluded,
+               "ledger": "\x002", "name": self.name, "outcomes": outcomes,
+               "policy": policy_hash, "probes": probes, "reliability": reliability,
+               "score": "\x003", "unscored": unscored, "value_judgment_share": "\x004"}
         # Every number here is an int or a rate made plain by _plain, and every key but
         # the promises' is a fixed ASCII word: then the payload is plain (see
         # reporters.wire.canonical_json_plain).
@@ -229,9 +233,9 @@ class AgentState:
                                           reliability["well_formed_rate"]))
         whole = wire.canonical_json_plain(doc) if fast else wire.canonical_json(_unodd(doc))
         parts = whole.split(b'"\\u0000')
-        assert len(parts) == 5 and all(p[:2] == b'%d"' % i for i, p in enumerate(parts[1:]))
-        self.static_bytes = (parts[0], parts[1][2:], parts[2][2:], parts[3][2:])
-        assert parts[4][2:] == b"}"
+        assert len(parts) == 6 and all(p[:2] == b'%d"' % i for i, p in enumerate(parts[1:]))
+        self.static_bytes = (parts[0], parts[1][2:], parts[2][2:], parts[3][2:], parts[4][2:])
+        assert parts[5][2:] == b"}"
 
     def rescore(self, policy: Policy, weights: dict[str, tuple[float, float]]) -> None:
         """Re-sum the score with the evaluators' current (weight, offset)."""
@@ -262,11 +266,16 @@ class AgentState:
 
     def payload(self, seal_part: tuple[bytes, bytes]) -> bytes:
         """The canonical payload bytes, given the epoch's (epoch, ledger) bytes."""
-        s1, s2, s3, s4 = self.static_bytes
-        return b"".join((s1, seal_part[0], s2, seal_part[1], s3, self.score_bytes[0], s4,
-                         self.score_bytes[1], b"}"))
+        s1, s2, s3, s4, s5 = self.static_bytes
+        return b"".join((s1, seal_part[0], s2, self.evidence_bytes, s3, seal_part[1], s4,
+                         self.score_bytes[0], s5, self.score_bytes[1], b"}"))
 
 
 def seal_part(epoch: int, seq: int, head: str) -> tuple[bytes, bytes]:
     return (wire.canonical_json_fast(epoch),
             wire.canonical_json_fast({"seq": seq, "head": head}))
+
+
+def evidence_part(root: bytes) -> bytes:
+    """``{"root": <hex>}``: the canonical bytes of a report's ``evidence``."""
+    return b'{"root":"%s"}' % root.hex().encode()

@@ -24,7 +24,7 @@ from aiohttp import web
 from bureau.errors import BureauError, Code, pointer
 from bureau.http.auth import require_party
 from bureau.http.errors import error_response
-from bureau.http.keys import CONFIG, OPENAPI, POOL, SIGNING_KEY
+from bureau.http.keys import CONFIG, LOG_KEY, OPENAPI, POOL, SIGNING_KEY
 from bureau.scoring.policy import policy_bytes, policy_hash
 from bureau.views import reads
 from bureau.views.explain import explain
@@ -138,11 +138,15 @@ def epoch_query(request: web.Request) -> int | None:
 
 @routes.get("/v1/bureau")
 async def bureau_info(request: web.Request) -> web.Response:
-    """The bureau's signing key id, its policy hash, its epoch length."""
+    """The bureau's signing key id, its policy hash, its epoch length, and the log's
+    origin and note verifier key (the same key: SPEC §8.1)."""
+    log_key = request.app[LOG_KEY]
     return web.json_response({
         "key": wire.signing_key_id(request.app[SIGNING_KEY]),
         "policy": policy_hash(),
         "epoch_seconds": request.app[CONFIG].epoch_seconds,
+        "origin": log_key.origin,
+        "vkey": log_key.vkey,
     })
 
 
