@@ -5,6 +5,7 @@
 * ``GET /v1/agents/{agent}/entries`` — that agent, or an admin.
 * ``GET /v1/reporters/{reporter}/entries`` — that reporter, or an admin.
 * ``GET /v1/agents/{agent}/explain[?epoch=E]`` — that agent, or an admin.
+* ``GET /v1/agents/{agent}/evaluator[?epoch=E]`` — that agent, or an admin.
 
 Authenticated reads check, in this order: the signature (401), the reader (403), the
 key in the path (404 when it is not a key id; only an admin gets that far with one),
@@ -28,6 +29,7 @@ from bureau.http.errors import error_response
 from bureau.http.keys import CONFIG, LEDGER, OPENAPI, POOL, SIGNING_KEY
 from bureau.scoring.policy import KNOWN_POLICIES, policy_bytes, policy_name_of
 from bureau.views import reads
+from bureau.views.evaluator import evaluator_record
 from bureau.views.explain import explain
 from bureau.views.policies import current_policy
 from reporters import wire
@@ -129,6 +131,21 @@ async def agent_explain(request: web.Request) -> web.Response:
     return web.json_response(body, headers=_PRIVATE)
 
 
+@routes.get("/v1/agents/{agent}/evaluator")
+async def agent_evaluator(request: web.Request) -> web.Response:
+    """The agent's record as an evaluator as of a sealed epoch (that agent or an admin)."""
+    agent = await _party(request, "agent")
+    try:
+        epoch = epoch_query(request)
+    except BureauError as err:
+        return error_response(err)
+    async with request.app[POOL].acquire() as conn:
+        body = await evaluator_record(conn, agent, epoch, request.app[CONFIG].epoch_seconds)
+    if body is None:
+        return error_response(BureauError(Code.NOT_FOUND, "", "no such sealed epoch"))
+    return web.json_response(body, headers=_PRIVATE)
+
+
 def epoch_query(request: web.Request) -> int | None:
     """``?epoch=E``, checked; None when absent."""
     for name in sorted(set(request.query) - {"epoch"}):
@@ -175,10 +192,14 @@ _DIGEST_RE = re.compile(r"^[0-9a-f]{64}$")
 async def policy_by_hash(request: web.Request) -> web.Response:
     """Any policy this bureau knows, by the hash reports name it by, byte for byte."""
     digest = request.match_info["hash"]
-    if not _DIGEST_RE.match(digest):
-        raise BureauError(Code.SCHEMA, pointer("hash"),
-                          "a policy hash is 64 lowercase hexadecimal digits")
-    return _policy_document(digest)
+    try:
+        if not _DIGEST_RE.match(digest):
+            raise BureauError(Code.SCHEMA, pointer("hash"),
+                              "a policy hash is 64 lowercase hexadecimal digits")
+        return _policy_document(digest)
+    except BureauError as err:
+        # Answered here, not raised: a bad read is not a refused envelope.
+        return error_response(err)
 
 
 @routes.get("/openapi.json")
