@@ -16,9 +16,9 @@ describes the shapes.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import asyncpg
 from aiohttp import web
@@ -116,34 +116,41 @@ async def reporter_entries(request: web.Request) -> web.Response:
     return await _file(request, "reporter", reads.reporter_page)
 
 
-@routes.get("/v1/agents/{agent}/explain")
-async def agent_explain(request: web.Request) -> web.Response:
-    """How the agent's score was made (that agent or an admin)."""
+#: (connection, agent, epoch or None) -> the body, or None when there is nothing to show
+EpochRead = Callable[[asyncpg.Connection, str, "int | None"], Awaitable["dict[str, Any] | None"]]
+
+
+async def _agent_epoch_read(request: web.Request, compute: EpochRead,
+                            missing: str) -> web.Response:
+    """An agent's own read of something as of a sealed epoch (``?epoch=E``)."""
     agent = await _party(request, "agent")
     try:
         epoch = epoch_query(request)
     except BureauError as err:
         return error_response(err)
     async with request.app[POOL].acquire() as conn:
-        body = await explain(conn, agent, epoch)
+        body = await compute(conn, agent, epoch)
     if body is None:
-        return error_response(BureauError(Code.NOT_FOUND, "", "no report to explain"))
+        return error_response(BureauError(Code.NOT_FOUND, "", missing))
     return web.json_response(body, headers=_PRIVATE)
+
+
+@routes.get("/v1/agents/{agent}/explain")
+async def agent_explain(request: web.Request) -> web.Response:
+    """How the agent's score was made (that agent or an admin)."""
+    return await _agent_epoch_read(request, explain, "no report to explain")
 
 
 @routes.get("/v1/agents/{agent}/evaluator")
 async def agent_evaluator(request: web.Request) -> web.Response:
     """The agent's record as an evaluator as of a sealed epoch (that agent or an admin)."""
-    agent = await _party(request, "agent")
-    try:
-        epoch = epoch_query(request)
-    except BureauError as err:
-        return error_response(err)
-    async with request.app[POOL].acquire() as conn:
-        body = await evaluator_record(conn, agent, epoch, request.app[CONFIG].epoch_seconds)
-    if body is None:
-        return error_response(BureauError(Code.NOT_FOUND, "", "no such sealed epoch"))
-    return web.json_response(body, headers=_PRIVATE)
+    epoch_seconds = request.app[CONFIG].epoch_seconds
+
+    async def compute(conn: asyncpg.Connection, agent: str,
+                      epoch: int | None) -> dict[str, Any] | None:
+        return await evaluator_record(conn, agent, epoch, epoch_seconds)
+
+    return await _agent_epoch_read(request, compute, "no such sealed epoch")
 
 
 def epoch_query(request: web.Request) -> int | None:
