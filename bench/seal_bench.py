@@ -13,9 +13,11 @@ index rows and all — then measures, in this process:
 
     python bench/seal_bench.py [--entries 1000000] [--new 10000] [--agents 10000]
         [--evaluators 2000] [--workers 2] [--report-workers N] [--policy v1|v2]
-        [--check] [--database-url URL]
+        [--switch-policy] [--check] [--database-url URL]
 
-``--policy`` is what the ledger's genesis entry names (default: the bureau's default).
+``--policy`` is what the ledger's genesis entry names (default: the bureau's default);
+``--switch-policy`` adds an admin ``policy`` entry so that the second epoch is scored by
+the other policy, which the builder derives from entry 1 again.
 A tenth of the probes are recorded after the caller's attestation, so that under v2
 some evaluators are graded blind.
 
@@ -196,6 +198,10 @@ async def write_rows(conn: asyncpg.Connection, rows: list[Row], at: dt.datetime)
                 kid, body = extra
                 w.reporters.append((kid, body["name"], body["operator"], body["roles"],
                                     parse_timestamp(body["issued_at"]), None, seq))
+            elif kind == "policy":
+                body = extra[0]
+                w.policies.append((seq, body["policy"], body["from_epoch"],
+                                   parse_timestamp(body["issued_at"])))
             elif kind == "enrollment":
                 body = extra[0]
                 w.agents.append((signer, body["name"], body["operator"], "domain",
@@ -310,6 +316,19 @@ async def measure(url: str, args: argparse.Namespace) -> None:
         url, builder, T0 + dt.timedelta(seconds=EPOCH_SECONDS + 1))
     print(f"   seal {t_seal:.2f} s; seal + {n1:,} reports {t1:.2f} s   (target <= 30 s)")
     print(f"   peak RSS so far {rss_mib():.0f} MiB")
+    if args.switch_policy:
+        other = "v1" if args.policy == "v2" else "v2"
+        body = {"policy": policy_hash(KNOWN_POLICIES[other]), "from_epoch": e0 + 1,
+                "issued_at": "2026-11-01T06:00:01Z"}
+        admin = key("admin", 0)
+        env, ck = _signed(admin, "policy", body)
+        conn = await asyncpg.connect(url)
+        try:
+            await write_rows(conn, [("policy", env, wire.signing_key_id(admin), None, ck,
+                                     (body,))], T0 + dt.timedelta(seconds=EPOCH_SECONDS + 1))
+        finally:
+            await conn.close()
+        print(f"   a policy entry: epoch {e0 + 1} on is scored by {other}")
     print(f"2. {args.new:,} new entries in epoch {e0 + 1}, seeded")
     seed_in_child(url, args.new, args.agents, args.evaluators, args.workers, "new",
                   T0 + dt.timedelta(seconds=EPOCH_SECONDS + 2), False, args.policy)
@@ -336,6 +355,9 @@ def main() -> None:
                         help="processes deriving and signing reports (as serve's flag)")
     parser.add_argument("--policy", choices=sorted(KNOWN_POLICIES), default=DEFAULT_POLICY_NAME,
                         help="the policy the ledger's genesis entry names")
+    parser.add_argument("--switch-policy", action="store_true",
+                        help="the second epoch is scored by the other policy (a cold "
+                        "derivation: what a policy change costs)")
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--database-url", default=os.environ.get("BUREAU_DATABASE_URL"))
     args = parser.parse_args()
