@@ -148,10 +148,10 @@ class Cluster:
 class AgentState:
     """What the deriver knows of one agent, and its report in pieces."""
 
-    __slots__ = ("answered", "chains", "clusters", "codes", "distrusted", "enrolled",
+    __slots__ = ("answered", "base", "chains", "clusters", "codes", "distrusted", "enrolled",
                  "epochs", "excluded", "fixed", "latencies", "name", "observed",
                  "probe_counts", "promises", "rep_units", "rep_values", "score_bytes",
-                 "score_values", "static_bytes", "truth", "wf_ok", "wf_seen", "base")
+                 "score_values", "static_bytes", "truth", "wf_ok", "wf_seen")
 
     def __init__(self) -> None:
         self.clusters: dict[ClusterKey, Cluster] = {}
