@@ -51,6 +51,7 @@ from bureau.intake.ledger import GroupTx, Ledger, epoch_of, flush
 from bureau.intake.state import GroupState
 from bureau.kinds import GENESIS
 from bureau.scoring.policy import DEFAULT_POLICY_NAME, KNOWN_POLICIES, policy_hash
+from bureau.transparency.heads import LogKey
 from bureau.views.builder import ReportBuilder
 from bureau.views.settle import seal_elapsed
 from bureau.views.store import seals
@@ -291,7 +292,7 @@ async def seal_and_build(url: str, builder: ReportBuilder, now: dt.datetime) -> 
 
 async def check(url: str, builder: ReportBuilder) -> None:
     """Re-derive the latest epoch from cold and compare every report byte."""
-    cold = ReportBuilder(builder.key)
+    cold = ReportBuilder(builder.key, builder.log_key)
     conn = await asyncpg.connect(url)
     try:
         seal = (await seals(conn))[-1]
@@ -308,7 +309,8 @@ async def check(url: str, builder: ReportBuilder) -> None:
 
 async def measure(url: str, args: argparse.Namespace) -> None:
     signing = key("bureau", 0)
-    builder = ReportBuilder(signing, workers=args.report_workers, dsn=url)
+    builder = ReportBuilder(signing, LogKey.of("bureau-seal-bench", signing),
+                            workers=args.report_workers, dsn=url)
     print(f"report workers: {args.report_workers}; policy {args.policy}")
     e0 = epoch_of(T0, EPOCH_SECONDS)
     print(f"1. first seal of {args.entries:,} entries and every report (cold)")

@@ -19,7 +19,7 @@ from aiohttp import web
 
 from bureau import db, keyfiles
 from bureau.config import Config
-from bureau.verify import BadEntry, terminal_progress, verify_database
+from bureau.verify import BadEntry, BadTree, terminal_progress, verify_database
 from reporters import wire
 
 log = logging.getLogger("bureau")
@@ -140,9 +140,13 @@ async def _verify(url: str) -> int:
     except BadEntry as bad:
         print(f"bureau verify: FAILED at entry seq {bad.seq}: {bad.reason}", file=sys.stderr)
         return 1
+    except BadTree as bad:
+        print(f"bureau verify: FAILED: {bad.reason}", file=sys.stderr)
+        return 1
     finally:
         await conn.close()
-    print(f"bureau verify: ok, {count} entries, every id, link and signature checked")
+    print(f"bureau verify: ok, {count} entries, every id, link and signature checked, "
+          "every tree node and signed tree head recomputed")
     return 0
 
 
@@ -151,13 +155,19 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 async def _rebuild(url: str, signing_path: Path) -> int:
+    from bureau.intake import genesis
+    from bureau.transparency.heads import LogKey
     from bureau.views.rebuild import rebuild
+    from reporters.tlog.checkpoint import default_origin
 
     key = keyfiles.read_key(signing_path)
     conn = await db.connect(url)
     try:
         await db.migrate(conn)
-        result = await rebuild(conn, key, lambda msg: print(f"bureau rebuild: {msg}"))
+        settings = await genesis.read(conn)  # the log's origin is the ledger's
+        origin = settings.origin if settings else default_origin(bytes(key.verify_key))
+        result = await rebuild(conn, key, LogKey.of(origin, key),
+                               lambda msg: print(f"bureau rebuild: {msg}"))
     finally:
         await conn.close()
     print(f"bureau rebuild: {result.entries} entries replayed, {result.reports} reports and "
@@ -233,6 +243,10 @@ def render_report(envelope: bytes) -> str:
               f"{r['latency_ms']['p50']} ms, p95 {r['latency_ms']['p95']} ms"]
     for promise, kb in r["promises"].items():
         lines.append(f"promise    {promise}: kept {kb['kept']}, broken {kb['broken']}")
+    evidence = p.get("evidence")
+    if evidence:
+        lines.append(f"evidence   root {evidence['root']} (the agent's own file up to seq "
+                     f"{p['ledger']['seq']})")
     lines += [f"probes     passed {p['probes']['passed']}, failed {p['probes']['failed']}",
               f"excluded   self-dealing {p['excluded']['self_dealing']}, disputed "
               f"{p['excluded']['disputed']}, distrusted {p['excluded']['distrusted']}"]

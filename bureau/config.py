@@ -14,10 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bureau.scoring.policy import DEFAULT_POLICY_NAME, KNOWN_POLICIES
+from reporters.tlog.errors import TlogError
+from reporters.tlog.witness import Witness, parse_witnesses
 
 DEFAULT_EPOCH_SECONDS = 21600
 #: the names of the settings a ledger's genesis entry fixes (see ``Config.pinned``)
 LEDGER_SETTINGS = ("policy", "epoch_seconds", "origin")
+#: SPEC §8.1: a new tree head at least every 10 s while the ledger grows.
+MAX_CHECKPOINT_INTERVAL = 10.0
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,10 @@ class Config:
     settle_interval: float = 5.0
     #: processes that derive and sign reports (1: in the serving process itself)
     report_workers: int = 1
+    #: witnesses that are sent each new tree head (BUREAU_WITNESSES)
+    witnesses: tuple[Witness, ...] = ()
+    #: how often a new tree head is published while the ledger grows, in seconds
+    checkpoint_interval: float = 5.0
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Config:
@@ -65,6 +73,14 @@ class Config:
         settle = float(env.get("BUREAU_SETTLE_INTERVAL", "5"))
         if not settle > 0:
             raise ValueError("BUREAU_SETTLE_INTERVAL must be a positive number of seconds")
+        try:
+            witnesses = tuple(parse_witnesses(env.get("BUREAU_WITNESSES", "")))
+        except TlogError as exc:
+            raise ValueError(f"BUREAU_WITNESSES: {exc.detail}") from None
+        interval = float(env.get("BUREAU_CHECKPOINT_INTERVAL", "5"))
+        if not 0 < interval <= MAX_CHECKPOINT_INTERVAL:
+            raise ValueError("BUREAU_CHECKPOINT_INTERVAL must be more than 0 and at most "
+                             f"{MAX_CHECKPOINT_INTERVAL:g} seconds")
         return cls(
             settle_interval=settle,
             home=Path(env.get("BUREAU_HOME", ".bureau")),
@@ -76,6 +92,8 @@ class Config:
             origin=env.get("BUREAU_ORIGIN") or None,
             pinned=pinned,
             report_workers=workers,
+            witnesses=witnesses,
+            checkpoint_interval=interval,
         )
 
 

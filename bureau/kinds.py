@@ -52,6 +52,23 @@ from reporters.models import (
 )
 
 
+class FileLink(enum.StrEnum):
+    """How an entry comes to be in an agent's own file (SPEC §9: what
+    ``GET /v1/agents/{agent}/entries`` returns, and what a report's evidence root is
+    computed over). ``bureau.views.files`` turns each link into SQL."""
+
+    SIGNER = "signer"  # every entry the agent signed
+    SUBJECT = "subject"  # every entry with the agent as subject
+    CALLER = "caller"  # every fact with the agent as caller
+    #: an exclusion of an entry the agent signed, is the subject of, or called
+    TARGET = "target"
+    DISPUTER = "disputer"  # the resolution of a dispute the agent raised
+
+
+#: The links of most kinds: the entry's signer and its subject.
+SIGNER_AND_SUBJECT = (FileLink.SIGNER, FileLink.SUBJECT)
+
+
 class Signer(enum.StrEnum):
     """Who may sign an entry of a kind (SPEC §3): stage 4 checks exactly this."""
 
@@ -112,6 +129,8 @@ class Kind:
     verdict: VerdictOf | None = None
     agent: AgentOf | None = None
     evidence: EvidenceOf | None = None
+    #: through which links an entry of this kind is in agents' own files
+    files: tuple[FileLink, ...] = SIGNER_AND_SUBJECT
 
     @property
     def model(self) -> type[Payload]:
@@ -301,7 +320,8 @@ def _reporter_evidence(seq: int, entry_id: str, signer: str,
 REPORTER = Kind("reporter", "reporter", Signer.ADMIN, needs=_reporter_needs,
                 index="reporters", evidence=_reporter_evidence)
 FACT = Kind("fact", "fact", Signer.REPORTER, role="facts", subject=_payload_subject,
-            needs=_own_interaction_needs, index="facts", evidence=_fact_evidence)
+            needs=_own_interaction_needs, index="facts", evidence=_fact_evidence,
+            files=(*SIGNER_AND_SUBJECT, FileLink.CALLER))
 PROBE = Kind("probe", "probe", Signer.REPORTER, role="probes", subject=_payload_subject,
              needs=_own_interaction_needs, index="probes", evidence=_probe_evidence)
 ENROLLMENT = Kind("enrollment", "enrollment", Signer.ENROLLING, subject=_signer_subject,
@@ -322,20 +342,20 @@ VALUE_JUDGMENT = Kind("value-judgment", "value-judgment", Signer.AGENT,
 DISPUTE = Kind("dispute", "dispute", Signer.AGENT, subject=_signer_subject,
                needs=_dispute_needs, index="disputes")
 RESOLUTION = Kind("resolution", "resolution", Signer.ADMIN, needs=_resolution_needs,
-                  index="resolutions")
+                  index="resolutions", files=(FileLink.SIGNER, FileLink.DISPUTER))
 #: An admin's request to seal now; the entry is named apart from the bureau's own seals.
 SEAL_REQUEST = Kind("seal-request", "seal", Signer.ADMIN)
 #: Written by the bureau: ``{"entry", "reason", "cause"}``; its subject is the subject of
 #: the entry it excludes (bureau.intake.ledger writes its index row).
 EXCLUSION = Kind("exclusion", None, Signer.BUREAU, index="exclusions",
-                 evidence=_exclusion_evidence)
+                 evidence=_exclusion_evidence, files=(FileLink.TARGET,))
 #: Written by the bureau: ``{"epoch", "seq", "head"}`` (bureau.views.settle writes its row).
-SEAL = Kind("seal", None, Signer.BUREAU, index="seals")
+SEAL = Kind("seal", None, Signer.BUREAU, index="seals", files=())
 #: An admin's choice of the scoring policy from an epoch on (SPEC §3, §7.1).
 POLICY = Kind("policy", "policy", Signer.ADMIN, needs=_policy_needs, index="policies")
 #: Written by the bureau as entry 1: ``{"policy", "epoch_seconds", "origin"}``, the
 #: settings the ledger was created with (bureau.intake.genesis).
-GENESIS = Kind("genesis", None, Signer.BUREAU)
+GENESIS = Kind("genesis", None, Signer.BUREAU, files=())
 
 KINDS: tuple[Kind, ...] = (REPORTER, FACT, PROBE, ENROLLMENT, AMENDMENT, WITHDRAWAL,
                            ATTESTATION, VALUE_JUDGMENT, DISPUTE, RESOLUTION, SEAL_REQUEST,
@@ -348,3 +368,17 @@ SUBMITTED: dict[str, Kind] = {k.payload: k for k in KINDS if k.payload is not No
 BY_MODEL: dict[type[Payload], Kind] = {k.model: k for k in SUBMITTED.values()}
 #: the entry kinds the report views read
 EVIDENCE_KINDS: tuple[str, ...] = tuple(k.name for k in KINDS if k.evidence is not None)
+
+
+def in_files_of(kind: Kind, *, signer: str | None, subject: str | None,
+                caller: str | None = None, target: tuple[str | None, ...] = (),
+                disputer: str | None = None) -> set[str]:
+    """The agents whose own file holds an entry of ``kind``: its ``signer``, its
+    ``subject``, a fact's ``caller``, for an exclusion the signer, subject and caller of
+    its ``target``, for a resolution the ``disputer`` — as far as the kind's links say.
+    The one definition of a file in Python terms; ``bureau.views.files`` is the same
+    in SQL (a test holds the two equal)."""
+    by_link = {FileLink.SIGNER: (signer,), FileLink.SUBJECT: (subject,),
+               FileLink.CALLER: (caller,), FileLink.TARGET: target,
+               FileLink.DISPUTER: (disputer,)}
+    return {agent for link in kind.files for agent in by_link[link] if agent is not None}

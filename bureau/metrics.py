@@ -58,3 +58,33 @@ REPORT_BUILD_SECONDS = Histogram(
     "Time to derive, sign and store every report of one sealed epoch.",
     buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300),
 )
+TREE_HEADS = Counter(
+    "bureau_tree_heads_total",
+    "Tree heads (GET /checkpoint notes) this process signed and published.",
+)
+TREE_HEAD_SIZE = Gauge(
+    "bureau_tree_head_size",
+    "Size of the latest tree head this process published.",
+)
+TREE_HEAD_REFUSALS = Counter(
+    "bureau_tree_head_refusals_total",
+    "Tree heads not signed because the ledger no longer extends a head already "
+    "published (a restore that lost published entries; docs/runbook.md).",
+)
+WITNESS_COSIGNATURES = Counter(
+    "bureau_witness_cosignatures_total",
+    "Cosignatures received from each witness (BUREAU_WITNESSES).",
+    ["witness"],
+)
+WITNESS_CONFLICTS = Counter(
+    "bureau_witness_conflicts_total",
+    "Checkpoints a witness refused as inconsistent with what it cosigned before (422), "
+    "or answered with a size larger than any head published: the log may have forked.",
+    ["witness"],
+)
+WITNESS_FAILURES = Counter(
+    "bureau_witness_failures_total",
+    "Pushes to a witness that failed otherwise: unreachable, timed out, another status, "
+    "or an answer outside tlog-witness; tried again at the publisher's next tick.",
+    ["witness"],
+)

@@ -1,8 +1,12 @@
-"""``bureau verify``: recompute every entry id, link and signature of the ledger.
+"""``bureau verify``: recompute every entry id, link and signature of the ledger, and
+the Merkle tree over it.
 
 :class:`ChainVerifier` is pure: feed it stored rows in seq order and it says what, if
 anything, is wrong with the first bad one. :func:`verify_database` drives it over a
-database with a cursor, so memory stays flat however long the ledger is.
+database with a cursor, so memory stays flat however long the ledger is, and recomputes
+the tree's nodes from the entry ids as it goes (:class:`~bureau.transparency.tree.TreeCheck`):
+every stored node must be the one the entries give, and every tree head the bureau
+signed must have the root the entries give at its size, and say so in its note.
 """
 
 from __future__ import annotations
@@ -18,7 +22,11 @@ import asyncpg
 from bureau import db
 from bureau.errors import InternalError
 from bureau.kinds import GENESIS
+from bureau.transparency.tree import TreeCheck
 from reporters import wire
+from reporters.tlog.checkpoint import Checkpoint
+from reporters.tlog.errors import TlogError
+from reporters.tlog.note import parse_note
 
 _BATCH = 5000
 
@@ -29,6 +37,14 @@ class BadEntry(InternalError):
     def __init__(self, seq: int, reason: str) -> None:
         super().__init__(f"entry {seq}: {reason}")
         self.seq = seq
+        self.reason = reason
+
+
+class BadTree(InternalError):
+    """The stored Merkle tree, or a signed tree head, disagrees with the entries."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
         self.reason = reason
 
 
@@ -133,15 +149,37 @@ def terminal_progress(done: int, total: int) -> None:
     sys.stderr.flush()
 
 
+def _check_head(size: int, root: bytes, note: str, computed: bytes | None) -> str | None:
+    """What is wrong with one signed tree head, if anything."""
+    if computed is None:
+        return f"tree head of size {size}: the ledger is shorter"
+    if computed != root:
+        return (f"tree head of size {size}: root {root.hex()}, the entries give "
+                f"{computed.hex()}")
+    try:
+        checkpoint = Checkpoint.parse(parse_note(note).text)
+    except TlogError as exc:
+        return f"tree head of size {size}: its note is malformed ({exc.detail})"
+    if (checkpoint.size, checkpoint.root) != (size, root):
+        return f"tree head of size {size}: its note says size {checkpoint.size}"
+    return None
+
+
 async def verify_database(conn: asyncpg.Connection, progress: Progress | None = None) -> int:
-    """Verify the whole ledger; return the number of entries. Raises :class:`BadEntry`."""
+    """Verify the whole ledger and its tree; return the number of entries. Raises
+    :class:`BadEntry` for the first bad entry, :class:`BadTree` for a tree that
+    disagrees with good entries."""
     total = await conn.fetchval("SELECT count(*) FROM entries")
     checker = ChainVerifier()
+    tree: TreeCheck | None = None
+    head_rows: list[asyncpg.Record] = []
     pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="verify")
     try:
         async with db.transaction(conn, "verify_ledger", isolation="repeatable_read",
                                   readonly=True):
             head_row = await conn.fetchrow("SELECT seq, head FROM ledger_head")
+            head_rows = await conn.fetch("SELECT size, root, note FROM tree_heads ORDER BY size")
+            tree = TreeCheck(frozenset(r["size"] for r in head_rows))
             cursor = await conn.cursor(
                 "SELECT seq, id, prev, kind, entry FROM entries ORDER BY seq")
             while True:
@@ -165,11 +203,20 @@ async def verify_database(conn: asyncpg.Connection, progress: Progress | None = 
                     raise BadEntry(seq, reason)
                 if link_failure is not None:
                     raise link_failure
+                await tree.compare(conn, [r["id"] for r in rows])
                 if progress:
                     progress(checker.seq, total)
+            await tree.finish(conn)
     finally:
         pool.shutdown()
     if head_row is not None and (head_row["seq"], head_row["head"]) != (checker.seq,
                                                                          checker.head):
         raise BadEntry(checker.seq, "ledger head does not point at the last entry")
+    assert tree is not None
+    if tree.difference is not None:
+        raise BadTree(tree.difference + " (bureau rebuild recomputes the tree)")
+    for r in head_rows:
+        problem = _check_head(r["size"], bytes(r["root"]), r["note"], tree.roots.get(r["size"]))
+        if problem is not None:
+            raise BadTree(problem)
     return checker.seq

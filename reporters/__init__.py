@@ -17,7 +17,8 @@ Keys: :func:`generate_key`, :func:`save_key`, :func:`load_key` (PKCS#8 PEM files
 ``openssl genpkey -algorithm ed25519`` writes) and :func:`key_id`. Payload models live
 in :mod:`reporters.models`; a file as read (:class:`FilePage`, :class:`Entry` with its
 decoded payload, :class:`Refusal`) in :mod:`reporters.files`. :func:`verify_chain` and
-:func:`verify_report` check what the bureau serves without trusting it; so do
+:func:`verify_report` (and :func:`verify_checkpoint`, an epoch's signed checkpoint)
+check what the bureau serves without trusting it; so do
 :func:`verify_note` (a checkpoint note and its witness cosignatures),
 :func:`verify_inclusion`, :func:`verify_consistency` (Merkle proofs) and
 :func:`evidence_root` (recompute a report's ``evidence.root`` from the agent's file).
@@ -94,7 +95,7 @@ from reporters._internal.transparency import (
     verify_inclusion,
     verify_note,
 )
-from reporters._internal.verify import verify_chain, verify_report
+from reporters._internal.verify import verify_chain, verify_checkpoint, verify_report
 from reporters.files import Entry, FilePage, Refusal
 from reporters.tlog.checkpoint import VerifiedCheckpoint
 
@@ -121,6 +122,7 @@ __all__ = [
     "models",
     "save_key",
     "verify_chain",
+    "verify_checkpoint",
     "verify_consistency",
     "verify_inclusion",
     "verify_note",

@@ -19,6 +19,8 @@ from aiohttp import web
 
 from bureau.config import Config
 from bureau.http.app import create_app
+from bureau.http.keys import LOG_KEY
+from bureau.transparency.heads import LogKey
 from reporters import wire
 from reporters._internal.payloads import issued_timestamp
 
@@ -72,6 +74,11 @@ class BureauUnderTest:
     database_url: str
     _reporters: dict[str, nacl.signing.SigningKey] = field(default_factory=dict)
 
+    @property
+    def log_key(self) -> LogKey:
+        """The bureau's key as the transparency log's (origin, note signer, vkey)."""
+        return self.app[LOG_KEY]
+
     async def post(self, envelope: dict[str, Any] | bytes,
                    content_type: str = "application/json") -> tuple[int, dict[str, Any]]:
         body = envelope if isinstance(envelope, bytes) else json.dumps(envelope).encode()
@@ -110,6 +117,20 @@ class BureauUnderTest:
         return key
 
 
+@asynccontextmanager
+async def serving(app: web.Application) -> AsyncIterator[str]:
+    """``app`` on a free loopback port for as long as the block runs; yields its URL."""
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
 def kid(key: nacl.signing.SigningKey) -> str:
     return wire.signing_key_id(key)
 
@@ -136,9 +157,10 @@ async def fresh_database(pg_server_url: str, prefix: str = "bureau_test_"
 
 @asynccontextmanager
 async def start_bureau(database_url: str, home: Path, *, epoch_seconds: int = 21600,
+                       signing_key: nacl.signing.SigningKey | None = None,
                        **overrides: Any) -> AsyncIterator[BureauUnderTest]:
     admin = wire.generate_key()
-    signing = wire.generate_key()
+    signing = signing_key or wire.generate_key()
     clock = TestClock()
     config = Config(home=home, database_url=database_url,
                     admin_keys=frozenset({wire.signing_key_id(admin)}),

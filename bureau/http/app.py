@@ -1,8 +1,10 @@
 """``create_app(config, database_url, signing_key)``: the aiohttp application — the
 service's one composition root. Every long-lived part is made, wired to the others and
 stopped here, in ``cleanup_ctx`` order: the pool, the ledger's settings (its genesis
-entry: ``app[CONFIG]`` then holds the ledger's values) and the ledger's committer, then
-the settler (whose seal hook the ledger calls under its lock), so that they stop in
+entry: ``app[CONFIG]`` then holds the ledger's values, the origin among them, which names
+the bureau's key as the log's: ``app[LOG_KEY]``) and the ledger's committer, then the
+tree-head publisher (which signs the current head before the first request), then the
+settler (whose seal hook the ledger calls under its lock), so that they stop in
 reverse."""
 
 from __future__ import annotations
@@ -21,14 +23,18 @@ from bureau.http.keys import (
     DATABASE_URL,
     INTAKE,
     LEDGER,
+    LOG_KEY,
     NONCES,
     POOL,
+    PUBLISHER,
     SETTLER,
     SIGNING_KEY,
 )
 from bureau.intake import genesis
 from bureau.intake.ledger import Clock, Ledger, utcnow
 from bureau.intake.pipeline import MAX_BATCH_BYTES, Intake
+from bureau.transparency.heads import LogKey
+from bureau.transparency.publisher import Publisher
 from bureau.views.builder import ReportBuilder
 from bureau.views.settle import Settler
 from reporters.httpsig import NonceStore
@@ -55,6 +61,8 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
             await pool.close()
             raise
         app[CONFIG] = settled
+        assert settled.origin is not None  # the genesis entry's
+        app[LOG_KEY] = LogKey.of(settled.origin, signing_key)
         ledger = Ledger(pool, settled, clock)
         await ledger.start()
         intake = Intake(ledger)
@@ -66,12 +74,26 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
             intake.close()
             await pool.close()
 
+    async def publishing(app: web.Application) -> AsyncIterator[None]:
+        """After the pool: the tree-head publisher. It signs the current head now, so
+        that GET /checkpoint has a note before the first request (and refuses to start
+        on a ledger that does not extend what was published)."""
+        publisher = Publisher(app[POOL], app[LOG_KEY], config.checkpoint_interval,
+                              config.witnesses)
+        await publisher.start()
+        app[PUBLISHER] = publisher
+        try:
+            yield
+        finally:
+            await publisher.stop()
+
     async def settling(app: web.Application) -> AsyncIterator[None]:
         """After the pool and the ledger exist: the settler, which seals epochs and has
         their reports built; the ledger calls its seal hook when an admin ``seal`` is
         admitted. Stopped before the ledger and the pool go."""
         ledger, settled = app[LEDGER], app[CONFIG]
-        builder = ReportBuilder(signing_key, workers=settled.report_workers, dsn=database_url)
+        builder = ReportBuilder(signing_key, app[LOG_KEY], workers=settled.report_workers,
+                                dsn=database_url)
         settler = Settler(app[POOL], ledger, builder, settled, ledger.clock)
         ledger.seal_hook = settler.on_seal_request
         app[SETTLER] = settler
@@ -83,6 +105,7 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
             await settler.stop()
 
     app.cleanup_ctx.append(resources)
+    app.cleanup_ctx.append(publishing)
     app.cleanup_ctx.append(settling)
     for table in routes.TABLES:
         app.add_routes(table)

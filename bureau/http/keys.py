@@ -10,6 +10,8 @@ from aiohttp import web
 from bureau.config import Config
 from bureau.intake.ledger import Ledger
 from bureau.intake.pipeline import Intake
+from bureau.transparency.heads import LogKey
+from bureau.transparency.publisher import Publisher
 from bureau.views.settle import Settler
 from reporters.httpsig import NonceStore
 
@@ -26,3 +28,7 @@ NONCES = web.AppKey("nonces", NonceStore)
 OPENAPI = web.AppKey("openapi", bytes)
 # The settler: seals elapsed epochs and has their reports built (bureau.views.settle).
 SETTLER = web.AppKey("settler", Settler)
+# The bureau's key as the log's (origin, note signer, vkey): bureau.transparency.heads.
+LOG_KEY = web.AppKey("log_key", LogKey)
+# Signs a tree head every few seconds and pushes it to the witnesses (one process leads).
+PUBLISHER = web.AppKey("publisher", Publisher)

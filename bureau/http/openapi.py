@@ -38,8 +38,8 @@ Json = dict[str, Any]
 
 _WIRE_MODELS: tuple[type[BaseModel], ...] = (
     shapes.Envelope, shapes.Error, shapes.IntakeResult, shapes.BatchAccepted,
-    shapes.BatchRejected, shapes.EntriesPage, shapes.BureauInfo, shapes.Status,
-    shapes.EvaluatorRecord, Policy)
+    shapes.BatchRejected, shapes.EntriesPage, shapes.BureauInfo, shapes.Status, Policy,
+    shapes.InclusionProof, shapes.ConsistencyProof, shapes.EvaluatorRecord)
 
 
 def component_schemas() -> Json:
@@ -85,6 +85,16 @@ def _epoch_param() -> Json:
     return {"name": "epoch", "in": "query", "required": False,
             "description": "an epoch number; default: the latest with complete reports",
             "schema": {"type": "integer", "minimum": 0, "maximum": 10**18 - 1}}
+
+
+def _note_response(description: str) -> Json:
+    return {"description": description, "content": {"text/plain": {"schema": {
+        "type": "string", "description": "a C2SP signed note (tlog-checkpoint)"}}}}
+
+
+def _size_param(name: str, description: str) -> Json:
+    return {"name": name, "in": "query", "required": True, "description": description,
+            "schema": {"type": "string", "pattern": "^(0|[1-9][0-9]{0,18})$"}}
 
 
 def _html_response(description: str) -> Json:
@@ -177,6 +187,37 @@ def operations() -> dict[tuple[str, str], Json]:
                  "schema": {"type": "string", "pattern": "^[0-9]{1,18}$"}}],
             "responses": {"200": _json("the signed checkpoint (a DSSE envelope)", "Envelope"),
                           **_errors(404)}},
+        ("GET", "/checkpoint"): {
+            "operationId": "checkpoint_note",
+            "summary": "The latest tree head, a signed note with witness cosignatures",
+            "security": public,
+            "responses": {"200": _note_response("the latest checkpoint note"),
+                          **_errors(503)}},
+        ("GET", "/v1/checkpoints/{epoch}/note"): {
+            "operationId": "epoch_checkpoint_note",
+            "summary": "The checkpoint of one epoch as a signed note",
+            "security": public, "parameters": [
+                {"name": "epoch", "in": "path", "required": True,
+                 "schema": {"type": "string", "pattern": "^[0-9]{1,18}$"}}],
+            "responses": {"200": _note_response("the epoch's checkpoint note"),
+                          **_errors(404)}},
+        ("GET", "/v1/proofs/inclusion"): {
+            "operationId": "inclusion_proof",
+            "summary": "RFC 9162 inclusion proof of an entry in a published tree",
+            "security": public, "parameters": [
+                {"name": "id", "in": "query", "required": True, "description": "entry id",
+                 "schema": {"type": "string", "pattern": "^[0-9a-f]{64}$"}},
+                _size_param("size", "a tree size, at most the latest published")],
+            "responses": {"200": _json("the proof", "InclusionProof"),
+                          **_errors(404, 422)}},
+        ("GET", "/v1/proofs/consistency"): {
+            "operationId": "consistency_proof",
+            "summary": "RFC 9162 consistency proof between two published tree sizes",
+            "security": public, "parameters": [
+                _size_param("from", "the older size, at most `to`"),
+                _size_param("to", "the newer size, at most the latest published")],
+            "responses": {"200": _json("the proof", "ConsistencyProof"),
+                          **_errors(422)}},
         ("GET", "/v1/agents/{agent}/explain"): {
             "operationId": "agent_explain",
             "summary": "How the agent's score was made, interaction by interaction",

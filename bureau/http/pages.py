@@ -122,6 +122,20 @@ def _reliability(rel: dict[str, Any]) -> str:
     return f"<table>{body}</table>"
 
 
+def _evidence_block(report: dict[str, Any], base_url: str) -> str:
+    """How to hold the report to the log and to the agent's own file."""
+    root = (report.get("evidence") or {}).get("root")
+    agent, seq = report["agent"], report["ledger"]["seq"]
+    evidence = "" if root is None else (
+        f" Its evidence root <code>{_e(root)}</code> is the Merkle root of the entries of "
+        f"the agent's own file up to entry {_e(seq)}: the agent checks it against the file "
+        f"it reads with <code>bureau-check file {_e(base_url)} --key AGENT.key</code>.")
+    return (f"<p>With the bureau's client installed (<code>pip install ./client</code>), "
+            f"<code>bureau-check report {_e(base_url)} {_e(agent)}</code> checks this report, "
+            "its epoch's signed checkpoint and tree head, and that the bureau's published "
+            f"log still extends that tree.{evidence}</p>")
+
+
 def agent_page(report: dict[str, Any], envelope: bytes, bureau_key: str, base_url: str
                ) -> str:
     """The public page of one agent's latest report."""
@@ -169,6 +183,7 @@ signature. The report is a DSSE envelope signed with the bureau key
 from the ledger up to entry {_e(report["ledger"]["seq"])}
 (head <code>{_e(report["ledger"]["head"])}</code>).</p>
 <pre><code>{_e(verify_snippet)}</code></pre>
+{_evidence_block(report, base_url)}
 <details><summary>The signed envelope</summary><pre><code>{_e(envelope.decode())}</code></pre>
 </details>
 </section>"""

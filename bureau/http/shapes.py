@@ -9,7 +9,7 @@ Payload models live in :mod:`reporters.models`; these refer to them, never copy 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -112,12 +112,38 @@ class EntriesPage(Shape):
 
 
 class BureauInfo(Shape):
-    """The bureau's public key, its policy's hash, its epoch length (SPEC §9)."""
+    """The bureau's public key, its policy's hash, its epoch length, and the ledger's
+    origin and note verifier key (SPEC §9)."""
 
     key: KeyId
     policy: EntryId = Field(description="the current epoch's policy: BLAKE3 of the bytes "
                                         "GET /v1/policy serves")
     epoch_seconds: int = Field(ge=1)
+    origin: str = Field(description="the ledger's origin: the first line of every "
+                        "checkpoint note, and the key name of the bureau's signature")
+    vkey: str = Field(description="C2SP signed-note verifier key of the bureau's key "
+                      "under the origin: <origin>+<key hash>+<base64 key>")
+
+
+Hash = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+
+class InclusionProof(Shape):
+    """RFC 9162 inclusion proof of one entry (leaf ``seq - 1``) in the tree of
+    ``tree_size`` entries (SPEC §9)."""
+
+    leaf_index: int = Field(ge=0)
+    tree_size: int = Field(ge=1)
+    hashes: list[Hash] = Field(description="the audit path, bottom-up, lowercase hex")
+
+
+class ConsistencyProof(Shape):
+    """RFC 9162 consistency proof from the tree of ``from`` entries to the tree of
+    ``to`` entries; empty when ``from`` is 0 or equals ``to`` (SPEC §9)."""
+
+    from_: int = Field(alias="from", ge=0)
+    to: int = Field(ge=0)
+    hashes: list[Hash] = Field(description="the proof, lowercase hex")
 
 
 class LedgerPoint(Shape):

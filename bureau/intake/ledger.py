@@ -32,7 +32,9 @@ from bureau.intake.index import record_admitted, record_exclusion
 from bureau.intake.state import GroupState, Submission
 from bureau.intake.writes import Writes, write_group
 from bureau.kinds import EXCLUSION, SEAL_REQUEST, SUBMITTED
+from bureau.transparency.tree import TreeTip, load_tip, pack_nodes
 from reporters import wire
+from reporters.tlog.merkle import entry_leaf_hash
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +155,18 @@ def judge_one(tx: GroupTx, sub: Submission, now: dt.datetime) -> Result:
 
 
 async def flush(tx: GroupTx) -> None:
-    """Write the group's rows and move the head (one statement, see bureau.intake.writes)."""
+    """Write the group's rows, the Merkle tree nodes its entries complete, and move the
+    head (one statement, see bureau.intake.writes). Every entry appended, whoever
+    appended it (a submission, an exclusion, a seal), extends the tree here."""
+    if tx.writes.entries:
+        # The committer loaded the frontier with the head; a tool chaining entries
+        # itself (genesis, benches) reads it now: the head row has not moved yet.
+        tip = tx.state.tree or await load_tip(tx.conn)
+        assert tip.size == tx.writes.entries[0][0] - 1, "the tree is not at the head"
+        frontier, nodes = tip.frontier.extend(
+            entry_leaf_hash(row[1]) for row in tx.writes.entries)
+        tx.writes.tree = pack_nodes(nodes)
+        tx.state.tree = TreeTip(tx.head, frontier)
     await write_group(tx.conn, tx.writes, tx.seq, tx.head, tx.recorded_at)
 
 
@@ -188,6 +201,9 @@ class Ledger:
         #: run under the lock, before the flush, in a group that admitted an admin
         #: ``seal`` (SPEC §3: it closes every elapsed epoch); set by bureau.views.settle
         self.seal_hook: LockedWork | None = None
+        #: the Merkle tree's frontier after this process's last commit: the next group
+        #: uses it if no other process appended since (GroupState.load checks)
+        self._tree: TreeTip | None = None
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="ledger-committer")
@@ -326,7 +342,7 @@ class Ledger:
         async def body(conn: asyncpg.Connection) -> GroupTx:
             # The head row is locked (see _in_transaction); the state, head included,
             # is read after the lock, in one statement.
-            state = await GroupState.load(conn, subs, self.config.admin_keys)
+            state = await GroupState.load(conn, subs, self.config.admin_keys, self._tree)
             head = state.head
             assert head is not None
             now = self.clock()
@@ -359,6 +375,7 @@ class Ledger:
                 if not u.future.done():
                     u.future.set_exception(err)
             return
+        self._tree = tx.state.tree
         metrics.LEDGER_HEAD_SEQ.set(tx.seq)
         counts = Counter((sub.envelope.name, r.status)
                          for unit, res in zip(units, results, strict=True)

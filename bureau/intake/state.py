@@ -28,6 +28,7 @@ from bureau.intake.records import (
     VerdictRecord,
 )
 from bureau.kinds import SUBMITTED, StateKeys
+from bureau.transparency.tree import TreeTip, frontier_from, frontier_rows_sql
 from reporters import wire
 from reporters.models import Payload
 
@@ -80,7 +81,7 @@ _ROW_COLUMNS = (
     ("interaction", "text"), ("subject", "text"), ("caller", "text"), ("party", "text"),
     ("name", "text"), ("operator", "text"), ("anchor_kind", "text"),
     ("anchor_value", "text"), ("withdrawn", "boolean"), ("roles", "text[]"),
-    ("issued_at", "timestamptz"),
+    ("issued_at", "timestamptz"), ("level", "smallint"), ("node_hash", "bytea"),
 )
 
 
@@ -116,6 +117,9 @@ _FIRST_SQL = "\nUNION ALL ".join((
           " ON p.reporter = k.rep AND p.interaction = k.ia", reporter="p.reporter",
           interaction="p.interaction", content_key="p.content_key", subject="p.subject"),
     "(" + _parties_sql("$6") + ")",
+    # the Merkle frontier at the head, unless the committer's is still that of the head
+    _rows("node", frontier_rows_sql("h.seq", "$7", "$8"), level="t.level", seq="t.idx",
+          node_hash="t.hash"),
 ))
 
 
@@ -137,6 +141,8 @@ class GroupState:
     admitted: dict[str, tuple[str, int]] = field(default_factory=dict)
     #: the ledger head when the state was loaded (read in the same statement)
     head: Head | None = None
+    #: the Merkle tree's frontier at that head (bureau.transparency.tree)
+    tree: TreeTip | None = None
     #: the epoch this group's entries are recorded in (set by the ledger once it has
     #: read its clock, before anything is judged)
     epoch: int | None = None
@@ -195,8 +201,10 @@ class GroupState:
 
     @classmethod
     async def load(cls, conn: asyncpg.Connection, subs: Sequence[Submission],
-                   admin_keys: frozenset[str]) -> GroupState:
-        """Fetch, in a handful of queries, everything the rules may ask about ``subs``."""
+                   admin_keys: frozenset[str], tree: TreeTip | None = None) -> GroupState:
+        """Fetch, in a handful of queries, everything the rules may ask about ``subs``,
+        and the tree's frontier at the head: ``tree`` if it is still the head's (a
+        process keeps its own between groups), else read back in the same statement."""
         st = cls(admin_keys)
         keys = StateKeys()
         for sub in subs:
@@ -208,8 +216,9 @@ class GroupState:
                     needs(p, sub.signer, keys)
         party_keys = keys.parties
 
-        st.head = await st._load_first(conn, [s.envelope.content_key for s in subs],
-                                       keys.facts, keys.probes, party_keys)
+        st.head, st.tree = await st._load_first(
+            conn, [s.envelope.content_key for s in subs], keys.facts, keys.probes,
+            party_keys, tree)
         await st._load_engagements(conn, keys.engagements)
         await st._load_verdicts(conn, keys.verdicts)
         excluded_candidates = await st._load_involving(conn, keys.involving)
@@ -232,11 +241,13 @@ class GroupState:
 
     async def _load_first(self, conn: asyncpg.Connection, content_keys: list[str],
                           fact_keys: set[tuple[str, str]], probe_keys: set[tuple[str, str]],
-                          party_keys: set[str]) -> Head:
+                          party_keys: set[str], tree: TreeTip | None,
+                          ) -> tuple[Head, TreeTip]:
         """The ledger head and what nearly every group asks about — content keys already
         admitted, facts and probes, reporters and agents — in ONE round trip. The
         group's critical section is a few round trips long, and every process takes
-        it in turn, so each one saved is throughput for all of them."""
+        it in turn, so each one saved is throughput for all of them. The tree's
+        frontier comes in the same statement, when ``tree`` is not the head's."""
         self.facts.update(dict.fromkeys(fact_keys))
         self.probes.update(dict.fromkeys(probe_keys))
         parties = sorted(party_keys)
@@ -245,8 +256,10 @@ class GroupState:
         f_reps, f_ints = _pairs(fact_keys)
         p_reps, p_ints = _pairs(probe_keys)
         head: Head | None = None
+        nodes: dict[tuple[int, int], bytes] = {}
+        known = (tree.size, tree.head) if tree is not None else (-1, "")
         for r in await conn.fetch(_FIRST_SQL, content_keys, f_reps, f_ints, p_reps, p_ints,
-                                  parties):
+                                  parties, *known):
             what = r["what"]
             if what == "fact" or what == "probe":
                 table = self.facts if what == "fact" else self.probes
@@ -256,10 +269,14 @@ class GroupState:
                 self.admitted[r["content_key"]] = (r["entry_id"], r["seq"])
             elif what == "head":
                 head = Head(r["seq"], r["head"], r["recorded_at"])
+            elif what == "node":
+                nodes[(r["level"], r["seq"])] = bytes(r["node_hash"])
             else:
                 self._take_party(r)
         assert head is not None
-        return head
+        if tree is None or (tree.size, tree.head) != (head.seq, head.head):
+            tree = TreeTip(head.head, frontier_from(head.seq, nodes))
+        return head, tree
 
     async def _load_parties(self, conn: asyncpg.Connection, keys: set[str]) -> None:
         if not keys:

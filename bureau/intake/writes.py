@@ -1,6 +1,7 @@
 """The rows one group commit writes, and the single statement that writes them.
 
-A group's inserts — entries, their index rows, kept refusals — and the move of the
+A group's inserts — entries, their index rows, kept refusals, the Merkle tree nodes
+its entries complete — and the move of the
 ledger head go to PostgreSQL as ONE statement of data-modifying CTEs over ``unnest``ed
 arrays: one round trip whatever the group's size, where a statement (or a COPY, with
 its column introspection) per table would cost a round trip each. Past ``COPY_FROM``
@@ -16,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
+
+from bureau.transparency.tree import insert_packed_sql
 
 # table -> (column, PostgreSQL type) in row order, and the conflict clause if any
 _TABLES: dict[str, tuple[tuple[tuple[str, str], ...], str]] = {
@@ -67,10 +70,13 @@ class Writes:
     resolutions: list[tuple[Any, ...]] = field(default_factory=list)
     policies: list[tuple[Any, ...]] = field(default_factory=list)
     refusals: list[tuple[Any, ...]] = field(default_factory=list)
+    #: the Merkle tree nodes the group's entries complete (bureau.transparency.tree)
+    tree: bytes = b""
 
 
-def _statement(tables: list[str]) -> str:
-    """The one statement for these non-empty tables; ``$1..$3`` move the head."""
+def _statement(tables: list[str], tree: bool) -> str:
+    """The one statement for these non-empty tables, and the tree nodes if ``tree``;
+    ``$1..$3`` move the head."""
     ctes, n = [], 3
     for table in tables:
         columns, conflict = _TABLES[table]
@@ -81,6 +87,8 @@ def _statement(tables: list[str]) -> str:
         names = ", ".join(c for c, _ in columns)
         ctes.append(f"w_{table} AS (INSERT INTO {table} ({names}) "
                     f"SELECT * FROM unnest({', '.join(params)}){conflict})")
+    if tree:
+        ctes.append(f"w_tree AS ({insert_packed_sql(f'${n + 1}::bytea')})")
     head = "UPDATE ledger_head SET seq = $1, head = $2, recorded_at = $3"
     return (f"WITH {', '.join(ctes)} {head}") if ctes else head
 
@@ -114,7 +122,9 @@ async def write_group(conn: asyncpg.Connection, w: Writes, seq: int, head: str,
             # upsert may not touch a row twice
             rows = list({row[0]: row for row in rows}.values())
         args.extend(list(col) for col in zip(*rows, strict=True))
-    await conn.execute(_statement(tables), *args)
+    if w.tree:
+        args.append(w.tree)
+    await conn.execute(_statement(tables, bool(w.tree)), *args)
     if w.reporters:  # rare, and roles is an array column, which unnest would flatten
         await conn.executemany(
             "INSERT INTO reporters (key, name, operator, roles, issued_at, distrusted_from, seq)"

@@ -26,6 +26,9 @@ import nacl.signing
 
 from bureau import db, metrics
 from bureau.scoring.policy import Policy
+from bureau.transparency import heads
+from bureau.transparency.heads import LogKey
+from bureau.transparency.tree import root_at
 from bureau.views.derive import Deriver, advance
 from bureau.views.policies import policy_of_epoch
 from bureau.views.shards import ShardPool
@@ -42,9 +45,10 @@ class ReportBuilder:
     (:mod:`bureau.views.shards`), which read the entries themselves from ``dsn``;
     otherwise in this process."""
 
-    def __init__(self, signing_key: nacl.signing.SigningKey, *, workers: int = 1,
-                 dsn: str | None = None) -> None:
+    def __init__(self, signing_key: nacl.signing.SigningKey, log_key: LogKey, *,
+                 workers: int = 1, dsn: str | None = None) -> None:
         self.key = signing_key
+        self.log_key = log_key
         self.deriver: Deriver | None = None
         self._threads = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sign")
         self._shards: ShardPool | None = None
@@ -75,13 +79,19 @@ class ReportBuilder:
             d = self.deriver = Deriver(policy, digest)
         return d
 
-    def _checkpoint(self, seal: Seal) -> bytes:
-        return sign_checkpoint(self.key, seal.epoch, seal.last_seq, seal.head)
+    async def _checkpoint(self, conn: asyncpg.Connection, seal: Seal) -> bytes:
+        root = await root_at(conn, seal.last_seq)
+        return sign_checkpoint(self.key, seal.epoch, seal.last_seq, seal.head, root)
+
+    async def _store_note(self, conn: asyncpg.Connection, seal: Seal) -> None:
+        """The epoch's checkpoint as a signed note (SPEC §8.1), kept with every other
+        tree head, in the transaction that stores the checkpoint."""
+        await heads.store(conn, self.log_key, seal.last_seq, await root_at(conn, seal.last_seq))
 
     async def sign_epoch(self, conn: asyncpg.Connection,
                          seal: Seal) -> tuple[list[str], list[bytes], bytes]:
         """Agents, their signed report envelopes, and the checkpoint envelope."""
-        checkpoint = self._checkpoint(seal)
+        checkpoint = await self._checkpoint(conn, seal)
         t0 = time.perf_counter()
         policy, digest = await policy_of_epoch(conn, seal.epoch, seal.last_seq)
         if self._shards is not None:
@@ -115,13 +125,16 @@ class ReportBuilder:
             _, digest = await policy_of_epoch(conn, seal.epoch, seal.last_seq)
             count = await self._shards.store_epoch(seal.last_seq, seal.epoch, seal.head,
                                                    digest)
+            checkpoint = await self._checkpoint(conn, seal)
             async with db.transaction(conn, "store_checkpoint"):
-                await store_checkpoint(conn, seal.epoch, self._checkpoint(seal))
+                await self._store_note(conn, seal)
+                await store_checkpoint(conn, seal.epoch, checkpoint)
         else:
             agents, envelopes, checkpoint = await self.sign_epoch(conn, seal)
             count = len(agents)
             try:
                 async with db.transaction(conn, "store_epoch"):
+                    await self._store_note(conn, seal)
                     await store_epoch(conn, seal.epoch, agents, envelopes, checkpoint)
             except asyncpg.UniqueViolationError:
                 log.info("epoch %d: already stored by another writer", seal.epoch)

@@ -21,6 +21,11 @@ changed since the previous one:
   and for agents judged by an evaluator whose weight or offset moved (by the library's
   :func:`~bureau.scoring.score.score_terms`); every report's bytes are spliced from
   cached canonical parts.
+* **Files** (:mod:`bureau.views.files`): each agent's own file is a Merkle accumulator
+  fed the entries it gained since the last seal; its root is the report's
+  ``evidence.root`` (SPEC §8 r2). Its entries are read apart from the evidence items:
+  an entry is in several files (an attestation is in its evaluator's and its subject's),
+  and a report shard reads the files of its own agents.
 
 ``tests/reports/test_derive_equivalence.py`` holds this path and the reference equal,
 byte for byte, at every seal of randomised ledgers with engagements, probes before
@@ -72,6 +77,7 @@ from bureau.views.evidence import (
     load_evidence,
     read_with_targets,
 )
+from bureau.views.files import FileRoots, Membership, load_files, read_files
 from bureau.views.parts import (
     AgentState,
     Chain,
@@ -79,6 +85,7 @@ from bureau.views.parts import (
     ClusterKey,
     Decisions,
     Evidential,
+    evidence_part,
     fixed_of,
     seal_part,
     shared,
@@ -86,6 +93,7 @@ from bureau.views.parts import (
 from bureau.views.policies import policy_of_epoch
 from bureau.views.store import Seal
 from reporters import wire
+from reporters.tlog.evidence import evidence_root
 
 _KIND_LABEL = {Fact: "fact", Probe: "probe", Attestation: "attestation",
                ValueJudgment: "value_judgment"}
@@ -113,6 +121,8 @@ class Deriver:
         #: there adds to its record
         self._contrib: dict[str, dict[tuple[str, ...], Contribution]] = {}
         self._judged: dict[str, set[str]] = {}  # evaluator -> agents it decided units of
+        #: every key's own file, as a Merkle accumulator (its report's evidence root)
+        self.files = FileRoots()
         # pending work, cleared by settle()
         self._dirty_clusters: dict[str, set[ClusterKey]] = {}
         self._dirty_agents: set[str] = set()
@@ -162,6 +172,10 @@ class Deriver:
                 self._reporter(item)
             else:
                 self._add(item)
+
+    def add_files(self, rows: Iterable[Membership]) -> None:
+        """Take in (agent, seq, entry id): entries of agents' files, in seq order."""
+        self.files.add(rows)
 
     def _reporter(self, update: ReporterUpdate) -> None:
         """A reporter's distrust may change: every cluster of its evidence is resolved
@@ -242,6 +256,10 @@ class Deriver:
             rescore.update(self._judged.get(evaluator, ()))
         for agent in self._dirty_agents:
             self._restatic(agent)
+        for agent in self.files.take_changed() | self._dirty_agents:
+            st = self.agents.get(agent)
+            if st is not None:  # a key whose file grew may have no report (yet)
+                st.evidence_bytes = evidence_part(self.files.root(agent))
         self._dirty_agents.clear()
         decisions = Decisions(self.policy, self.weights)
         for agent in rescore:
@@ -375,13 +393,15 @@ def long_lived_objects() -> Iterator[None]:
 async def feed(conn: asyncpg.Connection, deriver: Deriver, upto: int, *,
                shard: tuple[int, int] | None = None) -> int:
     """Apply every entry after the deriver's seq up to ``upto`` (only those of one
-    shard of the agents, with ``shard=(i, n)``); return how many evidence items that
-    was. The caller settles.
+    shard of the agents, with ``shard=(i, n)``), and the files they add to; return how
+    many evidence items that was. The caller settles.
 
     The next chunk is fetched (PostgreSQL decodes its payloads, in its own process)
     while this one is applied in a worker thread, and the event loop keeps serving."""
     count = 0
     with long_lived_objects():
+        async for rows in read_files(conn, deriver.seq, upto, shard=shard):
+            await asyncio.to_thread(deriver.add_files, rows)
         chunks = read_with_targets(conn, deriver.seq, upto, shard)
         assert isinstance(chunks, AsyncGenerator)
         pending = asyncio.ensure_future(anext(chunks, None))
@@ -411,22 +431,33 @@ async def advance(conn: asyncpg.Connection, deriver: Deriver, upto: int) -> int:
 
 
 def reference_payloads(ev_items: LedgerEvidence, epoch: int, seq: int, head: str,
-                       policy: Policy, policy_hash: str) -> list[tuple[str, dict[str, Any]]]:
+                       policy: Policy, policy_hash: str, *,
+                       files: dict[str, list[tuple[int, str]]],
+                       ) -> list[tuple[str, dict[str, Any]]]:
     """The definition of an epoch's reports: the scoring library over the whole ledger
-    up to the seal, under the epoch's policy, as ``bureau.scoring`` documents. The
-    deriver must equal it."""
+    up to the seal, under the epoch's policy, as ``bureau.scoring`` documents, and the
+    evidence root of each agent's whole file (``files``: (seq, entry id) in seq order),
+    computed by the very function an agent checks its report with. The deriver must
+    equal it."""
     evidence = ev_items.evidence()
     evaluators = evaluator_table(evidence, policy)
     split = split_by_agent(evidence)
     empty = Evidence(reporter_updates=evidence.reporter_updates)
-    return [(agent, build_report_payload(
-        agent, ev_items.names.get(agent), epoch, seq, head, policy, policy_hash,
-        split.get(agent, empty), evaluators)) for agent in ev_items.agents()]
+    payloads = []
+    for agent in ev_items.agents():
+        payload = build_report_payload(
+            agent, ev_items.names.get(agent), epoch, seq, head, policy, policy_hash,
+            split.get(agent, empty), evaluators)
+        # not scoring: what the agent's file is, so the agent can hold the two together
+        payload["evidence"] = {"root": evidence_root(files.get(agent, ()), seq).hex()}
+        payloads.append((agent, payload))
+    return payloads
 
 
 async def reference_reports(conn: asyncpg.Connection, seal: Seal) -> list[tuple[str, bytes]]:
     """An epoch's reports by the reference path, under the epoch's policy."""
     policy, policy_hash = await policy_of_epoch(conn, seal.epoch, seal.last_seq)
     ev = await load_evidence(conn, seal.last_seq)
+    files = await load_files(conn, seal.last_seq)
     return [(a, wire.canonical_json_fast(p)) for a, p in reference_payloads(
-        ev, seal.epoch, seal.last_seq, seal.head, policy, policy_hash)]
+        ev, seal.epoch, seal.last_seq, seal.head, policy, policy_hash, files=files)]

@@ -82,10 +82,16 @@ FROM entries e WHERE seq > $1 AND seq <= $2
 ORDER BY seq
 """
 
-#: An entry's shard of ``$4`` (see bureau.views.shards): by its ``subject`` column, which
-#: for every entry a report reads is the agent it is about — for an exclusion, its
-#: target's subject; for an enrollment or amendment, the agent itself.
-SHARD_OF_ENTRY = "(hashtext(coalesce(subject, '')) & 2147483647) % $4"
+def shard_of(agent: str) -> str:
+    """The report shard, of ``$4``, of the agent key the SQL expression ``agent`` gives
+    (see bureau.views.shards): every reader of a shard's entries uses this."""
+    return f"(hashtext({agent}) & 2147483647) % $4"
+
+
+#: An entry's shard of ``$4``: by its ``subject`` column, which for every entry a report
+#: reads is the agent it is about — for an exclusion, its target's subject; for an
+#: enrollment or amendment, the agent itself.
+SHARD_OF_ENTRY = shard_of("coalesce(subject, '')")
 _KINDS_SQL = ", ".join(f"'{k}'" for k in EVIDENCE_KINDS)  # names from the kinds table
 _ALL_SQL = _RAW_SQL.format(kinds=_KINDS_SQL, exclusion=EXCLUSION.name, shard="")
 # Reporter updates are about no agent: every shard reads them (distrust is the ledger's).

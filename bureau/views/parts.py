@@ -7,7 +7,9 @@ A report payload is made of three kinds of parts:
   takes itself out of, so a seal pays for the clusters that changed, not the history;
 * **score** — score and value-judgment share: re-summed when the agent's entries or the
   weights of its evaluators change;
-* **seal** — epoch and ledger: the same for every agent of an epoch.
+* **seal** — epoch and ledger: the same for every agent of an epoch;
+* **evidence** — the root of the agent's own file (SPEC §8 r2), kept by
+  :class:`bureau.views.files.FileRoots` and re-encoded when the file grows.
 
 The payload bytes are spliced from the canonical bytes of each part, as
 :mod:`reporters.wire` writes them: RFC 8785 writes an object's members in sorted key
@@ -43,19 +45,24 @@ from bureau.scoring.report import REPORTER_RULES, nearest_rank, rows_of
 from bureau.scoring.score import Term, score_terms
 from bureau.scoring.truth import InteractionKey, Truth
 from reporters import wire
+from reporters.tlog.merkle import EMPTY_ROOT
 
 #: A report's keys in RFC 8785 order (a test checks this is their sorted order).
-REPORT_KEYS = ("agent", "epoch", "excluded", "first_seen_epoch", "ground_truth_share",
-               "ledger", "name", "outcomes", "policy", "probes", "provisional_share",
-               "reliability", "reporters", "score", "unscored", "value_judgment_share")
+REPORT_KEYS = ("agent", "epoch", "evidence", "excluded", "first_seen_epoch",
+               "ground_truth_share", "ledger", "name", "outcomes", "policy", "probes",
+               "provisional_share", "reliability", "reporters", "score", "unscored",
+               "value_judgment_share")
 assert list(REPORT_KEYS) == sorted(REPORT_KEYS)
 #: The keys whose bytes are not static: the seal's (the same for every agent of an
-#: epoch) and the ones that follow evaluator weights (re-encoded at rescore). Each is
-#: spliced into the static bytes where its marker was.
+#: epoch), the evidence root (``evidence_bytes``, set as the agent's file grows) and the
+#: ones that follow evaluator weights (re-encoded at rescore). Each is spliced into the
+#: static bytes where its marker was.
 SEAL_KEYS = ("epoch", "ledger")
+EVIDENCE_KEY = "evidence"
 SCORE_KEYS = ("ground_truth_share", "outcomes", "provisional_share", "reporters", "score",
               "unscored", "value_judgment_share")
-SPLICED = tuple(k for k in REPORT_KEYS if k in SEAL_KEYS or k in SCORE_KEYS)
+SPLICED = tuple(k for k in REPORT_KEYS
+                if k in SEAL_KEYS or k == EVIDENCE_KEY or k in SCORE_KEYS)
 
 
 class _Odd(float):
@@ -149,7 +156,8 @@ class AgentState:
     """What the deriver knows of one agent, and its report in pieces."""
 
     __slots__ = ("answered", "base", "chains", "clusters", "codes", "distrusted", "enrolled",
-                 "epochs", "excluded", "fixed", "latencies", "name", "observed",
+                 "epochs", "evidence_bytes", "excluded", "fixed", "latencies", "name",
+                 "observed",
                  "probe_counts", "promises", "rep_units", "rep_values", "score_bytes",
                  "score_values", "static_bytes", "truth", "wf_ok", "wf_seen")
 
@@ -177,6 +185,7 @@ class AgentState:
         self.rep_values: Counter[tuple[str, float]] = Counter()
         self.chains: Counter[Chain] = Counter()
         self.static_bytes: tuple[bytes, ...] = ()
+        self.evidence_bytes = evidence_part(EMPTY_ROOT)
         self.score_bytes: dict[str, bytes] = {}
         self.score_values: dict[str, Any] = {}  # what some score parts were encoded from
         #: what rescore starts from, made from the counters when they last changed
@@ -247,8 +256,8 @@ class AgentState:
         }
         probes = {"passed": self.probe_counts[0], "failed": self.probe_counts[1]}
         seen = [e for e, n in self.epochs.items() if n]
-        # One encoder call for the whole payload, with markers where the per-seal and
-        # per-score parts go ("\u0000" cannot occur otherwise: no free text holds
+        # One encoder call for the whole payload, with markers where the per-seal,
+        # evidence and per-score parts go ("\u0000" cannot occur otherwise: no free text holds
         # control characters, and key ids and codes are plain ASCII).
         doc: dict[str, Any] = {
             "agent": agent, "excluded": excluded,
@@ -356,7 +365,8 @@ class AgentState:
         static, score = self.static_bytes, self.score_bytes
         out = [static[0]]
         for i, key in enumerate(SPLICED):
-            out.append(seal_parts[key] if key in seal_parts else score[key])
+            out.append(seal_parts[key] if key in seal_parts else self.evidence_bytes
+                       if key == EVIDENCE_KEY else score[key])
             out.append(static[i + 1])
         return b"".join(out)
 
@@ -420,6 +430,11 @@ class Decisions:
         unlisted = passed if rest_code is None or listed is not None else (*passed, rest_code)
         return (listed, unlisted, (w, v, rest_rule, None, False) if scored else None,
                 (reporter, v) if scored and rest_rule in REPORTER_RULES else None)
+
+
+def evidence_part(root: bytes) -> bytes:
+    """``{"root": <hex>}``: the canonical bytes of a report's ``evidence``."""
+    return b'{"root":"%s"}' % root.hex().encode()
 
 
 def seal_part(epoch: int, seq: int, head: str) -> dict[str, bytes]:

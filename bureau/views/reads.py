@@ -22,6 +22,7 @@ import asyncpg
 
 from bureau import db
 from bureau.intake.ledger import format_timestamp
+from bureau.views.files import agent_seqs_sql
 
 #: Stop filling a page (entries, and separately refusals) once this many stored bytes
 #: have been collected.
@@ -30,22 +31,10 @@ MAX_PAGE_BYTES = 4 * 1024 * 1024
 JsonObject = dict[str, Any]
 
 # Candidate seqs, in the order of the chain. $1 = party key, $2 = after, $3 = limit + 1.
-# Each branch is limited on its own index before the union, so a page costs O(limit).
-_AGENT_SEQS = """
-    (SELECT seq FROM entries WHERE subject = $1 AND seq > $2 ORDER BY seq LIMIT $3)
-    UNION
-    (SELECT seq FROM entries WHERE signer = $1 AND seq > $2 ORDER BY seq LIMIT $3)
-    UNION
-    (SELECT seq FROM facts WHERE caller = $1 AND seq > $2 ORDER BY seq LIMIT $3)
-    UNION
-    (SELECT x.seq FROM exclusions x JOIN entries t ON t.id = x.target
-      WHERE x.seq > $2 AND (t.subject = $1 OR t.signer = $1 OR EXISTS (
-            SELECT 1 FROM facts f WHERE f.caller = $1 AND f.seq = t.seq))
-      ORDER BY x.seq LIMIT $3)
-    UNION
-    (SELECT r.seq FROM resolutions r JOIN disputes d ON d.entry_id = r.dispute
-      WHERE d.signer = $1 AND r.seq > $2 ORDER BY r.seq LIMIT $3)
-"""
+# An agent's file is defined once, with the evidence roots of its reports
+# (bureau.views.files); each branch is limited on its own index before the union, so a
+# page costs O(limit).
+_AGENT_SEQS = agent_seqs_sql()
 
 _REPORTER_SEQS = """
     SELECT seq FROM entries WHERE signer = $1 AND seq > $2 ORDER BY seq LIMIT $3

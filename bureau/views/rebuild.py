@@ -5,13 +5,17 @@ same bytes. In one transaction, holding the ledger head lock (intake and sealing
 
 1. copy every derived table aside (temporary tables, dropped at commit);
 2. empty them all: the admission indexes (reporters, facts, probes, agents, verdicts,
-   exclusions, disputes, resolutions) and seals, reports, checkpoints;
-3. replay the entries, in seq order, a chunk at a time, through the very function that
+   exclusions, disputes, resolutions), the Merkle tree's nodes, and seals, reports,
+   checkpoints;
+3. recompute the tree from the entry ids, and check that every tree head the bureau
+   ever signed (``tree_heads``, which is not a view and is kept) has the root the
+   entries give at its size;
+4. replay the entries, in seq order, a chunk at a time, through the very function that
    wrote the admission indexes at intake (``bureau.intake.index.record_admitted``, flushed by
    ``bureau.intake.ledger.flush``); ``exclusion`` and ``seal`` entries give back their rows;
-4. derive and sign every sealed epoch's reports and checkpoint with a fresh
+5. derive and sign every sealed epoch's reports and checkpoint with a fresh
    :class:`~bureau.views.builder.ReportBuilder` (no state carried over);
-5. compare old and new, table by table, and name the first difference.
+6. compare old and new, table by table, and name the first difference.
 
 The new views are committed either way: they are what the entries say.
 ``refusals`` is not a view (refused envelopes are not entries) and is left alone.
@@ -32,12 +36,14 @@ from bureau.intake.index import record_admitted, record_exclusion
 from bureau.intake.ledger import GroupTx, flush
 from bureau.intake.state import GroupState, Submission
 from bureau.kinds import EXCLUSION, SEAL, SUBMITTED, subject_of
+from bureau.transparency.heads import InconsistentHead, LogKey
+from bureau.transparency.tree import TreeCheck
 from bureau.views.builder import ReportBuilder
 from bureau.views.store import seals
 
 INDEX_TABLES = ("reporters", "facts", "probes", "agents", "verdicts", "exclusions",
                 "disputes", "resolutions", "policies")
-DERIVED_TABLES = (*INDEX_TABLES, "seals", "reports", "checkpoints")
+DERIVED_TABLES = (*INDEX_TABLES, "tree_nodes", "seals", "reports", "checkpoints")
 _CHUNK = 5000
 
 
@@ -54,8 +60,32 @@ class RebuildResult:
         return not self.differences
 
 
+async def _recompute_tree(conn: asyncpg.Connection) -> list[str]:
+    """Step 3: the tree's nodes from the entry ids; the signed heads it contradicts."""
+    published = {r["size"]: bytes(r["root"])
+                 for r in await conn.fetch("SELECT size, root FROM tree_heads")}
+    tree = TreeCheck(frozenset(published))
+    after = 0
+    while rows := await conn.fetch(
+            "SELECT seq, id FROM entries WHERE seq > $1 ORDER BY seq LIMIT $2", after, _CHUNK):
+        nodes = tree.extend([r["id"] for r in rows])
+        await conn.copy_records_to_table("tree_nodes", records=nodes,
+                                         columns=("level", "idx", "hash"))
+        after = rows[-1]["seq"]
+    differences = []
+    for size, root in sorted(published.items()):
+        got = tree.roots.get(size)
+        if got is None:
+            differences.append(f"tree_heads: size {size} was published, the ledger has "
+                               f"only {tree.frontier.size} entries")
+        elif got != root:
+            differences.append(f"tree_heads: size {size} was published with root "
+                               f"{root.hex()}, the entries give {got.hex()}")
+    return differences
+
+
 async def _replay_indexes(conn: asyncpg.Connection, head: asyncpg.Record) -> int:
-    """Step 3: admission indexes and seals, from the entries, in seq order."""
+    """Step 4: admission indexes and seals, from the entries, in seq order."""
     after, total = 0, 0
     while True:
         rows = await conn.fetch(
@@ -116,7 +146,8 @@ async def _first_difference(conn: asyncpg.Connection, table: str) -> str | None:
 
 
 async def rebuild(conn: asyncpg.Connection, signing_key: nacl.signing.SigningKey,
-                  progress: Callable[[str], None] = lambda _: None) -> RebuildResult:
+                  log_key: LogKey, progress: Callable[[str], None] = lambda _: None,
+                  ) -> RebuildResult:
     """Re-derive every view from the entries; commit; say what, if anything, changed."""
     result = RebuildResult()
     async with db.transaction(conn, "rebuild_views"):
@@ -126,16 +157,23 @@ async def rebuild(conn: asyncpg.Connection, signing_key: nacl.signing.SigningKey
             await conn.execute(f"CREATE TEMP TABLE old_{table} ON COMMIT DROP AS"
                                f" SELECT * FROM {table}")
         await conn.execute(f"TRUNCATE {', '.join(DERIVED_TABLES)}")
+        progress("recomputing the Merkle tree from the entry ids")
+        tree_differences = await _recompute_tree(conn)
         progress("replaying entries into the admission indexes")
         result.entries = await _replay_indexes(conn, head)
-        builder = ReportBuilder(signing_key)
+        builder = ReportBuilder(signing_key, log_key)
         try:
             for seal in await seals(conn):
                 progress(f"deriving and signing the reports of epoch {seal.epoch}")
-                result.reports += await builder.build(conn, seal)
+                try:
+                    result.reports += await builder.build(conn, seal)
+                except InconsistentHead as exc:  # its note would contradict a published one
+                    tree_differences.append(f"checkpoints: epoch {seal.epoch}: {exc.detail}")
+                    continue
                 result.epochs += 1
         finally:
             builder.close()
+        result.differences.extend(tree_differences)
         for table in DERIVED_TABLES:
             diff = await _first_difference(conn, table)
             if diff is not None:

@@ -27,14 +27,14 @@ session ends, the lock is free, and the next settler to tick takes over.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import logging
 from collections.abc import Callable
 
 import asyncpg
 
-from bureau import db, metrics
+from bureau import metrics
+from bureau.background import Leadership, every
 from bureau.config import Config
 from bureau.intake.ledger import GroupTx, Ledger, epoch_of
 from bureau.kinds import SEAL
@@ -95,7 +95,7 @@ class Settler:
         self.clock = clock
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._leader: asyncpg.pool.PoolConnectionProxy | None = None
+        self._leader = Leadership(pool, BUILDER_LOCK, "builds the reports")
         self._lock = asyncio.Lock()  # one settle pass at a time in this process
 
     async def start(self) -> None:
@@ -106,7 +106,7 @@ class Settler:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
-        await self._resign()
+        await self._leader.resign()
         self.builder.close()
 
     def wake(self) -> None:
@@ -134,7 +134,7 @@ class Settler:
                 # Through the ledger queue even when forced: it runs after any group
                 # still committing (e.g. the admin seal that woke us).
                 await self.seal_now()
-            leader = await self._leadership()
+            leader = await self._leader.connection()
             if leader is None:
                 return []
             try:
@@ -143,47 +143,9 @@ class Settler:
                 # The incremental state may be half-updated: start again from the
                 # entries rather than trust it.
                 self.builder.reset()
-                await self._resign()
+                await self._leader.resign()
                 raise
-
-    async def _leadership(self) -> asyncpg.Connection | None:
-        if self._leader is not None and not self._leader.is_closed():
-            return self._leader
-        self._leader = None
-        conn = await self.pool.acquire()
-        try:
-            got = await conn.fetchval("SELECT pg_try_advisory_lock($1)", BUILDER_LOCK)
-        except BaseException:
-            await self.pool.release(conn)
-            raise
-        if not got:
-            await self.pool.release(conn)
-            return None
-        self._leader = conn
-        log.info("this process builds the reports")
-        return conn
-
-    async def _resign(self) -> None:
-        conn, self._leader = self._leader, None
-        if conn is None:
-            return
-        with contextlib.suppress(Exception):
-            await conn.execute("SELECT pg_advisory_unlock($1)", BUILDER_LOCK)
-        with contextlib.suppress(Exception):
-            await self.pool.release(conn)
 
     async def _run(self) -> None:
-        while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.config.settle_interval)
-            forced = self._wake.is_set()
-            self._wake.clear()
-            try:
-                await self.settle_once(force=forced)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                if db.is_connection_error(exc):
-                    log.warning("settler: database unreachable: %s", exc)
-                else:
-                    log.exception("settler pass failed")
+        await every(self.config.settle_interval, self._wake,
+                    lambda woken: self.settle_once(force=woken), "settler")

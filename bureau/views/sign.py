@@ -36,13 +36,16 @@ def sign_many(key: nacl.signing.SigningKey, ptype: str, bodies: Sequence[bytes],
     return [env for part in parts for env in part]
 
 
-def checkpoint_payload(epoch: int, seq: int, head: str) -> dict[str, Any]:
+def checkpoint_payload(epoch: int, seq: int, head: str, root: bytes) -> dict[str, Any]:
     """SPEC §8. Seqs count from 1 with no gap, so ``entries`` (how many entries there
-    are up to and including ``seq``) is ``seq`` itself."""
-    return {"epoch": epoch, "seq": seq, "head": head, "entries": seq}
+    are up to and including ``seq``) is ``seq`` itself; ``root`` is the Merkle tree head
+    at that size (SPEC §8.1), in lowercase hex."""
+    return {"epoch": epoch, "seq": seq, "head": head, "entries": seq, "root": root.hex()}
 
 
-def sign_checkpoint(key: nacl.signing.SigningKey, epoch: int, seq: int, head: str) -> bytes:
-    """The signed checkpoint envelope of an epoch sealed at entry ``seq`` (id ``head``)."""
-    body = wire.canonical_json_fast(checkpoint_payload(epoch, seq, head))
+def sign_checkpoint(key: nacl.signing.SigningKey, epoch: int, seq: int, head: str,
+                    root: bytes) -> bytes:
+    """The signed checkpoint envelope of an epoch sealed at entry ``seq`` (id ``head``),
+    whose tree has root ``root`` at that size."""
+    body = wire.canonical_json_fast(checkpoint_payload(epoch, seq, head, root))
     return wire.sign_envelope_bytes(key, CHECKPOINT_TYPE, body)

@@ -15,6 +15,7 @@ from reporters._internal.errors import VerificationError
 from reporters.files import Entry
 
 REPORT_TYPE = wire.payload_type("report")
+CHECKPOINT_TYPE = wire.payload_type("checkpoint")
 
 
 def verify_chain(entries: Sequence[Mapping[str, Any] | Entry]) -> None:
@@ -71,18 +72,31 @@ def verify_report(envelope: Mapping[str, Any], bureau_key_id: str) -> dict[str, 
 
     Get ``bureau_key_id`` from ``GET /v1/bureau`` once, out of band, and keep it.
     """
+    return _verify_envelope(envelope, bureau_key_id, REPORT_TYPE, "report")
+
+
+def verify_checkpoint(envelope: Mapping[str, Any], bureau_key_id: str) -> dict[str, Any]:
+    """Check a bureau-signed epoch checkpoint envelope (``GET /v1/checkpoints/{epoch}``)
+    and return its payload ``{"epoch", "seq", "head", "entries", "root"}`` (SPEC §8):
+    the steps and codes of :func:`verify_report`, with the payload type
+    ``application/vnd.bureau.checkpoint.v1+json``."""
+    return _verify_envelope(envelope, bureau_key_id, CHECKPOINT_TYPE, "checkpoint")
+
+
+def _verify_envelope(envelope: Mapping[str, Any], bureau_key_id: str, ptype: str,
+                     what: str) -> dict[str, Any]:
     if not isinstance(envelope, Mapping):
         raise VerificationError("MALFORMED_ENVELOPE", "", "an envelope is a JSON object")
-    if envelope.get("payloadType") != REPORT_TYPE:
+    if envelope.get("payloadType") != ptype:
         raise VerificationError("UNKNOWN_PAYLOAD_TYPE", "/payloadType",
-                                f"a report's payloadType is {REPORT_TYPE}")
+                                f"a {what}'s payloadType is {ptype}")
     signatures = envelope.get("signatures")
     if not isinstance(signatures, list) or len(signatures) != 1:
         raise VerificationError("SIGNATURE_COUNT", "/signatures", "exactly one signature")
     signature = signatures[0]
     if not isinstance(signature, Mapping) or signature.get("keyid") != bureau_key_id:
         raise VerificationError("BAD_KEY", "/signatures/0/keyid",
-                                "the report is not signed by the bureau's key")
+                                f"the {what} is not signed by the bureau's key")
     try:
         public_key = wire.public_key_from_key_id(bureau_key_id)
     except wire.WireError as exc:
@@ -95,7 +109,7 @@ def verify_report(envelope: Mapping[str, Any], bureau_key_id: str) -> dict[str, 
         sig = wire.b64decode_canonical(sig_text)
     except wire.WireError as exc:
         raise VerificationError("MALFORMED_ENVELOPE", "", exc.detail) from None
-    if not wire.verify_signature(public_key, REPORT_TYPE, body, sig):
+    if not wire.verify_signature(public_key, ptype, body, sig):
         raise VerificationError("BAD_SIGNATURE", "/signatures/0/sig",
                                 "the signature does not verify")
     try:
@@ -103,5 +117,5 @@ def verify_report(envelope: Mapping[str, Any], bureau_key_id: str) -> dict[str, 
     except (ValueError, UnicodeDecodeError) as exc:
         raise VerificationError("MALFORMED_PAYLOAD", "/payload", str(exc)) from None
     if not isinstance(doc, dict):
-        raise VerificationError("MALFORMED_PAYLOAD", "/payload", "a report is a JSON object")
+        raise VerificationError("MALFORMED_PAYLOAD", "/payload", f"a {what} is a JSON object")
     return doc

@@ -119,12 +119,39 @@ def _grow(peaks: list[tuple[int, int, bytes]], position: int,
         peaks.append(node)
 
 
+class RootAccumulator:
+    """A tree's root as its leaves come in one at a time, in ``O(log n)`` memory: the
+    frontier's hashes without their positions, for a caller that only wants roots and
+    keeps many of them (the bureau keeps one per agent's file: an evidence root)."""
+
+    __slots__ = ("_peaks", "size")
+
+    def __init__(self) -> None:
+        self.size = 0
+        #: (level, hash) of the perfect subtrees that tile the leaves so far, largest first
+        self._peaks: list[tuple[int, bytes]] = []
+
+    def push(self, leaf: bytes) -> None:
+        """Append one leaf *hash*. A binary increment: equal neighbours merge upwards."""
+        level, h, peaks = 0, leaf, self._peaks
+        while peaks and peaks[-1][0] == level:
+            h = node_hash(peaks.pop()[1], h)
+            level += 1
+        peaks.append((level, h))
+        self.size += 1
+
+    def root(self) -> bytes:
+        return fold_right([h for _, h in self._peaks]) if self._peaks else EMPTY_ROOT
+
+
 def root_of(leaf_hashes: Iterable[bytes]) -> bytes:
     """The root over a sequence of leaf hashes, streamed in ``O(log n)`` memory."""
-    peaks: list[tuple[int, int, bytes]] = []
-    for _ in _grow(peaks, 0, leaf_hashes):
-        pass
-    return fold_right([h for _, _, h in peaks]) if peaks else EMPTY_ROOT
+    acc = RootAccumulator()
+    for h in leaf_hashes:
+        if len(h) != HASH_SIZE:
+            raise ValueError("a leaf hash is 32 bytes")
+        acc.push(h)
+    return acc.root()
 
 
 @dataclass(frozen=True)

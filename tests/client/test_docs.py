@@ -50,8 +50,8 @@ def test_public_surface_is_small_and_documented() -> None:
         "Admin", "Agent", "BureauClientError", "Delivery", "Entry", "FilePage", "Receipt",
         "Refusal", "Rejected", "Rejection", "Reporter", "Unavailable", "VerificationError",
         "VerifiedCheckpoint", "evidence_root", "files", "generate_key", "key_id", "load_key",
-        "models", "save_key", "verify_chain", "verify_consistency", "verify_inclusion",
-        "verify_note", "verify_report"])
+        "models", "save_key", "verify_chain", "verify_checkpoint", "verify_consistency",
+        "verify_inclusion", "verify_note", "verify_report"])
     text = README.read_text()
     for name in reporters.__all__:
         assert f"`{name}" in text, name
@@ -74,3 +74,17 @@ def test_every_method_and_read_model_field_is_documented() -> None:
             assert f"`{field}`" in text, f"{model.__name__}.{field}"
     for field in dataclasses.fields(reporters.Delivery):
         assert f"`{field.name}`" in text, f"Delivery.{field.name}"
+
+
+def test_every_bureau_check_command_and_flag_is_documented() -> None:
+    from reporters.check.cli import build_parser
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "transparency.md").read_text()
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    for name, command in sub.choices.items():  # type: ignore[union-attr]
+        assert f"bureau-check {name}" in text, name
+        for action in command._actions:
+            for flag in action.option_strings:
+                if flag not in ("-h", "--help"):
+                    assert flag in text, f"{name} {flag}"

@@ -1,6 +1,8 @@
 """The client installs on its own (client/pyproject.toml): nothing in reporters/ needs the
 service or a package the client does not declare, and a fresh virtual environment with
-only the client signs, submits and reads its own file from a real bureau."""
+only the client signs, submits and reads its own file from a real bureau, verifies its
+signed tree heads, an inclusion proof of its own entry and a consistency proof between
+two heads, and runs ``bureau-check``."""
 
 from __future__ import annotations
 
@@ -103,16 +105,44 @@ def test_the_client_pyproject_is_the_projects_restricted_to_the_client() -> None
 # --------------------------------------------------------------------------- a fresh venv
 
 CLIENT_SCRIPT = textwrap.dedent("""
-    import asyncio, importlib.util, json, sys
+    import asyncio, importlib.util, json, sys, time
+
+    import aiohttp
 
     import reporters
 
 
+    async def published(session, url, vkey, size):
+        # the bureau publishes a tree head every few seconds: wait for one this large
+        deadline = time.monotonic() + 60
+        while True:
+            async with session.get(url + "/checkpoint") as resp:
+                note = await resp.text()
+            head = reporters.verify_note(note, vkey)
+            if head.size >= size or time.monotonic() > deadline:
+                return head
+
+
     async def main(url: str) -> None:
         key = reporters.generate_key()
-        async with reporters.Agent(key, url) as agent:
-            receipt = await agent.enroll("solo", "solo.example", "Solo Ltd")
-            page = await agent.entries(0, 100)
+        async with aiohttp.ClientSession() as session:
+            async with session.get(url + "/v1/bureau") as resp:
+                vkey = (await resp.json())["vkey"]
+            async with reporters.Agent(key, url) as agent:
+                receipt = await agent.enroll("solo", "solo.example", "Solo Ltd")
+                first = await published(session, url, vkey, receipt.seq)
+                async with reporters.Agent(reporters.generate_key(), url) as other:
+                    later = await other.enroll("duo", "duo.example", "Duo Ltd")
+                page = await agent.entries(0, 100)
+            second = await published(session, url, vkey, later.seq)
+            async with session.get(f"{url}/v1/proofs/inclusion?id={receipt.id}"
+                                   f"&size={second.size}") as resp:
+                inclusion = await resp.json()
+            reporters.verify_inclusion(receipt.id, inclusion, second)
+            async with session.get(f"{url}/v1/proofs/consistency?from={first.size}"
+                                   f"&to={second.size}") as resp:
+                consistency = await resp.json()
+            reporters.verify_consistency(consistency, first, second)
         entries = page.raw_entries
         reporters.verify_chain(entries)
         print(json.dumps({
@@ -120,6 +150,8 @@ CLIENT_SCRIPT = textwrap.dedent("""
             "receipt": [receipt.status, receipt.seq, receipt.id],
             "file": [[e["seq"], e["id"]] for e in entries],
             "evidence_root": reporters.evidence_root(entries, entries[-1]["seq"]),
+            "heads": [first.size, second.size],
+            "leaf_index": inclusion["leaf_index"],
             "reporters": reporters.__file__,
             "absent": sorted(m for m in ("asyncpg", "pgserver", "bureau", "prometheus_client")
                              if importlib.util.find_spec(m) is None),
@@ -128,6 +160,7 @@ CLIENT_SCRIPT = textwrap.dedent("""
 
     asyncio.run(main(sys.argv[1]))
 """)
+
 
 _NETWORK_TROUBLE = re.compile(r"Could not find a version|No matching distribution|"
                               r"Failed to establish a new connection|Temporary failure in name|"
@@ -163,7 +196,8 @@ async def test_a_client_only_venv_signs_submits_and_reads_its_file(
     python = _client_venv(tmp_path)
     admin = wire.generate_key()
     bureau = ServeProcess(bureau_env(database_url, tmp_path / "home",
-                                     wire.signing_key_id(admin)), tmp_path / "serve.log")
+                                     wire.signing_key_id(admin),
+                                     BUREAU_CHECKPOINT_INTERVAL="0.2"), tmp_path / "serve.log")
     await bureau.start()
     try:
         script = tmp_path / "client_script.py"
@@ -171,6 +205,12 @@ async def test_a_client_only_venv_signs_submits_and_reads_its_file(
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
         done = subprocess.run([str(python), str(script), bureau.url], capture_output=True,
                               text=True, timeout=120, cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stderr
+        entry = json.loads(done.stdout)["receipt"][2]
+        # the command-line checker installs with the client and runs from there
+        checked = subprocess.run([str(python.parent / "bureau-check"), "inclusion", bureau.url,
+                                  entry, "--json"], capture_output=True, text=True,
+                                 timeout=120, cwd=tmp_path, env=env)
     finally:
         bureau.stop()
     assert done.returncode == 0, done.stderr
@@ -181,3 +221,7 @@ async def test_a_client_only_venv_signs_submits_and_reads_its_file(
     assert status == "accepted"
     assert [seq, entry_id] in result["file"]  # the enrollment is in the agent's own file
     assert re.fullmatch(r"[0-9a-f]{64}", result["evidence_root"])
+    first, second = result["heads"]  # two published heads, one a prefix of the other
+    assert seq <= first < second and result["leaf_index"] == seq - 1
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert json.loads(checked.stdout)["leaf_index"] == seq - 1

@@ -12,7 +12,7 @@ from aiohttp import web
 import reporters
 from reporters import httpsig
 from tests.client.helpers import DEAD_URL
-from tests.support import BureauUnderTest, fact_payload
+from tests.support import BureauUnderTest, fact_payload, serving
 
 
 async def enrolled(bureau: BureauUnderTest, name: str, operator: str,
@@ -152,15 +152,8 @@ async def signed_reads_server() -> AsyncIterator[tuple[str, list[str]]]:
     app = web.Application()
     app.router.add_get("/v1/agents/{agent}/entries", handler)
     app.router.add_get("/v1/agents/{agent}/explain", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}", seen
-    finally:
-        await runner.cleanup()
+    async with serving(app) as url:
+        yield url, seen
 
 
 async def test_reads_are_signed_for_path_and_query(

@@ -78,7 +78,8 @@ def test_every_cli_command_and_flag_is_documented() -> None:
 
 @pytest.mark.parametrize("variable", ["BUREAU_DATABASE_URL", "BUREAU_HOME",
                                       "BUREAU_ADMIN_KEYS", "BUREAU_SIGNING_KEY",
-                                      "BUREAU_EPOCH_SECONDS"])
+                                      "BUREAU_EPOCH_SECONDS", "BUREAU_WITNESSES",
+                                      "BUREAU_CHECKPOINT_INTERVAL"])
 def test_every_environment_variable_is_documented(variable: str) -> None:
     assert f"`{variable}`" in (DOCS / "operations.md").read_text()
     source = (Path(__file__).resolve().parent.parent.parent / "bureau" / "config.py").read_text()

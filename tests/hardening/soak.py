@@ -11,10 +11,11 @@ Every envelope is derived from the seed (Ed25519 is deterministic, timestamps ar
 so a second run with no kills — the clean run — sees the very same bytes, and the two
 can be compared: the same entry payloads, the same derived index rows, and the same
 final report for every agent. Reports are compared without their ``epoch``, ``ledger``
-and ``first_seen_epoch`` fields: those name the entry seq and id of the seal and the
-epoch an agent's first fact was recorded in, and entry ids and epochs follow the
-bureau's ``recorded_at`` clock reading, which no two runs share (the kills stretch the
-crash run over more, short, epochs).
+``evidence`` and ``first_seen_epoch`` fields: those name the entry seq and id of the
+seal, the Merkle root of the agent's file's entry ids and the epoch an agent's first
+fact was recorded in, and entry ids and epochs follow the bureau's ``recorded_at``
+clock reading, which no two runs share (the kills stretch the crash run over more,
+short, epochs).
 """
 
 from __future__ import annotations
@@ -163,7 +164,7 @@ def _report_core(body: bytes) -> bytes:
     """The report's payload without what follows the clock (see the module doc)."""
     env = json.loads(body)
     payload = json.loads(base64.b64decode(env["payload"]))
-    for clocked in ("epoch", "ledger", "first_seen_epoch"):
+    for clocked in ("epoch", "ledger", "evidence", "first_seen_epoch"):
         payload.pop(clocked, None)
     return wire.canonical_json(payload)
 

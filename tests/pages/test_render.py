@@ -72,3 +72,12 @@ def test_index_page() -> None:
                       {"epoch": 3, "seq": 10, "head": "aa" * 32, "entries": 10})
     assert "ed25519:key" in page and "Epoch 3 sealed at entry 10" in page
     assert "No epoch has been sealed yet" in index_page("k", "p", 60, None)
+
+
+def test_agent_page_says_how_to_hold_the_report_to_the_log_and_the_file() -> None:
+    root = "ef" * 32
+    page = agent_page(report(evidence={"root": root}), b"{}", "ed25519:" + "B" * 43,
+                      "http://bureau.example")
+    assert f"bureau-check report http://bureau.example ed25519:{'A' * 43}" in page
+    assert root in page and "bureau-check file http://bureau.example" in page
+    assert "up to entry 42" in page

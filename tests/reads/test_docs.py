@@ -7,19 +7,21 @@ from pathlib import Path
 from aiohttp import web
 
 from bureau.http.routes import reads as read_routes
+from bureau.http.routes import transparency
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "reading.md"
 
 
 def test_every_read_route_is_documented() -> None:
     text = DOC.read_text()
-    for route in read_routes.routes:
+    for route in [*read_routes.routes, *transparency.routes]:
         assert isinstance(route, web.RouteDef)
-        assert f"`{route.method} {route.path}`" in text, route.path
+        path = route.path.replace(":[0-9]{1,18}", "")
+        assert f"`{route.method} {path}`" in text, route.path
 
 
 def test_every_query_parameter_is_documented() -> None:
     text = DOC.read_text()
-    for name in ("after", "limit", "refusals_after"):
+    for name in ("after", "limit", "refusals_after", "id", "size", "from", "to"):
         assert f"| `{name}` |" in text, name
     assert f"`{read_routes.MAX_LIMIT}`" in text or f"`1` to `{read_routes.MAX_LIMIT}`" in text

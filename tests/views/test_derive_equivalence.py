@@ -11,6 +11,19 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from bureau.kinds import (
+    ATTESTATION,
+    DISPUTE,
+    ENROLLMENT,
+    EXCLUSION,
+    FACT,
+    PROBE,
+    REPORTER,
+    RESOLUTION,
+    VALUE_JUDGMENT,
+    WITHDRAWAL,
+    in_files_of,
+)
 from bureau.scoring import policy_hash, policy_v1
 from bureau.scoring.evaluators import EvaluatorBook
 from bureau.scoring.inputs import (
@@ -146,21 +159,69 @@ class Gen:
 
 Batch = list[tuple[int, Item]]
 Targets = dict[str, tuple[int, Item | None]]
+#: (agent, seq, entry id): an entry of an agent's own file
+Rows = list[tuple[str, int, str]]
+Files = dict[str, list[tuple[int, str]]]
+
+
+def _parties(item: Item) -> tuple[str | None, str | None, str | None]:
+    """(signer, subject, caller) of the entry an item was decoded from."""
+    if isinstance(item, Fact):
+        return item.reporter, item.subject, item.caller
+    if isinstance(item, Probe):
+        return item.reporter, item.subject, None
+    if isinstance(item, Attestation | ValueJudgment):
+        return item.evaluator, item.subject, None
+    if isinstance(item, ReporterUpdate):
+        return "ed25519:admin", None, None
+    assert isinstance(item, AgentName)
+    return item.agent, item.agent, None
+
+
+_KIND_OF = {Fact: FACT, Probe: PROBE, Attestation: ATTESTATION, ValueJudgment: VALUE_JUDGMENT,
+            AgentName: ENROLLMENT, ReporterUpdate: REPORTER}
+
+
+def files_of(rnd: random.Random, gen: Gen, seq: int, item: Item | None,
+             by_id: dict[str, tuple[int, Item]]) -> set[str]:
+    """Whose files the entry at ``seq`` is in, by the kinds table (the one definition).
+    A seq with no item is an entry that is no evidence: a withdrawal, a dispute, the
+    resolution of a dispute."""
+    if isinstance(item, Exclusion):
+        target = by_id.get(item.target)
+        parties = _parties(target[1]) if target is not None else (None, None, None)
+        return in_files_of(EXCLUSION, signer=None, subject=None, target=parties)
+    if item is not None:
+        signer, subject, caller = _parties(item)
+        return in_files_of(_KIND_OF[type(item)], signer=signer, subject=subject,
+                           caller=caller)
+    agent = rnd.choice(gen.agents + gen.evaluators)
+    kind = rnd.choice([WITHDRAWAL, DISPUTE, RESOLUTION])
+    if kind is RESOLUTION:
+        return in_files_of(kind, signer="ed25519:admin", subject=None, disputer=agent)
+    return in_files_of(kind, signer=agent, subject=agent)
 
 
 def seals_of(seed: int, *, distrust: bool = False,
-             ) -> Iterator[tuple[int, Batch, Targets, LedgerEvidence, str]]:
+             ) -> Iterator[tuple[int, Batch, Targets, LedgerEvidence, str, Rows, Files]]:
     """A random ledger cut at six seals: (epoch, the entries since the previous seal,
-    what their exclusions name, the whole ledger so far, the head)."""
+    what their exclusions name, the whole ledger so far, the head, the entries the
+    agents' files gained since the previous seal, every file so far)."""
     rnd = random.Random(seed)
     gen = Gen(rnd, distrust=distrust)
     ledger = LedgerEvidence()
+    files: Files = {}
     by_id: dict[str, tuple[int, Item]] = {}
     for epoch, upto in enumerate(sorted(rnd.sample(range(20, 400), 6))):
         gen.epoch = epoch
         batch: Batch = []
+        rows: Rows = []
         while gen.seq < upto:
             item = gen.item()
+            seq, entry_id = gen.seq, f"{gen.seq:064x}"
+            for agent in sorted(files_of(rnd, gen, seq, item, by_id)):
+                rows.append((agent, seq, entry_id))
+                files.setdefault(agent, []).append((seq, entry_id))
             if item is not None:
                 batch.append((gen.seq, item))
                 if not isinstance(item, Exclusion | AgentName | ReporterUpdate):
@@ -168,15 +229,16 @@ def seals_of(seed: int, *, distrust: bool = False,
         targets: Targets = {i.target: by_id.get(i.target, (0, None)) for _, i in batch
                             if isinstance(i, Exclusion)}
         ledger.add(batch)
-        yield epoch, batch, targets, ledger, f"{gen.seq:064x}"
+        yield epoch, batch, targets, ledger, f"{gen.seq:064x}", rows, files
 
 
-def expected(ledger: LedgerEvidence, epoch: int, head: str,
+def expected(ledger: LedgerEvidence, epoch: int, head: str, files: Files,
              policy: Policy | None = None) -> list[tuple[str, bytes]]:
     seq = int(head, 16)
     policy = policy or policy_v1()
     return [(a, wire.canonical_json(p)) for a, p in reference_payloads(
-        ledger, epoch, seq, head, policy, policy_hash(KNOWN_POLICIES[policy.version]))]
+        ledger, epoch, seq, head, policy, policy_hash(KNOWN_POLICIES[policy.version]),
+        files=files)]
 
 
 def assert_same(got: list[tuple[str, bytes]], want: list[tuple[str, bytes]],
@@ -205,13 +267,15 @@ def test_incremental_equals_reference_at_every_seal(seed: int, policy: str,
     reporters distrusted, re-issued and trusted again between seals."""
     rnd = random.Random(-seed)
     deriver = deriver_for(policy)
-    for epoch, batch, targets, ledger, head in seals_of(seed, distrust=distrust):
+    for epoch, batch, targets, ledger, head, rows, files in seals_of(seed, distrust=distrust):
         cut = rnd.randrange(len(batch) + 1)  # applied in two pieces, settled once
         deriver.apply(batch[:cut], targets)
+        deriver.add_files(rows[:cut])
         deriver.apply(batch[cut:], targets)
+        deriver.add_files(rows[cut:])
         deriver.settle()
         got = list(deriver.payloads(epoch, int(head, 16), head))
-        assert_same(got, expected(ledger, epoch, head, POLICIES[policy]),
+        assert_same(got, expected(ledger, epoch, head, files, POLICIES[policy]),
                     f"seed {seed}, epoch {epoch}")
 
 
@@ -237,17 +301,22 @@ def test_agents_split_over_shards_equal_reference(seed: int, shards: int,
     shard takes the weights that moved."""
     derivers = [deriver_for(policy) for _ in range(shards)]
     book = EvaluatorBook(POLICIES[policy])
-    for epoch, batch, targets, ledger, head in seals_of(seed, distrust=seed % 2 == 1):
+
+    def shard(agent: str | None) -> int:
+        return zlib.crc32((agent or "").encode()) % shards
+
+    for epoch, batch, targets, ledger, head, rows, files in seals_of(
+            seed, distrust=seed % 2 == 1):
         for i, d in enumerate(derivers):
             d.apply([(seq, item) for seq, item in batch
-                     if isinstance(item, ReporterUpdate) or zlib.crc32(
-                         (_subject_of(item, targets) or "").encode()) % shards == i],
-                    targets)
+                     if isinstance(item, ReporterUpdate)
+                     or shard(_subject_of(item, targets)) == i], targets)
+            d.add_files([row for row in rows if shard(row[0]) == i])
         changed = book.update([(i, d.settle_local()) for i, d in enumerate(derivers)])
         for d in derivers:
             d.finish(changed)
         got = sorted(p for d in derivers for p in d.payloads(epoch, int(head, 16), head))
-        assert_same(got, expected(ledger, epoch, head, POLICIES[policy]),
+        assert_same(got, expected(ledger, epoch, head, files, POLICIES[policy]),
                     f"seed {seed}, epoch {epoch}")
 
 
@@ -263,7 +332,7 @@ def test_fast_encoder_is_canonical_json(seed: int) -> None:
             items.append((gen.seq, item))
     ledger.add(items)
     for _, payload in reference_payloads(ledger, 7, gen.seq, "ab" * 32, policy_v1(),
-                                         policy_hash()):
+                                         policy_hash(), files={}):
         assert wire.canonical_json_fast(payload) == wire.canonical_json(payload)
     odd = {"a": [1e-7, 1e21, 0.5, 1.0, -0.0, 123456.75, 1e-4, 2.5e-5], "é": "ü\n\u2028",
            "z": None, "b": True}
@@ -288,7 +357,7 @@ def test_report_parts_take_the_slow_encoder_when_they_must() -> None:
     ledger.add(batch)
     head = f"{20_001:064x}"
     [(_, got)] = list(deriver.payloads(3, 20_001, head))
-    [(_, want)] = expected(ledger, 3, head)
+    [(_, want)] = expected(ledger, 3, head, {})
     assert got == want
     assert b'"answer_rate":0.00005' in got
 
@@ -302,16 +371,20 @@ def test_a_policy_change_between_seals_starts_the_deriver_again(seed: int) -> No
     names = [rnd.choice(["v1", "v2"]) for _ in range(6)]
     deriver: Deriver | None = None
     seen: Batch = []
+    seen_rows: Rows = []
     all_targets: Targets = {}
-    for epoch, batch, targets, ledger, head in seals_of(seed, distrust=True):
+    for epoch, batch, targets, ledger, head, rows, files in seals_of(seed, distrust=True):
         all_targets.update(targets)
         name = names[epoch]
         if deriver is None or deriver.policy is not POLICIES[name]:
             deriver = deriver_for(name)
             deriver.apply(seen, all_targets)
+            deriver.add_files(seen_rows)
         seen += batch
+        seen_rows += rows
         deriver.apply(batch, targets)
+        deriver.add_files(rows)
         deriver.settle()
         got = list(deriver.payloads(epoch, int(head, 16), head))
-        assert_same(got, expected(ledger, epoch, head, POLICIES[name]),
+        assert_same(got, expected(ledger, epoch, head, files, POLICIES[name]),
                     f"seed {seed}, epoch {epoch} ({name})")

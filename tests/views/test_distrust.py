@@ -73,7 +73,8 @@ async def test_distrust_from_its_seal_on_and_lifted_later(bureau: BureauUnderTes
     try:
         stored = {(r["epoch"], r["agent"]): bytes(r["envelope"]) for r in await conn.fetch(
             "SELECT epoch, agent, envelope FROM reports")}
-        many = ReportBuilder(bureau.signing_key, workers=2, dsn=bureau.database_url)
+        many = ReportBuilder(bureau.signing_key, bureau.log_key, workers=2,
+                             dsn=bureau.database_url)
         try:
             for seal in await seals(conn):
                 agents, envelopes, _ = await many.sign_epoch(conn, seal)
@@ -81,7 +82,7 @@ async def test_distrust_from_its_seal_on_and_lifted_later(bureau: BureauUnderTes
                     a: e for (epoch, a), e in stored.items() if epoch == seal.epoch}
         finally:
             many.close()
-        result = await rebuild(conn, bureau.signing_key)
+        result = await rebuild(conn, bureau.signing_key, bureau.log_key)
         assert result.identical, result.differences
     finally:
         await conn.close()

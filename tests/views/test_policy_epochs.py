@@ -13,6 +13,7 @@ from bureau.scoring.policy import KNOWN_POLICIES, policy_bytes, policy_hash, pol
 from bureau.views.builder import ReportBuilder
 from bureau.views.derive import reference_payloads
 from bureau.views.evidence import load_evidence
+from bureau.views.files import load_files
 from bureau.views.rebuild import rebuild
 from bureau.views.store import seals
 from reporters import wire
@@ -67,7 +68,8 @@ async def test_a_policy_change_applies_from_its_epoch_and_never_before(
             ledger = await load_evidence(conn, seal.last_seq)
             name = "v1" if seal.epoch < start + 2 else "v2"
             want = reference_payloads(ledger, seal.epoch, seal.last_seq, seal.head,
-                                      policy_named(name), policy_hash(KNOWN_POLICIES[name]))
+                                      policy_named(name), policy_hash(KNOWN_POLICIES[name]),
+                                      files=await load_files(conn, seal.last_seq))
             stored = {agent: json.loads(wire.b64decode_canonical(json.loads(env)["payload"]))
                       for (epoch, agent), env in after.items() if epoch == seal.epoch}
             assert stored == dict(want)
@@ -78,7 +80,8 @@ async def test_a_policy_change_applies_from_its_epoch_and_never_before(
         assert by_epoch[start + 2]["provisional_share"] == 1
 
         # Report workers, started under v1, start over under v2 and agree byte for byte.
-        many = ReportBuilder(bureau.signing_key, workers=2, dsn=bureau.database_url)
+        many = ReportBuilder(bureau.signing_key, bureau.log_key, workers=2,
+                             dsn=bureau.database_url)
         try:
             for seal in await seals(conn):
                 agents, envelopes, _ = await many.sign_epoch(conn, seal)
@@ -87,7 +90,7 @@ async def test_a_policy_change_applies_from_its_epoch_and_never_before(
         finally:
             many.close()
 
-        result = await rebuild(conn, bureau.signing_key)
+        result = await rebuild(conn, bureau.signing_key, bureau.log_key)
         assert result.identical, result.differences
         assert await _stored(conn) == after
     finally:

@@ -84,7 +84,7 @@ async def test_rebuild_gives_identical_bytes(bureau: BureauUnderTest, tmp_path: 
             "SELECT entry FROM entries WHERE kind = 'exclusion'")}
         assert reasons == {"self_dealing", "disputed"}
 
-        result = await rebuild(conn, bureau.signing_key)
+        result = await rebuild(conn, bureau.signing_key, bureau.log_key)
         assert result.identical, result.differences
         assert result.epochs == 3 and result.reports > 0
 
@@ -99,12 +99,12 @@ async def test_rebuild_gives_identical_bytes(bureau: BureauUnderTest, tmp_path: 
         await conn.execute("UPDATE reports SET envelope = '{}' WHERE agent = (SELECT min(agent)"
                            " FROM reports) AND epoch = (SELECT min(epoch) FROM reports)")
         await conn.execute("UPDATE agents SET name = 'forged' WHERE name = 'alpha'")
-        result = await rebuild(conn, bureau.signing_key)
+        result = await rebuild(conn, bureau.signing_key, bureau.log_key)
         assert not result.identical
         assert any(d.startswith("reports: epoch=") and "different bytes" in d
                    for d in result.differences)
         assert any(d.startswith("agents: ") for d in result.differences)
-        assert (await rebuild(conn, bureau.signing_key)).identical
+        assert (await rebuild(conn, bureau.signing_key, bureau.log_key)).identical
     finally:
         await conn.close()
 

@@ -26,14 +26,15 @@ async def test_worker_processes_write_the_bytes_of_one_process(
         bureau: BureauUnderTest) -> None:
     await busy_ledger(bureau)
     conn = await asyncpg.connect(bureau.database_url)
-    one = ReportBuilder(bureau.signing_key)
+    one = ReportBuilder(bureau.signing_key, bureau.log_key)
     try:
         sealed = await seals(conn)
         assert len(sealed) == 3
         want = await _all_epochs(one, conn, sealed)
         assert all(agents for agents, _, _ in want)
         for workers in (2, 3):  # three shards of a few agents: some shard is empty
-            many = ReportBuilder(bureau.signing_key, workers=workers, dsn=bureau.database_url)
+            many = ReportBuilder(bureau.signing_key, bureau.log_key, workers=workers,
+                                 dsn=bureau.database_url)
             try:
                 assert await _all_epochs(many, conn, sealed) == want
                 assert len(many.worker_pids()) == workers
@@ -51,8 +52,8 @@ async def test_a_dead_worker_fails_the_epoch_and_a_reset_recovers(
         bureau: BureauUnderTest) -> None:
     await busy_ledger(bureau)
     conn = await asyncpg.connect(bureau.database_url)
-    one = ReportBuilder(bureau.signing_key)
-    many = ReportBuilder(bureau.signing_key, workers=2, dsn=bureau.database_url)
+    one = ReportBuilder(bureau.signing_key, bureau.log_key)
+    many = ReportBuilder(bureau.signing_key, bureau.log_key, workers=2, dsn=bureau.database_url)
     try:
         sealed = await seals(conn)
         want = await _all_epochs(one, conn, sealed)
@@ -79,7 +80,7 @@ async def test_workers_store_the_reports_and_the_checkpoint_makes_them_visible(
     await busy_ledger(bureau)
     await bureau.app[SETTLER].stop()  # the app's own builder stays out of this
     conn = await asyncpg.connect(bureau.database_url)
-    many = ReportBuilder(bureau.signing_key, workers=2, dsn=bureau.database_url)
+    many = ReportBuilder(bureau.signing_key, bureau.log_key, workers=2, dsn=bureau.database_url)
     try:
         stored = "SELECT agent, epoch, envelope FROM reports ORDER BY epoch, agent"
         want_reports = await conn.fetch(stored)  # built by the app, in its process

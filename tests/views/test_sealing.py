@@ -17,6 +17,7 @@ from bureau.intake.ledger import epoch_of
 from reporters import wire
 from tests.processes import ServeProcess, bureau_env
 from tests.support import BureauUnderTest, fact_payload, issued, kid, start_bureau
+from tests.transparency.reference import mth
 from tests.views.support import (
     EPOCH_SECONDS,
     World,
@@ -64,6 +65,8 @@ async def test_seal_body_and_checkpoint_name_the_last_entry_of_the_epoch(
         last = await conn.fetchrow("SELECT seq, id FROM entries WHERE epoch <= $1"
                                    " ORDER BY seq DESC LIMIT 1", epoch)
         count = await conn.fetchval("SELECT count(*) FROM entries WHERE seq <= $1", last["seq"])
+        ids = [r["id"] for r in await conn.fetch(
+            "SELECT id FROM entries WHERE seq <= $1 ORDER BY seq", last["seq"])]
     finally:
         await conn.close()
     assert seal["epoch"] == epoch
@@ -72,7 +75,9 @@ async def test_seal_body_and_checkpoint_name_the_last_entry_of_the_epoch(
     status, body = await get(bureau, "/v1/checkpoints/latest")
     assert status == 200
     cp = open_envelope(body, await bureau_key(bureau))
-    assert cp == {"epoch": epoch, "seq": last["seq"], "head": last["id"], "entries": count}
+    root = mth([bytes.fromhex(i) for i in ids]).hex()  # the tree by its definition
+    assert cp == {"epoch": epoch, "seq": last["seq"], "head": last["id"], "entries": count,
+                  "root": root}
     assert json.loads(body)["payloadType"] == "application/vnd.bureau.checkpoint.v1+json"
 
 

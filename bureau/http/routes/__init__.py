@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from bureau.http.routes import intake, ops, pages, reads, reports
+from bureau.http.routes import intake, ops, pages, reads, reports, transparency
 
 TABLES: tuple[web.RouteTableDef, ...] = (
     intake.routes,
     ops.routes,
     reads.routes,
     reports.routes,
+    transparency.routes,
     pages.routes,
 )

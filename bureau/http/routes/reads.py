@@ -26,7 +26,7 @@ from aiohttp import web
 from bureau.errors import BureauError, Code, pointer
 from bureau.http.auth import require_party
 from bureau.http.errors import error_response
-from bureau.http.keys import CONFIG, LEDGER, OPENAPI, POOL, SIGNING_KEY
+from bureau.http.keys import CONFIG, LEDGER, LOG_KEY, OPENAPI, POOL, SIGNING_KEY
 from bureau.scoring.policy import KNOWN_POLICIES, policy_bytes, policy_name_of
 from bureau.views import reads
 from bureau.views.evaluator import evaluator_record
@@ -177,11 +177,15 @@ def _policy_document(digest: str) -> web.Response:
 
 @routes.get("/v1/bureau")
 async def bureau_info(request: web.Request) -> web.Response:
-    """The bureau's signing key id, the current epoch's policy hash, its epoch length."""
+    """The bureau's signing key id, the current epoch's policy hash, its epoch length,
+    and the log's origin and note verifier key (the same key: SPEC §8.1)."""
+    log_key = request.app[LOG_KEY]
     return web.json_response({
         "key": wire.signing_key_id(request.app[SIGNING_KEY]),
         "policy": await _current_policy(request.app),
         "epoch_seconds": request.app[CONFIG].epoch_seconds,
+        "origin": log_key.origin,
+        "vkey": log_key.vkey,
     })
 
 

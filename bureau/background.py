@@ -1,0 +1,86 @@
+"""Background work that one process does for all (the settler's report building, the
+publisher's tree heads and witnesses): an election by PostgreSQL advisory lock, and the
+loop that runs a pass every interval or at once when woken.
+
+A leader holds a session-level advisory lock on a connection it keeps: if the process
+dies its session ends, the lock is free, and the next process to try takes over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+import asyncpg
+
+from bureau import db
+
+log = logging.getLogger(__name__)
+
+
+class Leadership:
+    """Holds advisory lock ``lock`` while this process leads; ``role`` names the work
+    in the log, and ``on_elected`` runs each time this process becomes the leader."""
+
+    def __init__(self, pool: asyncpg.Pool, lock: int, role: str,
+                 on_elected: Callable[[], None] = lambda: None) -> None:
+        self.pool = pool
+        self.lock = lock
+        self.role = role
+        self.on_elected = on_elected
+        self._conn: asyncpg.pool.PoolConnectionProxy | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._conn is not None
+
+    async def connection(self) -> asyncpg.Connection | None:
+        """The leader's connection (which holds the lock), or None when another
+        process leads."""
+        if self._conn is not None and not self._conn.is_closed():
+            return self._conn
+        self._conn = None
+        conn = await self.pool.acquire()
+        try:
+            got = await conn.fetchval("SELECT pg_try_advisory_lock($1)", self.lock)
+        except BaseException:
+            await self.pool.release(conn)
+            raise
+        if not got:
+            await self.pool.release(conn)
+            return None
+        self._conn = conn
+        self.on_elected()
+        log.info("this process %s", self.role)
+        return conn
+
+    async def resign(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        with contextlib.suppress(Exception):
+            await conn.execute("SELECT pg_advisory_unlock($1)", self.lock)
+        with contextlib.suppress(Exception):
+            await self.pool.release(conn)
+
+
+async def every(interval: float, wake: asyncio.Event,
+                work: Callable[[bool], Awaitable[object]], name: str) -> None:
+    """Run ``work(woken)`` every ``interval`` seconds, or as soon as ``wake`` is set
+    (``woken`` then True), for ever; a failed pass is logged and the loop goes on."""
+    while True:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(wake.wait(), interval)
+        woken = wake.is_set()
+        wake.clear()
+        try:
+            await work(woken)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if db.is_connection_error(exc):
+                log.warning("%s: database unreachable: %s", name, exc)
+            else:
+                log.exception("%s: pass failed", name)

@@ -1,0 +1,150 @@
+"""The ledger as a transparency log, for anyone (SPEC §8.1, §9; docs/transparency.md):
+
+* ``GET /checkpoint`` — the latest tree head, a C2SP signed note, with every witness
+  cosignature kept for it;
+* ``GET /v1/checkpoints/{epoch}/note`` — that epoch's checkpoint as a signed note;
+* ``GET /v1/proofs/inclusion?id=ID&size=N`` and ``GET /v1/proofs/consistency?from=M&to=N``
+  — RFC 9162 proofs in any tree the bureau published, from the stored nodes: a
+  consistency proof in one query (the latest published size and the nodes), an
+  inclusion proof in two (the size and the entry's seq, then the nodes).
+
+Bad input (SPEC §9): a missing, repeated, malformed or unknown query parameter, a size
+above the latest published tree head, ``from > to``, or an entry after the tree asked
+about, is ``422 SCHEMA`` at ``/<parameter>``; an unknown entry id is ``404 NOT_FOUND``.
+Parameters are checked in that order: the query's form, then the sizes against what
+was published, then the entry.
+"""
+
+from __future__ import annotations
+
+import re
+
+import asyncpg
+from aiohttp import web
+
+from bureau.errors import BureauError, Code, Pushback, pointer
+from bureau.http.errors import error_response
+from bureau.http.keys import POOL
+from bureau.transparency import heads
+from bureau.transparency.tree import check_found, inclusion_proof
+from reporters.tlog import proofs
+
+routes = web.RouteTableDef()
+
+NOTE_TYPE = "text/plain"
+#: a tree size: decimal, no leading zeros, a PostgreSQL bigint
+_SIZE_RE = re.compile(r"^(0|[1-9][0-9]{0,18})$")
+MAX_SIZE = 2**63 - 1
+_ENTRY_ID_RE = re.compile(r"^[0-9a-f]{64}$")
+_IMMUTABLE = {"Cache-Control": "public, max-age=31536000, immutable"}
+_FRESH = {"Cache-Control": "no-cache"}
+
+
+def _note(text: str, headers: dict[str, str]) -> web.Response:
+    return web.Response(text=text, content_type=NOTE_TYPE, charset="utf-8", headers=headers)
+
+
+def _params(request: web.Request, names: tuple[str, ...]) -> dict[str, str]:
+    """Each of ``names`` given exactly once, and nothing else."""
+    for name in sorted(set(request.query) - set(names)):
+        raise BureauError(Code.SCHEMA, pointer(name), f"unknown query parameter {name}")
+    found = {}
+    for name in names:
+        values = request.query.getall(name, [])
+        if not values:
+            raise BureauError(Code.SCHEMA, pointer(name), f"{name} is required")
+        if len(values) > 1:
+            raise BureauError(Code.SCHEMA, pointer(name), f"{name} is given more than once")
+        found[name] = values[0]
+    return found
+
+
+def _size(params: dict[str, str], name: str) -> int:
+    text = params[name]
+    if not _SIZE_RE.match(text) or int(text) > MAX_SIZE:
+        raise BureauError(Code.SCHEMA, pointer(name), f"{name} is a tree size: a whole "
+                          "number in decimal, without leading zeros")
+    return int(text)
+
+
+def _above_published(name: str, size: int, published: int | None) -> BureauError | None:
+    latest = published if published is not None else -1
+    if size <= latest:
+        return None
+    return BureauError(Code.SCHEMA, pointer(name), f"{name} {size} is above the latest "
+                       f"published tree head (size {max(latest, 0)}; GET /checkpoint)")
+
+
+@routes.get("/checkpoint")
+async def checkpoint_note(request: web.Request) -> web.Response:
+    """The latest tree head as a C2SP signed note, with witness cosignatures (public)."""
+    pool: asyncpg.Pool = request.app[POOL]
+    async with pool.acquire() as conn:
+        head = await heads.latest(conn)
+    if head is None:  # every process publishes one as it starts
+        return error_response(BureauError(Code.UNAVAILABLE, "", "no tree head published "
+                                          "yet", pushback=Pushback.INTERNAL_ERROR))
+    return _note(head.served, _FRESH)
+
+
+@routes.get(r"/v1/checkpoints/{epoch:[0-9]{1,18}}/note")
+async def epoch_checkpoint_note(request: web.Request) -> web.Response:
+    """One sealed epoch's checkpoint as a C2SP signed note (public)."""
+    epoch = int(request.match_info["epoch"])
+    async with request.app[POOL].acquire() as conn:
+        note = await heads.epoch_note(conn, epoch)
+    if note is None:
+        return error_response(BureauError(Code.NOT_FOUND, "", f"no checkpoint for epoch {epoch}"))
+    return _note(note, _IMMUTABLE)
+
+
+@routes.get("/v1/proofs/inclusion")
+async def inclusion(request: web.Request) -> web.Response:
+    """RFC 9162 inclusion proof of an entry in a published tree (public)."""
+    try:
+        params = _params(request, ("id", "size"))
+        entry_id, size = params["id"], _size(params, "size")
+        if not _ENTRY_ID_RE.match(entry_id):
+            raise BureauError(Code.SCHEMA, pointer("id"), "id is an entry id: 64 lowercase "
+                              "hex digits")
+    except BureauError as err:
+        return error_response(err)  # a bad query is not a refused envelope
+    async with request.app[POOL].acquire() as conn:
+        row = await conn.fetchrow(
+            "SELECT (SELECT max(size) FROM tree_heads) AS published,"
+            " (SELECT seq FROM entries WHERE id = $1) AS seq", entry_id)
+        assert row is not None
+        refusal = _above_published("size", size, row["published"])
+        if refusal is not None:
+            return error_response(refusal)
+        seq = row["seq"]
+        if seq is None:
+            return error_response(BureauError(Code.NOT_FOUND, "", "no entry has that id"))
+        if seq > size:
+            return error_response(BureauError(Code.SCHEMA, pointer("size"), f"entry {seq} "
+                                              f"is not in the tree of size {size}"))
+        hashes = await inclusion_proof(conn, seq - 1, size)
+    return web.json_response({"leaf_index": seq - 1, "tree_size": size,
+                              "hashes": [h.hex() for h in hashes]}, headers=_IMMUTABLE)
+
+
+@routes.get("/v1/proofs/consistency")
+async def consistency(request: web.Request) -> web.Response:
+    """RFC 9162 consistency proof between two published tree sizes (public)."""
+    try:
+        params = _params(request, ("from", "to"))
+        old, new = _size(params, "from"), _size(params, "to")
+        if old > new:
+            raise BureauError(Code.SCHEMA, pointer("from"), f"from {old} is larger than "
+                              f"to {new}")
+    except BureauError as err:
+        return error_response(err)
+    plan = proofs.consistency_plan(old, new)
+    async with request.app[POOL].acquire() as conn:
+        published, found = await heads.published_and_nodes(conn, plan.nodes)
+    refusal = _above_published("to", new, published)
+    if refusal is not None:
+        return error_response(refusal)
+    hashes = plan.hashes(check_found(plan.nodes, found))
+    return web.json_response({"from": old, "to": new, "hashes": [h.hex() for h in hashes]},
+                             headers=_IMMUTABLE)

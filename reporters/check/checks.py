@@ -1,0 +1,261 @@
+"""Each check of ``bureau-check``, step by step. A check returns an :class:`Outcome` (the
+steps that passed, in words, and the facts a script wants) or raises
+:class:`~reporters.check.bureau.CheckFailed` naming the step that failed.
+
+What a report check proves, in order (``report``; ``file`` adds the last step):
+
+1. the report envelope is signed by the trusted bureau key, and is the agent's;
+2. its epoch's checkpoint (JSON) is signed by the same key and names the same ledger
+   ``seq`` and ``head`` as the report;
+3. the epoch's checkpoint note is signed by the bureau's note key, with the same size
+   and root as the checkpoint (and, if asked, cosigned by enough witnesses);
+4. the report's ``ledger.head`` is the last leaf of that tree (an inclusion proof);
+5. that tree is a prefix of the tree the bureau publishes now (a consistency proof);
+6. (``file``) the agent's own file, read with its key, has the report's
+   ``evidence.root`` up to ``ledger.seq``: the report was computed over exactly the
+   entries the agent can see about itself.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import nacl.signing
+
+from reporters import (
+    Agent,
+    BureauClientError,
+    VerificationError,
+    VerifiedCheckpoint,
+    evidence_root,
+    key_id,
+    verify_chain,
+    verify_checkpoint,
+    verify_consistency,
+    verify_inclusion,
+    verify_report,
+)
+from reporters.check.bureau import Bureau, CannotCheck, CheckFailed, Trust, open_note
+
+_ENTRY_ID = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass
+class Outcome:
+    """What a check verified: ``steps`` for people, ``facts`` for scripts."""
+
+    command: str
+    trust: Trust
+    steps: list[str] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    def step(self, text: str) -> None:
+        self.steps.append(text)
+
+
+def _failed(what: str, exc: VerificationError) -> CheckFailed:
+    return CheckFailed(f"{what}: {exc.code}" + (f" at {exc.path}" if exc.path else "")
+                       + f": {exc.detail}")
+
+
+@dataclass(frozen=True)
+class Witnessing:
+    """Witness cosignature vkeys a note must carry, and how many of them."""
+
+    witnesses: tuple[str, ...] = ()
+    threshold: int = 0
+
+
+NO_WITNESSES = Witnessing()
+
+
+async def _consistent_with_latest(bureau: Bureau, out: Outcome, older: VerifiedCheckpoint,
+                                  w: Witnessing) -> VerifiedCheckpoint:
+    """Step: ``older`` is a prefix of what the bureau publishes now."""
+    latest = await bureau.checkpoint(out.trust, w.witnesses, w.threshold)
+    if latest.size < older.size:
+        raise CheckFailed(f"the bureau's latest checkpoint has size {latest.size}, smaller "
+                          f"than the size {older.size} it signed before: it rewound its tree")
+    proof = await bureau.consistency(older.size, latest.size)
+    try:
+        verify_consistency(proof, older, latest)
+    except VerificationError as exc:
+        raise _failed(f"the tree of size {older.size} is not a prefix of the latest "
+                      f"(size {latest.size})", exc) from None
+    out.step(f"the tree of size {older.size} is a prefix of the latest published tree "
+             f"(size {latest.size}, root {latest.root_hex})")
+    out.facts["latest"] = {"size": latest.size, "root": latest.root_hex}
+    return latest
+
+
+async def check_report(bureau: Bureau, trust: Trust, agent: str, *, epoch: int | None = None,
+                       envelope: bytes | None = None, witnessing: Witnessing = NO_WITNESSES,
+                       command: str = "report") -> tuple[Outcome, dict[str, Any]]:
+    """Steps 1-5 above; the outcome and the verified report payload."""
+    out = Outcome(command, trust)
+    if envelope is None:
+        path = f"/v1/agents/{agent}/report" + (f"?epoch={epoch}" if epoch is not None else "")
+        envelope = await bureau.get(path)
+        assert envelope is not None
+        where = bureau.url + path
+    else:
+        where = "the report given"
+    try:
+        doc = json.loads(envelope)
+    except ValueError:
+        raise CheckFailed(f"{where} is not a JSON envelope") from None
+    try:
+        report = verify_report(doc, trust.key_id)
+    except VerificationError as exc:
+        raise _failed(f"{where} is not a report signed by {trust.key_id}", exc) from None
+    if report.get("agent") != agent:
+        raise CheckFailed(f"the report is about {report.get('agent')}, not {agent}")
+    ledger, report_epoch = report.get("ledger"), report.get("epoch")
+    if not isinstance(ledger, Mapping) or type(report_epoch) is not int:
+        raise CheckFailed("the report names no epoch and ledger")
+    seq, head = ledger.get("seq"), ledger.get("head")
+    if type(seq) is not int or seq < 1 or not isinstance(head, str):
+        raise CheckFailed("the report's ledger has no seq and head")
+    out.step(f"the report of {agent} at epoch {report_epoch} is signed by {trust.key_id}")
+    out.facts.update(agent=agent, epoch=report_epoch, ledger={"seq": seq, "head": head},
+                     evidence=report.get("evidence"))
+
+    cp_doc = await bureau.get_json(f"/v1/checkpoints/{report_epoch}")
+    try:
+        checkpoint = verify_checkpoint(cp_doc, trust.key_id)
+    except VerificationError as exc:
+        raise _failed(f"the checkpoint of epoch {report_epoch} does not verify", exc) from None
+    if (checkpoint.get("epoch"), checkpoint.get("seq"), checkpoint.get("head")) != (
+            report_epoch, seq, head):
+        raise CheckFailed(f"the checkpoint of epoch {report_epoch} names seq "
+                          f"{checkpoint.get('seq')} and head {checkpoint.get('head')}, the "
+                          f"report seq {seq} and head {head}")
+    out.step(f"the checkpoint of epoch {report_epoch} is signed and names the same seq "
+             f"{seq} and head {head}")
+
+    note = await bureau.get_text(f"/v1/checkpoints/{report_epoch}/note")
+    tree = open_note(note, trust, witnessing.witnesses, witnessing.threshold,
+                     f"the note of epoch {report_epoch}")
+    if (tree.size, tree.root_hex) != (checkpoint.get("entries"), checkpoint.get("root")):
+        raise CheckFailed(f"the note of epoch {report_epoch} (size {tree.size}, root "
+                          f"{tree.root_hex}) is not the checkpoint's tree (entries "
+                          f"{checkpoint.get('entries')}, root {checkpoint.get('root')})")
+    out.step(f"the note of epoch {report_epoch} is signed by {trust.origin}: tree size "
+             f"{tree.size}, root {tree.root_hex}"
+             + (f", cosigned by {', '.join(c.witness for c in tree.cosignatures)}"
+                if tree.cosignatures else ""))
+
+    proof = await bureau.inclusion(head, seq)
+    try:
+        verify_inclusion(head, proof, tree)
+    except VerificationError as exc:
+        raise _failed(f"the report's head {head} is not in that tree", exc) from None
+    if proof.get("leaf_index") != seq - 1:
+        raise CheckFailed(f"the report's head is leaf {proof.get('leaf_index')}, not entry "
+                          f"{seq}")
+    out.step(f"entry {seq} ({head}) is the last leaf of that tree")
+    await _consistent_with_latest(bureau, out, tree, witnessing)
+    return out, report
+
+
+async def check_inclusion(bureau: Bureau, trust: Trust, entry_id: str, *,
+                          note: str | None = None, witnessing: Witnessing = NO_WITNESSES,
+                          ) -> Outcome:
+    """An entry is in the tree of a checkpoint note (given, or the latest published)."""
+    if not _ENTRY_ID.fullmatch(entry_id):
+        raise CannotCheck(f"{entry_id!r} is not an entry id (64 lowercase hex digits)")
+    out = Outcome("inclusion", trust)
+    if note is None:
+        tree = await bureau.checkpoint(trust, witnessing.witnesses, witnessing.threshold)
+        out.step(f"the latest checkpoint is signed by {trust.origin}: size {tree.size}, "
+                 f"root {tree.root_hex}")
+    else:
+        tree = open_note(note, trust, witnessing.witnesses, witnessing.threshold,
+                         "the note given")
+        out.step(f"the note given is signed by {trust.origin}: size {tree.size}, root "
+                 f"{tree.root_hex}")
+    proof = await bureau.inclusion(entry_id, tree.size)
+    try:
+        verify_inclusion(entry_id, proof, tree)
+    except VerificationError as exc:
+        raise _failed(f"entry {entry_id} is not proven in the tree of size {tree.size}",
+                      exc) from None
+    out.step(f"entry {entry_id} is leaf {proof['leaf_index']} (seq "
+             f"{proof['leaf_index'] + 1}) of that tree")
+    out.facts.update(entry=entry_id, leaf_index=proof["leaf_index"], size=tree.size,
+                     root=tree.root_hex)
+    if note is not None:
+        await _consistent_with_latest(bureau, out, tree, witnessing)
+    return out
+
+
+async def check_consistency(bureau: Bureau, trust: Trust, old_note: str,
+                            new_note: str | None = None, *,
+                            witnessing: Witnessing = NO_WITNESSES) -> Outcome:
+    """The tree of ``old_note`` is a prefix of the tree of ``new_note`` (default: the
+    latest published)."""
+    out = Outcome("consistency", trust)
+    old = open_note(old_note, trust, witnessing.witnesses, witnessing.threshold,
+                    "the older note")
+    out.step(f"the older note is signed by {trust.origin}: size {old.size}, root "
+             f"{old.root_hex}")
+    out.facts["old"] = {"size": old.size, "root": old.root_hex}
+    if new_note is None:
+        await _consistent_with_latest(bureau, out, old, witnessing)
+        return out
+    new = open_note(new_note, trust, witnessing.witnesses, witnessing.threshold,
+                    "the newer note")
+    out.step(f"the newer note is signed by {trust.origin}: size {new.size}, root "
+             f"{new.root_hex}")
+    out.facts["new"] = {"size": new.size, "root": new.root_hex}
+    if new.size < old.size:
+        old, new = new, old  # either order: the smaller must be a prefix of the larger
+    proof = await bureau.consistency(old.size, new.size)
+    try:
+        verify_consistency(proof, old, new)
+    except VerificationError as exc:
+        raise _failed(f"the tree of size {old.size} is not a prefix of the tree of size "
+                      f"{new.size}: the bureau signed two histories", exc) from None
+    out.step(f"the tree of size {old.size} is a prefix of the tree of size {new.size}")
+    return out
+
+
+async def check_file(bureau: Bureau, trust: Trust, key: nacl.signing.SigningKey, *,
+                     epoch: int | None = None, witnessing: Witnessing = NO_WITNESSES,
+                     ) -> Outcome:
+    """Steps 1-6: the agent's report, and its own file read with its key."""
+    agent = key_id(key)
+    out, report = await check_report(bureau, trust, agent, epoch=epoch,
+                                      witnessing=witnessing, command="file")
+    seq = report["ledger"]["seq"]
+    claimed = report.get("evidence")
+    if not isinstance(claimed, Mapping) or not isinstance(claimed.get("root"), str):
+        raise CheckFailed("the report carries no evidence root")
+    entries: list[dict[str, Any]] = []
+    try:
+        async with Agent(key, bureau.url, session=bureau.session) as me:
+            async for page in me.pages():
+                entries += page.raw_entries
+        verify_chain(entries)
+    except VerificationError as exc:
+        raise _failed("the file the bureau served does not verify", exc) from None
+    except BureauClientError as exc:
+        raise CannotCheck(f"cannot read the file of {agent}: {exc}") from None
+    try:
+        root = evidence_root(entries, seq)
+    except VerificationError as exc:
+        raise _failed("the file the bureau served is not in seq order", exc) from None
+    counted = sum(1 for e in entries if e["seq"] <= seq)
+    out.facts.update(file={"entries": len(entries), "up_to_seal": counted, "root": root})
+    if root != claimed["root"]:
+        raise CheckFailed(f"the report's evidence root {claimed['root']} is not the root "
+                          f"{root} of the {counted} entries of {agent}'s file up to seq "
+                          f"{seq}: the report was not computed over the file the bureau "
+                          "shows its agent")
+    out.step(f"the evidence root {root} is the root of the {counted} entries of the "
+             f"agent's own file up to seq {seq}")
+    return out

@@ -1,0 +1,235 @@
+"""``bureau-check``: verify a bureau's reports, proofs and tree heads from anywhere.
+
+    bureau-check report URL AGENT [--epoch E] [--envelope FILE]
+    bureau-check inclusion URL ENTRY_ID [--note FILE]
+    bureau-check consistency URL OLD_NOTE [NEW_NOTE]
+    bureau-check monitor URL --state FILE [--interval S] [--once | --count N]
+    bureau-check file URL --key AGENT_KEY_FILE [--epoch E]
+
+Every command takes ``--bureau-key KEYID`` or ``--vkey VKEY`` (pin the bureau's key;
+without either, the key ``/v1/bureau`` serves is used and the output says so),
+``--witness VKEY`` (repeatable) with ``--threshold N``, ``--timeout S`` and ``--json``.
+Exit status: 0 verified, 1 something the bureau served does not verify (the output says
+what), 2 nothing could be verified (unreachable, an error answer, bad input).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from reporters import BureauClientError, load_key
+from reporters.check.bureau import Bureau, CannotCheck, CheckFailed, Trust
+from reporters.check.checks import (
+    Outcome,
+    Witnessing,
+    check_consistency,
+    check_file,
+    check_inclusion,
+    check_report,
+)
+from reporters.check.monitor import monitor_step
+
+OK, FAILED, CANNOT = 0, 1, 2
+
+
+def _read(path: str, what: str) -> bytes:
+    try:
+        return sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        raise CannotCheck(f"cannot read {what} {path}: {exc.strerror}") from None
+
+
+def _text(path: str, what: str) -> str:
+    try:
+        return _read(path, what).decode("utf-8")
+    except UnicodeDecodeError:
+        raise CheckFailed(f"{what} {path} is not UTF-8 text") from None
+
+
+class Printer:
+    """Human lines by default; with ``--json`` one JSON object a result."""
+
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
+
+    def ok(self, out: Outcome) -> None:
+        if self.as_json:
+            self._json({"ok": True, "command": out.command, "trust": out.trust.as_json(),
+                        "steps": out.steps, **out.facts})
+            return
+        print(f"bureau-check {out.command}: OK")
+        print(f"  bureau key {out.trust.key_id}: {out.trust.source}")
+        for step in out.steps:
+            print(f"  ok  {step}")
+
+    def failed(self, command: str, result: str, message: str, trust: Trust | None) -> None:
+        if self.as_json:
+            self._json({"ok": False, "command": command, "result": result, "error": message,
+                        "trust": trust.as_json() if trust else None})
+            return
+        word = "FAILED" if result == "failed" else "CANNOT CHECK"
+        print(f"bureau-check {command}: {word}: {message}")
+        if trust is not None:
+            print(f"  bureau key {trust.key_id}: {trust.source}")
+
+    def _json(self, doc: dict[str, Any]) -> None:
+        print(json.dumps(doc, sort_keys=True), flush=True)
+
+
+async def _run(args: argparse.Namespace, printer: Printer) -> int:
+    witnessing = Witnessing(tuple(args.witness), args.threshold)
+    async with aiohttp.ClientSession() as session:
+        bureau = Bureau(args.url, session, args.timeout)
+        if args.command == "monitor":
+            return await _monitor(args, bureau, witnessing, printer)
+        trust: Trust | None = None
+        try:
+            trust = await bureau.trust(args.bureau_key, args.vkey)
+            out = await _one(args, bureau, trust, witnessing)
+        except CheckFailed as exc:
+            printer.failed(args.command, "failed", str(exc), trust)
+            return FAILED
+        except CannotCheck as exc:
+            printer.failed(args.command, "cannot_check", str(exc), trust)
+            return CANNOT
+        printer.ok(out)
+        return OK
+
+
+async def _one(args: argparse.Namespace, bureau: Bureau, trust: Trust,
+               witnessing: Witnessing) -> Outcome:
+    if args.command == "report":
+        envelope = _read(args.envelope, "the report") if args.envelope else None
+        out, _ = await check_report(bureau, trust, args.agent, epoch=args.epoch,
+                                    envelope=envelope, witnessing=witnessing)
+        return out
+    if args.command == "inclusion":
+        note = _text(args.note, "the note") if args.note else None
+        return await check_inclusion(bureau, trust, args.entry, note=note,
+                                     witnessing=witnessing)
+    if args.command == "consistency":
+        new = _text(args.new_note, "the note") if args.new_note else None
+        return await check_consistency(bureau, trust, _text(args.old_note, "the note"), new,
+                                       witnessing=witnessing)
+    try:
+        key = load_key(args.key)
+    except BureauClientError as exc:
+        raise CannotCheck(f"--key {args.key}: {exc.detail}") from None
+    return await check_file(bureau, trust, key, epoch=args.epoch, witnessing=witnessing)
+
+
+async def _monitor(args: argparse.Namespace, bureau: Bureau, witnessing: Witnessing,
+                   printer: Printer) -> int:
+    """Check every ``--interval`` seconds; stop at the first inconsistency (1), after
+    ``--count`` checks or with ``--once`` (0, or 2 if the last one could not check)."""
+    trust: Trust | None = None
+    done = 0
+    while True:
+        try:
+            if trust is None:
+                trust = await bureau.trust(args.bureau_key, args.vkey)
+            printer.ok(await monitor_step(bureau, trust, Path(args.state), witnessing))
+            status = OK
+        except CheckFailed as exc:
+            printer.failed("monitor", "failed", str(exc), trust)
+            return FAILED
+        except CannotCheck as exc:
+            printer.failed("monitor", "cannot_check", str(exc), trust)
+            status = CANNOT
+        done += 1
+        if args.once or (args.count is not None and done >= args.count):
+            return status
+        await asyncio.sleep(args.interval)
+
+
+def _nonnegative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--bureau-key", metavar="KEYID",
+                        help="pin the bureau's key id (ed25519:...)")
+    common.add_argument("--vkey", help="pin the bureau's note verifier key (from "
+                        "/v1/bureau, kept out of band)")
+    common.add_argument("--witness", action="append", default=[], metavar="VKEY",
+                        help="a witness's cosignature vkey (repeatable)")
+    common.add_argument("--threshold", type=_nonnegative, default=0,
+                        help="how many of the --witness keys must have cosigned (default 0)")
+    common.add_argument("--timeout", type=_positive_float, default=30.0,
+                        help="seconds for each HTTP request (default 30)")
+    common.add_argument("--json", action="store_true", help="one JSON object a result")
+
+    parser = argparse.ArgumentParser(prog="bureau-check", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    report = sub.add_parser("report", parents=[common],
+                            help="verify an agent's report, its checkpoint and tree")
+    report.add_argument("url", help="the bureau's base URL")
+    report.add_argument("agent", help="the agent's key id")
+    report.add_argument("--epoch", type=_nonnegative, help="a sealed epoch (default: the "
+                        "latest)")
+    report.add_argument("--envelope", metavar="FILE", help="verify this report envelope "
+                        "(a file, or - for standard input) instead of fetching it")
+    inclusion = sub.add_parser("inclusion", parents=[common],
+                               help="prove that an entry is in the log")
+    inclusion.add_argument("url", help="the bureau's base URL")
+    inclusion.add_argument("entry", help="the entry id")
+    inclusion.add_argument("--note", metavar="FILE", help="a checkpoint note kept earlier "
+                           "(default: the latest, GET /checkpoint)")
+    consistency = sub.add_parser("consistency", parents=[common],
+                                 help="check that two checkpoint notes are one history")
+    consistency.add_argument("url", help="the bureau's base URL")
+    consistency.add_argument("old_note", help="a checkpoint note (file, or - for stdin)")
+    consistency.add_argument("new_note", nargs="?", help="a later note (default: the latest)")
+    monitor = sub.add_parser("monitor", parents=[common],
+                             help="follow /checkpoint; fail on any inconsistency")
+    monitor.add_argument("url", help="the bureau's base URL")
+    monitor.add_argument("--state", required=True, metavar="FILE",
+                         help="where the last verified head is kept between checks and runs")
+    monitor.add_argument("--interval", type=_positive_float, default=10.0,
+                         help="seconds between checks (default 10)")
+    how_long = monitor.add_mutually_exclusive_group()
+    how_long.add_argument("--once", action="store_true", help="check once and exit")
+    how_long.add_argument("--count", type=_nonnegative, help="check this many times")
+    file = sub.add_parser("file", parents=[common],
+                          help="as an agent: check your report against your own file")
+    file.add_argument("url", help="the bureau's base URL")
+    file.add_argument("--key", required=True, help="the agent's key file (PKCS#8 PEM)")
+    file.add_argument("--epoch", type=_nonnegative, help="a sealed epoch (default: the "
+                      "latest)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.threshold > len(args.witness):
+        print(f"bureau-check: --threshold {args.threshold} needs as many --witness keys",
+              file=sys.stderr)
+        return CANNOT
+    try:
+        return asyncio.run(_run(args, Printer(args.json)))
+    except KeyboardInterrupt:
+        return CANNOT
+
+
+if __name__ == "__main__":
+    sys.exit(main())
