@@ -39,7 +39,7 @@ Json = dict[str, Any]
 _WIRE_MODELS: tuple[type[BaseModel], ...] = (
     shapes.Envelope, shapes.Error, shapes.IntakeResult, shapes.BatchAccepted,
     shapes.BatchRejected, shapes.EntriesPage, shapes.BureauInfo, shapes.Status, Policy,
-    shapes.InclusionProof, shapes.ConsistencyProof)
+    shapes.InclusionProof, shapes.ConsistencyProof, shapes.EvaluatorRecord)
 
 
 def component_schemas() -> Json:
@@ -144,8 +144,17 @@ def operations() -> dict[tuple[str, str], Json]:
             "operationId": "bureau", "summary": "The bureau's key, policy hash, epoch length",
             "security": public, "responses": {"200": _json("the bureau", "BureauInfo")}},
         ("GET", "/v1/policy"): {
-            "operationId": "policy", "summary": "The scoring policy, as canonical JSON bytes",
+            "operationId": "policy",
+            "summary": "The current epoch's scoring policy, as canonical JSON bytes",
             "security": public, "responses": {"200": _json("the policy", "Policy")}},
+        ("GET", "/v1/policies/{hash}"): {
+            "operationId": "policy_by_hash",
+            "summary": "Any policy the bureau knows, by its hash, byte for byte",
+            "security": public, "parameters": [
+                {"name": "hash", "in": "path", "required": True,
+                 "description": "BLAKE3 of the policy's canonical bytes, as reports name it",
+                 "schema": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}],
+            "responses": {"200": _json("the policy", "Policy"), **_errors(404, 422)}},
         ("GET", "/v1/agents/{agent}/entries"): _file_operation(
             "agent", "Every entry about the agent, and its refusals"),
         ("GET", "/v1/reporters/{reporter}/entries"): _file_operation(
@@ -218,6 +227,16 @@ def operations() -> dict[tuple[str, str], Json]:
             "responses": {"200": {"description": "the explanation", "content": {
                 "application/json": {"schema": {"type": "object"}}}},
                 **_errors(401, 403, 404, 422, 503)}},
+        ("GET", "/v1/agents/{agent}/evaluator"): {
+            "operationId": "agent_evaluator",
+            "summary": "The agent's record as an evaluator, as of a sealed epoch",
+            "description": "RFC 9421 signed by the agent, or by an admin key. Weight, "
+                           "provisional, constant rater, verdicts given and ignored; never "
+                           "the sample size, TPR or TNR.",
+            "security": [{"httpSignature": []}],
+            "parameters": [_key_param("agent"), _epoch_param()],
+            "responses": {"200": _json("the record", "EvaluatorRecord"),
+                          **_errors(401, 403, 404, 422, 503)}},
         ("GET", "/"): {
             "operationId": "index", "summary": "The bureau's front page (HTML)",
             "security": public, "responses": {"200": _html_response("the front page")}},

@@ -116,7 +116,8 @@ class BureauInfo(Shape):
     origin and note verifier key (SPEC §9)."""
 
     key: KeyId
-    policy: EntryId = Field(description="BLAKE3 of the bytes GET /v1/policy serves")
+    policy: EntryId = Field(description="the current epoch's policy: BLAKE3 of the bytes "
+                                        "GET /v1/policy serves")
     epoch_seconds: int = Field(ge=1)
     origin: str = Field(description="the ledger's origin: the first line of every "
                         "checkpoint note, and the key name of the bureau's signature")
@@ -143,6 +144,28 @@ class ConsistencyProof(Shape):
     from_: int = Field(alias="from", ge=0)
     to: int = Field(ge=0)
     hashes: list[Hash] = Field(description="the proof, lowercase hex")
+
+
+class LedgerPoint(Shape):
+    seq: int = Field(ge=0)
+    head: EntryId
+
+
+class EvaluatorRecord(Shape):
+    """An agent's record as an evaluator as of one sealed epoch (SPEC §9): what its
+    verdicts weigh, never what would tell it which of its calls were covert probes."""
+
+    agent: KeyId
+    epoch: int = Field(ge=0)
+    ledger: LedgerPoint
+    policy: EntryId = Field(description="the policy that scored the epoch")
+    weight: float = Field(ge=0, description="w_e: what one of its verdicts weighs")
+    provisional: bool = Field(description="fewer blind-graded verdicts than the policy's "
+                                          "N_cal: its verdicts share a capped weight")
+    constant_rater: bool = Field(description="its ratings carry no information: weight 0")
+    verdicts_given: int = Field(ge=0, description="attestations and value judgments")
+    verdicts_ignored: int = Field(ge=0, description="later verdicts refused as "
+                                                    "DUPLICATE_VERDICT")
 
 
 class Status(Shape):

@@ -11,9 +11,11 @@ Every envelope is derived from the seed (Ed25519 is deterministic, timestamps ar
 so a second run with no kills — the clean run — sees the very same bytes, and the two
 can be compared: the same entry payloads, the same derived index rows, and the same
 final report for every agent. Reports are compared without their ``epoch``, ``ledger``
-and ``evidence`` fields: those name the entry seq and id of the seal and the Merkle root
-of the agent's file's entry ids, and entry ids hash the bureau's ``recorded_at`` clock
-reading, which no two runs share.
+``evidence`` and ``first_seen_epoch`` fields: those name the entry seq and id of the
+seal, the Merkle root of the agent's file's entry ids and the epoch an agent's first
+fact was recorded in, and entry ids and epochs follow the bureau's ``recorded_at``
+clock reading, which no two runs share (the kills stretch the crash run over more,
+short, epochs).
 """
 
 from __future__ import annotations
@@ -159,13 +161,11 @@ async def _read_ledger(url: str, out: Outcome) -> int:
 
 
 def _report_core(body: bytes) -> bytes:
-    """The report's payload without ``epoch``, ``ledger`` and ``evidence`` (see the
-    module doc)."""
+    """The report's payload without what follows the clock (see the module doc)."""
     env = json.loads(body)
     payload = json.loads(base64.b64decode(env["payload"]))
-    payload.pop("epoch", None)
-    payload.pop("ledger", None)
-    payload.pop("evidence", None)
+    for clocked in ("epoch", "ledger", "evidence", "first_seen_epoch"):
+        payload.pop(clocked, None)
     return wire.canonical_json(payload)
 
 

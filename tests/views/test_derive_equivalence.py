@@ -18,6 +18,7 @@ from bureau.kinds import (
     EXCLUSION,
     FACT,
     PROBE,
+    REPORTER,
     RESOLUTION,
     VALUE_JUDGMENT,
     WITHDRAWAL,
@@ -34,8 +35,10 @@ from bureau.scoring.inputs import (
     Item,
     Probe,
     Promise,
+    ReporterUpdate,
     ValueJudgment,
 )
+from bureau.scoring.policy import KNOWN_POLICIES, Policy, policy_v2
 from bureau.views.derive import Deriver, reference_payloads
 from bureau.views.evidence import LedgerEvidence
 from reporters import wire
@@ -59,6 +62,14 @@ class Gen:
     enrolled: set[str] = field(default_factory=set)
     probe_only: list[tuple[str, str, str]] = field(default_factory=list)
     n: int = 0
+    epoch: int = 0
+    distrust: bool = False  # whether reporters are ever distrusted
+
+    def observed(self, seq: int) -> str:
+        """An observed_at near the entry's place in the ledger, sometimes backdated."""
+        back = self.rnd.choice([0, 0, 0, 40, 200])
+        return f"2026-12-01T{(seq - back) // 3600 % 24:02d}:{(seq - back) // 60 % 60:02d}:" \
+               f"{max(0, seq - back) % 60:02d}Z"
 
     def next(self) -> tuple[int, str]:
         self.seq += 1
@@ -72,6 +83,9 @@ class Gen:
         r = self.rnd
         roll = r.random()
         seq, eid = self.next()
+        if self.distrust and r.random() < 0.02:
+            return ReporterUpdate(seq, r.choice(self.reporters),
+                                  r.choice([None, self.observed(seq), self.observed(seq)]))
         if roll < 0.05:
             agent = r.choice(self.agents + self.evaluators)
             if agent in self.enrolled or r.random() < 0.7:
@@ -104,7 +118,8 @@ class Gen:
                      None if eng is None else Engagement(
                          eng, r.choice(["TIME_AND_MATERIALS", "FIXED_SCOPE"]), 10**8,
                          r.choice([0, 10**6, 5 * 10**7]), "USD", (("hour", 2),),
-                         r.choice([None, "COMPLETED", "CAP_REACHED", "TERMINATED"])))
+                         r.choice([None, "COMPLETED", "CAP_REACHED", "TERMINATED"])),
+                     self.epoch, self.observed(seq))
             self.facts.append(f)
             self.evidence_ids.append((eid, f))
             return f
@@ -116,7 +131,8 @@ class Gen:
                 rep, ia, subject = r.choice(self.reporters), self.ident("ia"), r.choice(
                     self.agents)
                 self.probe_only.append((rep, ia, subject))
-            p = Probe(seq, eid, rep, ia, subject, "k", r.random() < 0.6)
+            p = Probe(seq, eid, rep, ia, subject, "k", r.random() < 0.6, self.epoch,
+                      self.observed(seq))
             self.evidence_ids.append((eid, p))
             return p
         if roll < 0.85 and self.facts:
@@ -156,12 +172,14 @@ def _parties(item: Item) -> tuple[str | None, str | None, str | None]:
         return item.reporter, item.subject, None
     if isinstance(item, Attestation | ValueJudgment):
         return item.evaluator, item.subject, None
+    if isinstance(item, ReporterUpdate):
+        return "ed25519:admin", None, None
     assert isinstance(item, AgentName)
     return item.agent, item.agent, None
 
 
 _KIND_OF = {Fact: FACT, Probe: PROBE, Attestation: ATTESTATION, ValueJudgment: VALUE_JUDGMENT,
-            AgentName: ENROLLMENT}
+            AgentName: ENROLLMENT, ReporterUpdate: REPORTER}
 
 
 def files_of(rnd: random.Random, gen: Gen, seq: int, item: Item | None,
@@ -184,17 +202,18 @@ def files_of(rnd: random.Random, gen: Gen, seq: int, item: Item | None,
     return in_files_of(kind, signer=agent, subject=agent)
 
 
-def seals_of(seed: int) -> Iterator[tuple[int, Batch, Targets, LedgerEvidence, str, Rows,
-                                          Files]]:
+def seals_of(seed: int, *, distrust: bool = False,
+             ) -> Iterator[tuple[int, Batch, Targets, LedgerEvidence, str, Rows, Files]]:
     """A random ledger cut at six seals: (epoch, the entries since the previous seal,
     what their exclusions name, the whole ledger so far, the head, the entries the
     agents' files gained since the previous seal, every file so far)."""
     rnd = random.Random(seed)
-    gen = Gen(rnd)
+    gen = Gen(rnd, distrust=distrust)
     ledger = LedgerEvidence()
     files: Files = {}
     by_id: dict[str, tuple[int, Item]] = {}
     for epoch, upto in enumerate(sorted(rnd.sample(range(20, 400), 6))):
+        gen.epoch = epoch
         batch: Batch = []
         rows: Rows = []
         while gen.seq < upto:
@@ -205,7 +224,7 @@ def seals_of(seed: int) -> Iterator[tuple[int, Batch, Targets, LedgerEvidence, s
                 files.setdefault(agent, []).append((seq, entry_id))
             if item is not None:
                 batch.append((gen.seq, item))
-                if not isinstance(item, Exclusion | AgentName):
+                if not isinstance(item, Exclusion | AgentName | ReporterUpdate):
                     by_id[item.entry_id] = (gen.seq, item)
         targets: Targets = {i.target: by_id.get(i.target, (0, None)) for _, i in batch
                             if isinstance(i, Exclusion)}
@@ -213,11 +232,13 @@ def seals_of(seed: int) -> Iterator[tuple[int, Batch, Targets, LedgerEvidence, s
         yield epoch, batch, targets, ledger, f"{gen.seq:064x}", rows, files
 
 
-def expected(ledger: LedgerEvidence, epoch: int, head: str,
-             files: Files) -> list[tuple[str, bytes]]:
+def expected(ledger: LedgerEvidence, epoch: int, head: str, files: Files,
+             policy: Policy | None = None) -> list[tuple[str, bytes]]:
     seq = int(head, 16)
-    return [(a, wire.canonical_json(p))
-            for a, p in reference_payloads(ledger, epoch, seq, head, files=files)]
+    policy = policy or policy_v1()
+    return [(a, wire.canonical_json(p)) for a, p in reference_payloads(
+        ledger, epoch, seq, head, policy, policy_hash(KNOWN_POLICIES[policy.version]),
+        files=files)]
 
 
 def assert_same(got: list[tuple[str, bytes]], want: list[tuple[str, bytes]],
@@ -227,14 +248,26 @@ def assert_same(got: list[tuple[str, bytes]], want: list[tuple[str, bytes]],
         assert g == w, f"{where}, agent {agent}"
 
 
+POLICIES = {"v1": policy_v1(), "v2": policy_v2()}
+
+
+def deriver_for(name: str) -> Deriver:
+    return Deriver(POLICIES[name], policy_hash(KNOWN_POLICIES[name]))
+
+
+@pytest.mark.parametrize("distrust", [False, True], ids=["trusted", "distrust"])
+@pytest.mark.parametrize("policy", ["v1", "v2"])
 @pytest.mark.parametrize("seed", range(40))
-def test_incremental_equals_reference_at_every_seal(seed: int) -> None:
+def test_incremental_equals_reference_at_every_seal(seed: int, policy: str,
+                                                    distrust: bool) -> None:
     """Seeds 0-39 cover every rule of SPEC §7, exclusions of every kind of entry (and of
-    entries that are no evidence), engagements whose probe came first, and evaluators
-    whose weight moves from one seal to the next."""
+    entries that are no evidence), engagements whose probe came first, evaluators
+    whose weight moves from one seal to the next, and (v2) verdicts of weight 0 that
+    pass resolution on, capped evaluators and provisional ones; with ``distrust``,
+    reporters distrusted, re-issued and trusted again between seals."""
     rnd = random.Random(-seed)
-    deriver = Deriver(policy_v1(), policy_hash())
-    for epoch, batch, targets, ledger, head, rows, files in seals_of(seed):
+    deriver = deriver_for(policy)
+    for epoch, batch, targets, ledger, head, rows, files in seals_of(seed, distrust=distrust):
         cut = rnd.randrange(len(batch) + 1)  # applied in two pieces, settled once
         deriver.apply(batch[:cut], targets)
         deriver.add_files(rows[:cut])
@@ -242,7 +275,8 @@ def test_incremental_equals_reference_at_every_seal(seed: int) -> None:
         deriver.add_files(rows[cut:])
         deriver.settle()
         got = list(deriver.payloads(epoch, int(head, 16), head))
-        assert_same(got, expected(ledger, epoch, head, files), f"seed {seed}, epoch {epoch}")
+        assert_same(got, expected(ledger, epoch, head, files, POLICIES[policy]),
+                    f"seed {seed}, epoch {epoch}")
 
 
 def _subject_of(item: Item, targets: Targets) -> str | None:
@@ -251,31 +285,39 @@ def _subject_of(item: Item, targets: Targets) -> str | None:
     if isinstance(item, Exclusion):
         target = targets.get(item.target, (0, None))[1]
         return None if target is None else _subject_of(target, targets)
+    if isinstance(item, ReporterUpdate):
+        return None
     return item.agent if isinstance(item, AgentName) else item.subject
 
 
+@pytest.mark.parametrize("policy", ["v1", "v2"])
 @pytest.mark.parametrize("shards", [2, 3])
 @pytest.mark.parametrize("seed", range(20))
-def test_agents_split_over_shards_equal_reference(seed: int, shards: int) -> None:
+def test_agents_split_over_shards_equal_reference(seed: int, shards: int,
+                                                  policy: str) -> None:
     """The split that bureau.views.shards makes across processes, done in one: every
-    entry goes to the deriver of its subject's shard, each settles locally, one
-    EvaluatorBook sums the evaluators, and every shard takes the weights that moved."""
-    derivers = [Deriver(policy_v1(), policy_hash()) for _ in range(shards)]
-    book = EvaluatorBook(policy_v1())
+    entry goes to the deriver of its subject's shard (reporter updates to every
+    shard), each settles locally, one EvaluatorBook sums the evaluators, and every
+    shard takes the weights that moved."""
+    derivers = [deriver_for(policy) for _ in range(shards)]
+    book = EvaluatorBook(POLICIES[policy])
 
     def shard(agent: str | None) -> int:
         return zlib.crc32((agent or "").encode()) % shards
 
-    for epoch, batch, targets, ledger, head, rows, files in seals_of(seed):
+    for epoch, batch, targets, ledger, head, rows, files in seals_of(
+            seed, distrust=seed % 2 == 1):
         for i, d in enumerate(derivers):
             d.apply([(seq, item) for seq, item in batch
-                     if shard(_subject_of(item, targets)) == i], targets)
+                     if isinstance(item, ReporterUpdate)
+                     or shard(_subject_of(item, targets)) == i], targets)
             d.add_files([row for row in rows if shard(row[0]) == i])
         changed = book.update([(i, d.settle_local()) for i, d in enumerate(derivers)])
         for d in derivers:
             d.finish(changed)
         got = sorted(p for d in derivers for p in d.payloads(epoch, int(head, 16), head))
-        assert_same(got, expected(ledger, epoch, head, files), f"seed {seed}, epoch {epoch}")
+        assert_same(got, expected(ledger, epoch, head, files, POLICIES[policy]),
+                    f"seed {seed}, epoch {epoch}")
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -289,7 +331,8 @@ def test_fast_encoder_is_canonical_json(seed: int) -> None:
         if item is not None:
             items.append((gen.seq, item))
     ledger.add(items)
-    for _, payload in reference_payloads(ledger, 7, gen.seq, "ab" * 32, files={}):
+    for _, payload in reference_payloads(ledger, 7, gen.seq, "ab" * 32, policy_v1(),
+                                         policy_hash(), files={}):
         assert wire.canonical_json_fast(payload) == wire.canonical_json(payload)
     odd = {"a": [1e-7, 1e21, 0.5, 1.0, -0.0, 123456.75, 1e-4, 2.5e-5], "é": "ü\n\u2028",
            "z": None, "b": True}
@@ -317,3 +360,31 @@ def test_report_parts_take_the_slow_encoder_when_they_must() -> None:
     [(_, want)] = expected(ledger, 3, head, {})
     assert got == want
     assert b'"answer_rate":0.00005' in got
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_policy_change_between_seals_starts_the_deriver_again(seed: int) -> None:
+    """What the report builder does when the next epoch has another policy (SPEC §7.1):
+    a new deriver, bound to that policy, fed every entry from the first — then it goes
+    on incrementally. Every seal equals the reference under its own policy."""
+    rnd = random.Random(seed)
+    names = [rnd.choice(["v1", "v2"]) for _ in range(6)]
+    deriver: Deriver | None = None
+    seen: Batch = []
+    seen_rows: Rows = []
+    all_targets: Targets = {}
+    for epoch, batch, targets, ledger, head, rows, files in seals_of(seed, distrust=True):
+        all_targets.update(targets)
+        name = names[epoch]
+        if deriver is None or deriver.policy is not POLICIES[name]:
+            deriver = deriver_for(name)
+            deriver.apply(seen, all_targets)
+            deriver.add_files(seen_rows)
+        seen += batch
+        seen_rows += rows
+        deriver.apply(batch, targets)
+        deriver.add_files(rows)
+        deriver.settle()
+        got = list(deriver.payloads(epoch, int(head, 16), head))
+        assert_same(got, expected(ledger, epoch, head, files, POLICIES[name]),
+                    f"seed {seed}, epoch {epoch} ({name})")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import asyncpg
 
+from bureau.scoring.inputs import ReporterUpdate
 from bureau.views.derive import reference_reports
 from bureau.views.evidence import decode_entry, read_items
 from bureau.views.rebuild import rebuild
@@ -127,6 +128,8 @@ async def test_rebuild_and_report_commands(bureau: BureauUnderTest, tmp_path: Pa
     payload = json.loads(wire.b64decode_canonical(json.loads(body)["payload"]))
     assert f"{payload['score']['value']:.6f}" in done.stdout
     assert "alpha" in done.stdout and "probes     passed 0, failed 1" in done.stdout
+    assert f"first seen epoch {payload['first_seen_epoch']}" in done.stdout
+    assert "from ground truth" in done.stdout and "distrusted 0" in done.stdout
 
     other = subprocess.run([sys.executable, "-m", "bureau.cli", "rebuild"],
                            env={**env, "BUREAU_SIGNING_KEY": str(tmp_path / "none.key")},
@@ -143,9 +146,10 @@ async def test_read_items_gives_every_entry_decoded_and_shards_split_them(
         top = await conn.fetchval("SELECT seq FROM ledger_head")
         fast = [x async for chunk in read_items(conn, 0, top, chunk=7) for x in chunk]
         slow = []
-        for r in await conn.fetch("SELECT seq, id, kind, signer, entry FROM entries"
+        for r in await conn.fetch("SELECT seq, id, kind, signer, entry, epoch FROM entries"
                                   " ORDER BY seq"):
-            item = decode_entry(r["seq"], r["id"], r["kind"], r["signer"], r["entry"])
+            item = decode_entry(r["seq"], r["id"], r["kind"], r["signer"], r["entry"],
+                                r["epoch"])
             if item is not None:
                 slow.append((r["seq"], item))
         # Shards (bureau.views.shards) split the same items by the agent they are about.
@@ -154,10 +158,19 @@ async def test_read_items_gives_every_entry_decoded_and_shards_split_them(
     finally:
         await conn.close()
     assert fast == slow and len(fast) > 20
-    assert sorted((x for part in sharded for x in part), key=lambda x: x[0]) == fast
+    # Reporter updates (distrust) are the ledger's: every shard reads them all; the
+    # rest is split.
+    updates = [x for x in fast if isinstance(x[1], ReporterUpdate)]
+    assert updates and all(
+        [x for x in part if isinstance(x[1], ReporterUpdate)] == updates for part in sharded)
+    assert sorted((x for part in sharded for x in part
+                   if not isinstance(x[1], ReporterUpdate)), key=lambda x: x[0]) == [
+        x for x in fast if not isinstance(x[1], ReporterUpdate)]
     owners: dict[str, set[int]] = {}
     for i, part in enumerate(sharded):
         for _, item in part:
+            if isinstance(item, ReporterUpdate):
+                continue
             who = getattr(item, "subject", None) or getattr(item, "agent", None)
             if who is not None:
                 owners.setdefault(who, set()).add(i)

@@ -1,9 +1,11 @@
 """Reads (SPEC §9): the bureau's public documents, and each party's own file.
 
-* ``GET /v1/bureau``, ``GET /v1/policy``, ``GET /openapi.json`` — public.
+* ``GET /v1/bureau``, ``GET /v1/policy``, ``GET /v1/policies/{hash}``,
+  ``GET /openapi.json`` — public.
 * ``GET /v1/agents/{agent}/entries`` — that agent, or an admin.
 * ``GET /v1/reporters/{reporter}/entries`` — that reporter, or an admin.
 * ``GET /v1/agents/{agent}/explain[?epoch=E]`` — that agent, or an admin.
+* ``GET /v1/agents/{agent}/evaluator[?epoch=E]`` — that agent, or an admin.
 
 Authenticated reads check, in this order: the signature (401), the reader (403), the
 key in the path (404 when it is not a key id; only an admin gets that far with one),
@@ -14,9 +16,9 @@ describes the shapes.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import asyncpg
 from aiohttp import web
@@ -24,10 +26,12 @@ from aiohttp import web
 from bureau.errors import BureauError, Code, pointer
 from bureau.http.auth import require_party
 from bureau.http.errors import error_response
-from bureau.http.keys import CONFIG, LOG_KEY, OPENAPI, POOL, SIGNING_KEY
-from bureau.scoring.policy import policy_bytes, policy_hash
+from bureau.http.keys import CONFIG, LEDGER, LOG_KEY, OPENAPI, POOL, SIGNING_KEY
+from bureau.scoring.policy import KNOWN_POLICIES, policy_bytes, policy_name_of
 from bureau.views import reads
+from bureau.views.evaluator import evaluator_record
 from bureau.views.explain import explain
+from bureau.views.policies import current_policy
 from reporters import wire
 
 routes = web.RouteTableDef()
@@ -112,19 +116,41 @@ async def reporter_entries(request: web.Request) -> web.Response:
     return await _file(request, "reporter", reads.reporter_page)
 
 
-@routes.get("/v1/agents/{agent}/explain")
-async def agent_explain(request: web.Request) -> web.Response:
-    """How the agent's score was made (that agent or an admin)."""
+#: (connection, agent, epoch or None) -> the body, or None when there is nothing to show
+EpochRead = Callable[[asyncpg.Connection, str, "int | None"], Awaitable["dict[str, Any] | None"]]
+
+
+async def _agent_epoch_read(request: web.Request, compute: EpochRead,
+                            missing: str) -> web.Response:
+    """An agent's own read of something as of a sealed epoch (``?epoch=E``)."""
     agent = await _party(request, "agent")
     try:
         epoch = epoch_query(request)
     except BureauError as err:
         return error_response(err)
     async with request.app[POOL].acquire() as conn:
-        body = await explain(conn, agent, epoch)
+        body = await compute(conn, agent, epoch)
     if body is None:
-        return error_response(BureauError(Code.NOT_FOUND, "", "no report to explain"))
+        return error_response(BureauError(Code.NOT_FOUND, "", missing))
     return web.json_response(body, headers=_PRIVATE)
+
+
+@routes.get("/v1/agents/{agent}/explain")
+async def agent_explain(request: web.Request) -> web.Response:
+    """How the agent's score was made (that agent or an admin)."""
+    return await _agent_epoch_read(request, explain, "no report to explain")
+
+
+@routes.get("/v1/agents/{agent}/evaluator")
+async def agent_evaluator(request: web.Request) -> web.Response:
+    """The agent's record as an evaluator as of a sealed epoch (that agent or an admin)."""
+    epoch_seconds = request.app[CONFIG].epoch_seconds
+
+    async def compute(conn: asyncpg.Connection, agent: str,
+                      epoch: int | None) -> dict[str, Any] | None:
+        return await evaluator_record(conn, agent, epoch, epoch_seconds)
+
+    return await _agent_epoch_read(request, compute, "no such sealed epoch")
 
 
 def epoch_query(request: web.Request) -> int | None:
@@ -136,14 +162,27 @@ def epoch_query(request: web.Request) -> int | None:
     return _param(request, "epoch", 0, 0, 10**18 - 1)
 
 
+async def _current_policy(app: web.Application) -> str:
+    async with app[POOL].acquire() as conn:
+        return await current_policy(conn, app[LEDGER].clock(), app[CONFIG].epoch_seconds)
+
+
+def _policy_document(digest: str) -> web.Response:
+    name = policy_name_of(digest)
+    if name is None:
+        raise BureauError(Code.NOT_FOUND, "", "no policy this bureau knows has that hash")
+    return web.Response(body=policy_bytes(KNOWN_POLICIES[name]),
+                        content_type="application/json")
+
+
 @routes.get("/v1/bureau")
 async def bureau_info(request: web.Request) -> web.Response:
-    """The bureau's signing key id, its policy hash, its epoch length, and the log's
-    origin and note verifier key (the same key: SPEC §8.1)."""
+    """The bureau's signing key id, the current epoch's policy hash, its epoch length,
+    and the log's origin and note verifier key (the same key: SPEC §8.1)."""
     log_key = request.app[LOG_KEY]
     return web.json_response({
         "key": wire.signing_key_id(request.app[SIGNING_KEY]),
-        "policy": policy_hash(),
+        "policy": await _current_policy(request.app),
         "epoch_seconds": request.app[CONFIG].epoch_seconds,
         "origin": log_key.origin,
         "vkey": log_key.vkey,
@@ -152,8 +191,26 @@ async def bureau_info(request: web.Request) -> web.Response:
 
 @routes.get("/v1/policy")
 async def policy(request: web.Request) -> web.Response:
-    """The scoring policy: exactly the bytes whose BLAKE3 is ``policy``."""
-    return web.Response(body=policy_bytes(), content_type="application/json")
+    """The current epoch's scoring policy: exactly the bytes whose BLAKE3 is
+    ``/v1/bureau``'s ``policy``."""
+    return _policy_document(await _current_policy(request.app))
+
+
+_DIGEST_RE = re.compile(r"^[0-9a-f]{64}$")
+
+
+@routes.get("/v1/policies/{hash}")
+async def policy_by_hash(request: web.Request) -> web.Response:
+    """Any policy this bureau knows, by the hash reports name it by, byte for byte."""
+    digest = request.match_info["hash"]
+    try:
+        if not _DIGEST_RE.match(digest):
+            raise BureauError(Code.SCHEMA, pointer("hash"),
+                              "a policy hash is 64 lowercase hexadecimal digits")
+        return _policy_document(digest)
+    except BureauError as err:
+        # Answered here, not raised: a bad read is not a refused envelope.
+        return error_response(err)
 
 
 @routes.get("/openapi.json")
