@@ -20,7 +20,7 @@ from bureau.simulate.world import (
 from reporters import Agent, wire
 
 #: The operator the self-dealing evaluator shares with the agent it rates (spelt
-#: differently on each side: the bureau compares trimmed and lowercased).
+#: differently on each side: the bureau compares them normalised, bureau.intake.links).
 SHADY_OPERATOR = "Shady Ops"
 #: One session in this many is made by a one-off user instead of an evaluator.
 USER_EVERY = 6
