@@ -35,6 +35,7 @@ from bureau.scoring.inputs import (
     Item,
     Probe,
     Promise,
+    ReporterUpdate,
     ValueJudgment,
 )
 from reporters.models import (
@@ -88,8 +89,9 @@ NeedsOf = Callable[[Payload, str, StateKeys], None]
 VerdictOf = Callable[[Payload], tuple[str, str, str]]
 #: (payload, signer, the agent's record so far) -> its record afterwards
 AgentOf = Callable[[Payload, str, "AgentRecord | None"], AgentRecord]
-#: (seq, entry id, signer, decoded payload or bureau body) -> what reports read, or None
-EvidenceOf = Callable[[int, str, str, dict[str, Any]], "Item | None"]
+#: (seq, entry id, signer, decoded payload or bureau body, the entry's epoch) -> what
+#: reports read, or None
+EvidenceOf = Callable[[int, str, str, dict[str, Any], int], "Item | None"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,7 +242,8 @@ def _promises(listed: list[dict[str, Any]] | None) -> tuple[Promise, ...]:
     return got
 
 
-def _fact_evidence(seq: int, entry_id: str, signer: str, p: dict[str, Any]) -> Fact:
+def _fact_evidence(seq: int, entry_id: str, signer: str, p: dict[str, Any],
+                   epoch: int) -> Fact:
     eng = p.get("engagement")
     engagement = None if eng is None else Engagement(
         id=eng["id"], arrangement=eng["arrangement"], cap=eng["cap"], spent=eng["spent"],
@@ -251,46 +254,53 @@ def _fact_evidence(seq: int, entry_id: str, signer: str, p: dict[str, Any]) -> F
         seq, entry_id, _intern(signer), _intern(p["interaction"]), _intern(p["subject"]),
         _opt_key(p.get("caller")), p["answered"], p.get("latency_ms"), p.get("well_formed"),
         _promises(p.get("promises")), p.get("claimed"), p.get("check"), p.get("derived"),
-        engagement)
+        engagement, epoch, p["observed_at"])
 
 
-def _probe_evidence(seq: int, entry_id: str, signer: str, p: dict[str, Any]) -> Probe:
+def _probe_evidence(seq: int, entry_id: str, signer: str, p: dict[str, Any],
+                    epoch: int) -> Probe:
     return Probe(seq, entry_id, _intern(signer), _intern(p["interaction"]),
-                 _intern(p["subject"]), p["probe"], p["passed"])
+                 _intern(p["subject"]), p["probe"], p["passed"], epoch, p["observed_at"])
 
 
 def _attestation_evidence(seq: int, entry_id: str, signer: str,
-                          p: dict[str, Any]) -> Attestation:
+                          p: dict[str, Any], epoch: int) -> Attestation:
     return Attestation(seq, entry_id, _intern(signer), _intern(p["reporter"]),
                        _intern(p["interaction"]), _intern(p["subject"]), p["outcome"],
                        p["corrections"])
 
 
 def _value_judgment_evidence(seq: int, entry_id: str, signer: str,
-                             p: dict[str, Any]) -> ValueJudgment:
+                             p: dict[str, Any], epoch: int) -> ValueJudgment:
     return ValueJudgment(seq, entry_id, _intern(signer), _intern(p["reporter"]),
                          p["engagement"], _intern(p["subject"]), p["judgment"], p["spent"])
 
 
 def _enrollment_evidence(seq: int, entry_id: str, signer: str,
-                         p: dict[str, Any]) -> AgentName:
+                         p: dict[str, Any], epoch: int) -> AgentName:
     return AgentName(seq, _intern(signer), p["name"], True)
 
 
 def _amendment_evidence(seq: int, entry_id: str, signer: str,
-                        p: dict[str, Any]) -> AgentName | None:
+                        p: dict[str, Any], epoch: int) -> AgentName | None:
     return AgentName(seq, _intern(signer), p["name"], False) if "name" in p else None
 
 
 def _exclusion_evidence(seq: int, entry_id: str, signer: str,
-                        body: dict[str, Any]) -> Exclusion:
+                        body: dict[str, Any], epoch: int) -> Exclusion:
     return Exclusion(target=body["entry"], reason=body["reason"])
+
+
+def _reporter_evidence(seq: int, entry_id: str, signer: str,
+                       p: dict[str, Any], epoch: int) -> ReporterUpdate:
+    """Reports read a registration for its distrust only (SPEC §3)."""
+    return ReporterUpdate(seq, _intern(p["reporter"]), p.get("distrusted_from"))
 
 
 # --------------------------------------------------------------------------- the table
 
 REPORTER = Kind("reporter", "reporter", Signer.ADMIN, needs=_reporter_needs,
-                index="reporters")
+                index="reporters", evidence=_reporter_evidence)
 FACT = Kind("fact", "fact", Signer.REPORTER, role="facts", subject=_payload_subject,
             needs=_own_interaction_needs, index="facts", evidence=_fact_evidence)
 PROBE = Kind("probe", "probe", Signer.REPORTER, role="probes", subject=_payload_subject,

@@ -15,15 +15,19 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import chain, repeat
-from typing import Any
+from typing import Any, TypeVar
 
-from bureau.scoring.inputs import Evidence
-from bureau.scoring.policy import Policy
-from bureau.scoring.truth import InteractionKey, excluded_ids, truth_index
+from bureau.scoring.inputs import Attestation, Evidence, ValueJudgment
+from bureau.scoring.policy import PolarityConstantRater, Policy
+from bureau.scoring.truth import graded_truth, set_aside, truth_index
 
-#: What one standing attestation adds to its evaluator's record (see
-#: :func:`contribution`): (outcome, value, ground truth or None).
+#: What one standing verdict adds to its evaluator's record (see :func:`contribution`):
+#: (outcome, value, the ground truth it is graded against or None).
 Contribution = tuple[str, float, bool | None]
+#: What weighs an evaluator's verdicts: (w_e, recentring offset of its positive
+#: verdicts, of its negative ones, provisional). Under v1 both offsets are the one
+#: offset and nobody is provisional.
+Weighing = tuple[float, float, float, bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,9 +35,9 @@ class EvaluatorStats:
     """One evaluator's record. Internal: reports never name an evaluator."""
 
     evaluator: str
-    attestations: int  # non-excluded, non-DECLINED attestations, with or without truth
+    verdicts: int  # counted verdicts (v1: attestations; v2: and value judgments), DECLINED aside
     subjects: int  # distinct subjects among those
-    n: int  # attestations with ground truth: the sample
+    n: int  # verdicts graded against ground truth: the sample
     positives: int  # P: sampled interactions whose truth passed
     negatives: int  # N: ... whose truth failed
     tp: int
@@ -43,9 +47,17 @@ class EvaluatorStats:
     informedness: float  # J = clamp(TPR + TNR - 1, 0, 1)
     accuracy: float | None  # (tp + tn) / n; None when n = 0
     mean_error: float | None  # d = mean(value - truth); None when n = 0
-    offset: float  # recentring offset n*d / (n + k)
+    offset: float  # recentring offset n*d / (n + k) (v1)
+    offset_positive: float  # v2: of positive verdicts; v1: ``offset``
+    offset_negative: float  # v2: of negative verdicts; v1: ``offset``
     constant: bool  # the constant-rater rule applied
+    uninformative: bool  # v2: J = 0 over enough graded verdicts
+    provisional: bool  # v2: fewer graded verdicts than N_cal
     weight: float  # w_e
+
+    @property
+    def weighing(self) -> Weighing:
+        return self.weight, self.offset_positive, self.offset_negative, self.provisional
 
 
 @dataclass(slots=True)
@@ -53,84 +65,144 @@ class EvaluatorRecord:
     """What the evaluator table adds up per evaluator; the incremental report builder
     keeps these sums too and turns them into weights with :func:`evaluator_stats`."""
 
-    attestations: int = 0
+    verdicts: int = 0
     subjects: int = 0  # how many distinct subjects
     outcomes: set[str] = field(default_factory=set)
+    positive_verdicts: int = 0  # verdicts of value >= the polarity threshold
     positives: int = 0
     negatives: int = 0
     tp: int = 0
     tn: int = 0
-    errors: list[float] = field(default_factory=list)
+    #: (truth, value) of every graded verdict
+    graded: list[tuple[bool, float]] = field(default_factory=list)
 
 
 def evaluator_table(evidence: Evidence, policy: Policy) -> dict[str, EvaluatorStats]:
-    """Stats for every evaluator that gave an attestation, keyed by its key id.
+    """Stats for every evaluator that gave a counted verdict, keyed by its key id.
 
-    One pass over the attestations after one pass over facts and probes: O(total).
-    Evaluators that are absent (for example buyers who only gave value judgments) weigh
+    One pass over the verdicts after one pass over facts and probes: O(total).
+    Evaluators that are absent (under v1, buyers who only gave value judgments) weigh
     ``policy.evaluators.default_weight`` with no offset.
     """
-    excluded = excluded_ids(evidence.exclusions)
+    excluded = set_aside(evidence)
     truth = truth_index(evidence.facts, evidence.probes, excluded)
     threshold = policy.evaluators.polarity_threshold
 
-    # "One verdict per evaluator per interaction: the first stands."
-    first: dict[tuple[str, InteractionKey], tuple[int, str, int]] = {}
-    for a in evidence.attestations:
-        if a.entry_id in excluded:
-            continue
-        key = (a.evaluator, (a.reporter, a.interaction, a.subject))
-        prev = first.get(key)
-        if prev is None or a.seq < prev[0]:
-            first[key] = (a.seq, a.outcome, a.corrections)
-
     sums: dict[str, EvaluatorSums] = {}
-    for (evaluator, ikey), (_, outcome, corrections) in first.items():
-        c = contribution(outcome, corrections, truth.get(ikey), policy)
+
+    def add(evaluator: str, c: Contribution | None, subject: str) -> None:
         if c is None:
-            continue  # DECLINED takes no part
+            return  # DECLINED takes no part
         acc = sums.get(evaluator)
         if acc is None:
             acc = sums[evaluator] = EvaluatorSums()
-        acc.apply(c, ikey[2], +1, threshold)
+        acc.apply(c, subject, +1, threshold)
+
+    blind = policy.blind_grading
+    for (evaluator, ikey), a in standing(evidence.attestations, excluded).items():
+        if a is not None:
+            graded = graded_truth(truth.get((a.reporter, a.interaction, a.subject)), a.seq,
+                                  blind)
+            add(evaluator, contribution(a.outcome, a.corrections, graded, policy), ikey[-1])
+    if policy.counts_value_judgments:
+        for (evaluator, vkey), v in standing(evidence.value_judgments, excluded).items():
+            if v is not None:
+                add(evaluator, contribution(v.judgment, 0, None, policy), vkey[-1])
     return {e: evaluator_stats(e, record_of([acc.part()]), policy)
             for e, acc in sorted(sums.items())}
 
 
+V = TypeVar("V", Attestation, ValueJudgment)
+
+
+def verdict_key(v: Attestation | ValueJudgment) -> tuple[str, tuple[str, ...]]:
+    """(evaluator, what it judged): an attestation's interaction, ``(reporter,
+    interaction, subject)``, or a value judgment's engagement, ``("e", reporter,
+    engagement, subject)``. The subject is last in both."""
+    if isinstance(v, Attestation):
+        return v.evaluator, (v.reporter, v.interaction, v.subject)
+    return v.evaluator, ("e", v.reporter, v.engagement, v.subject)
+
+
+def standing(verdicts: Iterable[V], excluded: Mapping[str, str],
+             ) -> dict[tuple[str, tuple[str, ...]], V | None]:
+    """"One verdict per evaluator per interaction: the first stands." Per
+    :func:`verdict_key`, the first verdict not set aside; None when all of them are."""
+    out: dict[tuple[str, tuple[str, ...]], V | None] = {}
+    for v in verdicts:
+        key = verdict_key(v)
+        if v.entry_id in excluded:
+            out.setdefault(key, None)
+            continue
+        first = out.get(key)
+        if first is None or v.seq < first.seq:
+            out[key] = v
+    return out
+
+
 def contribution(outcome: str, corrections: int, truth: bool | None,
                  policy: Policy) -> Contribution | None:
-    """What an evaluator's standing attestation adds to its record: (outcome, value,
-    the interaction's ground truth or None). An unscored outcome (``DECLINED``) adds
-    nothing; without ground truth it counts towards attestations and subjects only —
+    """What an evaluator's standing verdict adds to its record: (outcome, value, the
+    ground truth it is graded against or None). An unscored outcome (``DECLINED``)
+    adds nothing; without ground truth it counts towards verdicts and subjects only —
     dropped from the sample, not marked wrong."""
     if policy.is_unscored(outcome):
         return None
     return outcome, policy.outcome_value(outcome, corrections), truth
 
 
+def _shrunk(errors: list[float], k: int) -> float:
+    """``n·d / (n + k)`` with ``d`` the mean of ``errors`` (0 with none)."""
+    n = len(errors)
+    return n * (math.fsum(errors) / n) / (n + k) if n else 0.0
+
+
 def evaluator_stats(evaluator: str, acc: EvaluatorRecord, policy: Policy) -> EvaluatorStats:
-    """An evaluator's weight and recentring offset from its sums (SPEC §7)."""
+    """An evaluator's weight and recentring offsets from its sums (SPEC §7, §7.1)."""
     rules = policy.evaluators
     k = rules.prior_samples
-    n = len(acc.errors)
+    threshold = rules.polarity_threshold
+    errors = [value - (1.0 if truth else 0.0) for truth, value in acc.graded]
+    n = len(errors)
     tpr = (acc.tp + 1) / (acc.positives + 2)
     tnr = (acc.tn + 1) / (acc.negatives + 2)
     j = min(1.0, max(0.0, tpr + tnr - 1))
-    d = math.fsum(acc.errors) / n if n else None
+    d = math.fsum(errors) / n if n else None
     if n + k > 0:
         weight = (n * j + k * rules.prior_weight) / (n + k)
         offset = n * d / (n + k) if d is not None else 0.0
     else:
         weight, offset = rules.default_weight, 0.0
+    if policy.per_polarity_offsets:
+        # d+ over positive verdicts whose truth passed, d- over negative ones whose
+        # truth failed, each shrunk by its own count (SPEC §7.1.5)
+        offset_pos = _shrunk([v - 1.0 for t, v in acc.graded if t and v >= threshold], k)
+        offset_neg = _shrunk([v - 0.0 for t, v in acc.graded if not t and v < threshold], k)
+    else:
+        offset_pos = offset_neg = offset
+    provisional = n < rules.calibration_samples
+    floor = rules.uninformative_min_samples
+    uninformative = floor is not None and n >= floor and j == 0
     cr = rules.constant_rater
-    constant = (
-        acc.attestations >= cr.min_attestations
-        and acc.subjects >= cr.min_subjects
-        and len(acc.outcomes) == 1
-    )
+    if isinstance(cr, PolarityConstantRater):
+        # at least min_share of the verdicts on one side, compared in whole percent so
+        # that 95 % of 20 is exactly 19 (0.95 * 20 is not exact in binary)
+        one_side = max(acc.positive_verdicts, acc.verdicts - acc.positive_verdicts)
+        constant = (
+            provisional
+            and acc.verdicts >= cr.min_verdicts
+            and acc.subjects >= cr.min_subjects
+            and one_side * 100 >= round(cr.min_share * 100) * acc.verdicts
+        )
+    else:
+        constant = (
+            acc.verdicts >= cr.min_attestations
+            and acc.subjects >= cr.min_subjects
+            and len(acc.outcomes) == 1
+        )
     return EvaluatorStats(
         evaluator=evaluator,
-        attestations=acc.attestations,
+        verdicts=acc.verdicts,
         subjects=acc.subjects,
         n=n,
         positives=acc.positives,
@@ -143,9 +215,19 @@ def evaluator_stats(evaluator: str, acc: EvaluatorRecord, policy: Policy) -> Eva
         accuracy=(acc.tp + acc.tn) / n if n else None,
         mean_error=d,
         offset=offset,
+        offset_positive=offset_pos,
+        offset_negative=offset_neg,
         constant=constant,
-        weight=0.0 if constant else weight,
+        uninformative=uninformative,
+        provisional=provisional,
+        weight=0.0 if constant or uninformative else weight,
     )
+
+
+def default_weighing(policy: Policy) -> Weighing:
+    """How a key with no record weighs: the policy's default, no offset; provisional
+    whenever the policy has provisional evaluators at all."""
+    return policy.evaluators.default_weight, 0.0, 0.0, policy.evaluators.calibration_samples > 0
 
 
 def evaluator_weight(
@@ -164,26 +246,28 @@ class EvaluatorPart:
     """One shard's sums for one evaluator, as handed to the :class:`EvaluatorBook`.
     A subject belongs to one shard only, so distinct subjects add up across shards."""
 
-    attestations: int
+    verdicts: int
     subjects: int
     outcomes: frozenset[str]
+    positive_verdicts: int
     positives: int
     negatives: int
     tp: int
     tn: int
-    errors: tuple[tuple[float, int], ...]  # (value - truth, how many times)
+    graded: tuple[tuple[tuple[bool, float], int], ...]  # ((truth, value), how many times)
 
 
 @dataclass
 class EvaluatorSums:
     """One evaluator's record as counters whose multiset semantics let a contribution
-    be taken out again (the incremental deriver swaps contributions as attestations,
+    be taken out again (the incremental deriver swaps contributions as verdicts,
     ground truth and exclusions arrive; the whole-ledger table only adds)."""
 
     subjects: Counter[str] = field(default_factory=Counter)
     outcomes: Counter[str] = field(default_factory=Counter)
-    errors: Counter[float] = field(default_factory=Counter)
-    attestations: int = 0
+    graded: Counter[tuple[bool, float]] = field(default_factory=Counter)
+    verdicts: int = 0
+    positive_verdicts: int = 0
     positives: int = 0
     negatives: int = 0
     tp: int = 0
@@ -192,24 +276,25 @@ class EvaluatorSums:
     def apply(self, c: Contribution, subject: str, sign: int, threshold: float) -> None:
         """Add (``sign`` 1) or take out (-1) one contribution about ``subject``."""
         outcome, value, truth = c
-        self.attestations += sign
+        self.verdicts += sign
+        called_pass = value >= threshold
+        self.positive_verdicts += sign * called_pass
         _bump(self.subjects, subject, sign)
         _bump(self.outcomes, outcome, sign)
         if truth is None:
             return
-        called_pass = value >= threshold
         if truth:
             self.positives += sign
             self.tp += sign * called_pass
         else:
             self.negatives += sign
             self.tn += sign * (not called_pass)
-        _bump(self.errors, value - (1.0 if truth else 0.0), sign)
+        _bump(self.graded, (truth, value), sign)
 
     def part(self) -> EvaluatorPart:
-        return EvaluatorPart(self.attestations, len(self.subjects),
-                             frozenset(self.outcomes), self.positives, self.negatives,
-                             self.tp, self.tn, tuple(self.errors.items()))
+        return EvaluatorPart(self.verdicts, len(self.subjects), frozenset(self.outcomes),
+                             self.positive_verdicts, self.positives, self.negatives,
+                             self.tp, self.tn, tuple(self.graded.items()))
 
 
 def _bump(counter: Counter[Any], key: Any, sign: int) -> None:
@@ -224,12 +309,13 @@ def _bump(counter: Counter[Any], key: Any, sign: int) -> None:
 def record_of(parts: list[EvaluatorPart]) -> EvaluatorRecord:
     """The whole record of one evaluator from the parts of every shard."""
     return EvaluatorRecord(
-        attestations=sum(p.attestations for p in parts),
+        verdicts=sum(p.verdicts for p in parts),
         subjects=sum(p.subjects for p in parts),
         outcomes=set().union(*(p.outcomes for p in parts)),
+        positive_verdicts=sum(p.positive_verdicts for p in parts),
         positives=sum(p.positives for p in parts), negatives=sum(p.negatives for p in parts),
         tp=sum(p.tp for p in parts), tn=sum(p.tn for p in parts),
-        errors=list(chain.from_iterable(repeat(e, n) for p in parts for e, n in p.errors)))
+        graded=list(chain.from_iterable(repeat(e, n) for p in parts for e, n in p.graded)))
 
 
 class EvaluatorBook:
@@ -248,9 +334,9 @@ class EvaluatorBook:
         self.stats: dict[str, EvaluatorStats] = {}
 
     def update(self, reports: Iterable[tuple[int, dict[str, EvaluatorPart | None]]],
-               ) -> dict[str, tuple[float, float] | None]:
+               ) -> dict[str, Weighing | None]:
         """Take (shard, its sums for the evaluators it touched) and return every
-        evaluator whose (weight, offset) changed, with the new value (None: the evaluator
+        evaluator whose :data:`Weighing` changed, with the new value (None: the evaluator
         has no record any more, so it weighs the policy's default)."""
         touched: set[str] = set()
         for shard, sums in reports:
@@ -261,7 +347,7 @@ class EvaluatorBook:
                 else:
                     mine[evaluator] = part
                 touched.add(evaluator)
-        changed: dict[str, tuple[float, float] | None] = {}
+        changed: dict[str, Weighing | None] = {}
         for evaluator in sorted(touched):
             parts = [p[evaluator] for p in self._parts.values() if evaluator in p]
             before = self.stats.get(evaluator)
@@ -271,7 +357,7 @@ class EvaluatorBook:
             else:
                 after = self.stats[evaluator] = evaluator_stats(evaluator, record_of(parts),
                                                                 self.policy)
-            weighs = None if after is None else (after.weight, after.offset)
-            if (None if before is None else (before.weight, before.offset)) != weighs:
+            weighs = None if after is None else after.weighing
+            if (None if before is None else before.weighing) != weighs:
                 changed[evaluator] = weighs
         return changed

@@ -1,4 +1,5 @@
-"""Split whole-ledger evidence into per-agent evidence in one pass, O(total).
+"""Split whole-ledger evidence into per-agent evidence in one pass, O(total). Every
+agent's part carries every reporter update: distrust is the ledger's.
 
 The lead's epoch job does::
 
@@ -71,6 +72,7 @@ def split_by_agent(evidence: Evidence) -> dict[str, Evidence]:
             attestations=tuple(b.attestations),
             value_judgments=tuple(b.value_judgments),
             exclusions=tuple(sorted(b.exclusions, key=lambda e: (e.target, e.reason))),
+            reporter_updates=evidence.reporter_updates,
         )
         for agent, b in sorted(buckets.items())
     }

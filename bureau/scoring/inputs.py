@@ -20,10 +20,18 @@ CLAIM_FAILURE = "FAILURE"
 CLAIM_DECLINED = "DECLINED"
 TIME_AND_MATERIALS = "TIME_AND_MATERIALS"
 
-# Exclusion reasons; they match the report's ``excluded`` keys.
+# Why an entry counts nowhere; they match the report's ``excluded`` keys. An entry set
+# aside for several reasons is counted once, in the order SELF_DEALING, DISPUTED,
+# DISTRUSTED (SPEC §3): the first two come from ``exclusion`` entries, the last from a
+# reporter's ``distrusted_from`` (bureau.scoring.distrust).
 SELF_DEALING = "self_dealing"
 DISPUTED = "disputed"
-EXCLUSION_REASONS = (DISPUTED, SELF_DEALING)
+DISTRUSTED = "distrusted"
+EXCLUSION_REASONS = (DISPUTED, DISTRUSTED, SELF_DEALING)
+#: A reporter gets a ``reporters`` row of its own in a report from this many counted
+#: interactions about the agent on (SPEC §8 r2, the same under every policy); the
+#: others share the ``"reporter": null`` row.
+REPORTER_ROW_MIN = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +69,8 @@ class Fact:
     check: str | None = None
     derived: str | None = None
     engagement: Engagement | None = None
+    epoch: int = 0  # the epoch the entry was recorded in
+    observed_at: str = ""  # as the payload says (RFC 3339); read only under distrust
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +84,8 @@ class Probe:
     subject: str
     probe: str
     passed: bool
+    epoch: int = 0
+    observed_at: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +128,16 @@ class Exclusion:
 
 
 @dataclass(frozen=True, slots=True)
+class ReporterUpdate:
+    """A ``reporter`` entry, as scoring reads it: only its distrust (SPEC §3).
+    ``distrusted_from`` is the payload's timestamp, or None (trusted)."""
+
+    seq: int
+    reporter: str
+    distrusted_from: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class AgentName:
     """An enrollment (``enrolled``) or an amendment that renames the agent: no scoring
     rule reads it, but the report's ``name`` is the agent's latest."""
@@ -127,7 +149,7 @@ class AgentName:
 
 
 #: One stored entry as the reports read it (see ``bureau.kinds``, "evidence").
-Item = Fact | Probe | Attestation | ValueJudgment | Exclusion | AgentName
+Item = Fact | Probe | Attestation | ValueJudgment | Exclusion | AgentName | ReporterUpdate
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,10 +161,13 @@ class Evidence:
     attestations: tuple[Attestation, ...] = ()
     value_judgments: tuple[ValueJudgment, ...] = ()
     exclusions: tuple[Exclusion, ...] = ()
+    #: every ``reporter`` entry up to the seal, whatever the evidence is about: the
+    #: distrust in force is the ledger's, not an agent's
+    reporter_updates: tuple[ReporterUpdate, ...] = ()
 
 
 #: Evidence about one agent: the same shape, restricted to entries whose ``subject`` is
-#: that agent and to the exclusions that target them.
+#: that agent and to the exclusions that target them (and every reporter update).
 AgentEvidence = Evidence
 
 EMPTY_EVIDENCE = Evidence()

@@ -8,10 +8,10 @@ so they count nowhere. See ``docs/scoring.md`` for every choice the spec leaves 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from bureau.scoring.evaluators import EvaluatorStats
+from bureau.scoring.evaluators import EvaluatorStats, Weighing, default_weighing
 from bureau.scoring.inputs import (
     CLAIM_DECLINED,
     CLAIM_FAILURE,
@@ -24,7 +24,7 @@ from bureau.scoring.inputs import (
     ValueJudgment,
 )
 from bureau.scoring.policy import Policy
-from bureau.scoring.truth import InteractionKey, excluded_ids
+from bureau.scoring.truth import InteractionKey, set_aside
 
 #: ``("i", reporter, interaction, subject)`` or ``("e", reporter, engagement, subject)``.
 UnitKey = tuple[str, str, str, str]
@@ -134,7 +134,11 @@ def _by_seq(entry: Fact | Probe | Attestation | ValueJudgment) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Resolution:
-    """How one unit was scored. ``value``/``weight`` are ``None``/0 when unscored."""
+    """How one unit was scored. ``value``/``weight`` are ``None``/0 when unscored.
+
+    ``weight`` is the verdict's weight before settling (SPEC §7.1 steps c-d, see
+    :mod:`bureau.scoring.settle`); ``passed_over`` the codes of verdicts of weight 0
+    that resolved nothing under v2 (step b): the report lists them under ``unscored``."""
 
     unit: Unit
     rule: int  # 1-8, the first rule of SPEC §7 that applied
@@ -146,10 +150,95 @@ class Resolution:
     offset: float  # recentring offset applied (attestations only)
     evaluator: str | None  # key id behind rules 3/4; never written to a report
     source: str  # "probe" | "check" | "claim" | "attestation" | "value_judgment" | "fact"
+    provisional: bool = False  # decided by a provisional evaluator (v2)
+    passed_over: tuple[str, ...] = ()
+
+
+#: An evaluator's verdict that may decide a unit (rules 3 and 4): (code, rule,
+#: evaluator, raw value — None for an unscored code, spent — for a value judgment).
+#: The incremental deriver keeps these (shared tuples) instead of Resolutions.
+Verdict = tuple[str, int, str, "float | None", "int | None"]
+
+
+def verdicts_of(unit: Unit, policy: Policy) -> tuple[Verdict, ...]:
+    """The unit's candidate verdicts, in rule order: its attestation, its value judgment."""
+    out: list[Verdict] = []
+    att = unit.attestation
+    if att is not None:
+        raw = None if policy.is_unscored(att.outcome) else policy.outcome_value(
+            att.outcome, att.corrections)
+        out.append((att.outcome, 3, att.evaluator, raw, None))
+    vj = unit.value_judgment
+    if vj is not None:
+        out.append((vj.judgment, 4, vj.evaluator, policy.outcome_value(vj.judgment),
+                    vj.spent))
+    return tuple(out)
+
+
+def verdict_term(verdict: Verdict, weighing: Weighing, policy: Policy
+                 ) -> tuple[float, float | None, float]:
+    """A verdict's (weight, value, recentring offset) for its evaluator's weighing; the
+    value is None for an unscored code, whose weight is its evaluator's ``w_e``."""
+    _, rule, _, raw, spent = verdict
+    w_e, offset_pos, offset_neg, _ = weighing
+    if raw is None:
+        return w_e, None, 0.0
+    if rule == 3:
+        offset = offset_pos if raw >= policy.evaluators.polarity_threshold else offset_neg
+        weight, value = attestation_term(raw, w_e, offset)
+        return weight, value, offset
+    assert spent is not None
+    weight, value = value_judgment_term(raw, w_e, spent, policy)
+    return weight, value, 0.0
+
+
+def decide(verdicts: tuple[Verdict, ...], weighings: Callable[[str], Weighing],
+           policy: Policy) -> tuple[int, float, float | None, float, tuple[str, ...]]:
+    """Which candidate verdict decides a unit (SPEC §7 rules 3-4, §7.1 step b): its index
+    (-1: none, resolution goes on to rules 5-8), weight, value and offset, and the codes
+    of the verdicts of weight 0 passed over. Under v1 the first verdict decides, whatever
+    it weighs; under v2 a verdict of weight 0 resolves nothing."""
+    passed: tuple[str, ...] = ()
+    falls_through = policy.settling is not None
+    for i, verdict in enumerate(verdicts):
+        weight, value, offset = verdict_term(verdict, weighings(verdict[2]), policy)
+        if weight == 0 and falls_through:
+            passed += (verdict[0],)
+            continue
+        return i, weight, value, offset, passed
+    return -1, 0.0, None, 0.0, passed
 
 
 def resolve(unit: Unit, policy: Policy, evaluators: Mapping[str, EvaluatorStats]) -> Resolution:
     """Apply SPEC §7 rules 1-8 in order; the first that applies decides."""
+    fixed = resolve_by_reporter(unit, policy)
+    if fixed is not None:
+        return fixed
+    default = default_weighing(policy)
+
+    def weighings(evaluator: str) -> Weighing:
+        stats = evaluators.get(evaluator)
+        return default if stats is None else stats.weighing
+
+    verdicts = verdicts_of(unit, policy)
+    index, weight, value, offset, passed = decide(verdicts, weighings, policy)
+    if index < 0:
+        rest = resolve_rest(unit, policy)
+        return rest if not passed else _replace_passed(rest, passed)
+    code, rule, evaluator, raw, _ = verdicts[index]
+    return Resolution(unit, rule, code, value is not None, value, raw,
+                      weight if value is not None else 0.0, offset, evaluator,
+                      "attestation" if rule == 3 else "value_judgment",
+                      weighings(evaluator)[3], passed)
+
+
+def _replace_passed(r: Resolution, passed: tuple[str, ...]) -> Resolution:
+    return Resolution(r.unit, r.rule, r.code, r.scored, r.value, r.raw_value, r.weight,
+                      r.offset, r.evaluator, r.source, r.provisional, passed)
+
+
+def resolve_by_reporter(unit: Unit, policy: Policy) -> Resolution | None:
+    """Rules 1 and 2, when one applies: ground truth, the agent's own statement."""
     fact = unit.fact
     claimed = fact.claimed if fact is not None else None
     reporter_w = policy.weights.reporter
@@ -177,31 +266,13 @@ def resolve(unit: Unit, policy: Policy, evaluators: Mapping[str, EvaluatorStats]
         return _reporter(unit, 2, "DECLINED", policy, reporter_w, "claim")
     if claimed == CLAIM_FAILURE:
         return _reporter(unit, 2, "FAILED_ADMITTED", policy, reporter_w, "claim")
+    return None
 
-    # 3. The caller's attestation, recentred by its evaluator's offset.
-    att = unit.attestation
-    if att is not None:
-        if policy.is_unscored(att.outcome):
-            return Resolution(
-                unit, 3, att.outcome, False, None, None, 0.0, 0.0, att.evaluator, "attestation"
-            )
-        w_e, offset = weighing(evaluators.get(att.evaluator), policy)
-        raw = policy.outcome_value(att.outcome, att.corrections)
-        weight, value = attestation_term(raw, w_e, offset)
-        return Resolution(
-            unit, 3, att.outcome, True, value, raw, weight, offset, att.evaluator, "attestation"
-        )
 
-    # 4. The buyer's value judgment: half weight, times the spend factor.
-    vj = unit.value_judgment
-    if vj is not None:
-        w_e, _ = weighing(evaluators.get(vj.evaluator), policy)
-        raw = policy.outcome_value(vj.judgment)
-        weight, value = value_judgment_term(raw, w_e, vj.spent, policy)
-        return Resolution(
-            unit, 4, vj.judgment, True, value, raw, weight, 0.0, vj.evaluator, "value_judgment"
-        )
-
+def resolve_rest(unit: Unit, policy: Policy) -> Resolution:
+    """Rules 5-8: what decides a unit that no ground truth, statement or verdict did."""
+    fact = unit.fact
+    reporter_w = policy.weights.reporter
     if fact is not None:
         # 5. Engagement concluded without completion: recorded, unscored.
         eng = fact.engagement
@@ -216,14 +287,6 @@ def resolve(unit: Unit, policy: Policy, evaluators: Mapping[str, EvaluatorStats]
 
     # 8. Observed (it counts in reliability), not scored.
     return Resolution(unit, 8, None, False, None, None, 0.0, 0.0, None, "fact")
-
-
-def weighing(stats: EvaluatorStats | None, policy: Policy) -> tuple[float, float]:
-    """An evaluator's (weight ``w_e``, recentring offset); an evaluator with no record
-    (a buyer who only gave value judgments, say) weighs the policy's default."""
-    if stats is None:
-        return policy.evaluators.default_weight, 0.0
-    return stats.weight, stats.offset
 
 
 def attestation_term(raw: float, w_e: float, offset: float) -> tuple[float, float]:
@@ -257,5 +320,5 @@ def resolve_all(
 ) -> list[Resolution]:
     """Every unit of ``evidence``, resolved, in seq order."""
     if excluded is None:
-        excluded = excluded_ids(evidence.exclusions)
+        excluded = set_aside(evidence)
     return [resolve(u, policy, evaluators) for u in build_units(evidence, excluded)]

@@ -1,13 +1,15 @@
-"""Scoring policy v1, as data (SPEC §7).
+"""Scoring policies as data (SPEC §7, §7.1).
 
-The policy is one JSON document, ``policy_v1.json`` in this package, read through
-:mod:`importlib.resources`. :data:`POLICY_V1_DOCUMENT` *is* that document; the
-service serves :func:`policy_bytes` (its RFC 8785 canonical bytes) at ``GET /v1/policy``
-and writes :func:`policy_hash` (BLAKE3 of exactly those bytes) into every report.
+A policy is one JSON document in this package (``policy_v1.json``, ``policy_v2.json``),
+read through :mod:`importlib.resources`. The service serves a document's RFC 8785
+canonical bytes (:func:`policy_bytes`) at ``GET /v1/policy`` and ``GET
+/v1/policies/{hash}``, and writes their BLAKE3 hash (:func:`policy_hash`) into every
+report scored by it.
 
 Scoring code never uses a literal constant: it reads every number from a frozen
-:class:`Policy` parsed from the document, so a new policy version is a new document and
-nothing else.
+:class:`Policy` parsed from the document, so a new policy version is a new document.
+What v2 adds (SPEC §7.1) is optional in the model, and absent from the v1 document:
+its absence *is* v1's behaviour, so the v1 document and its hash never change.
 """
 
 from __future__ import annotations
@@ -18,13 +20,14 @@ import json
 import math
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from reporters.wire import blake3_hex, canonical_json
 
 POLICY_V1_RESOURCE: Final = "policy_v1.json"
+POLICY_V2_RESOURCE: Final = "policy_v2.json"
 
 
 def _load_document(resource: str) -> Mapping[str, Any]:
@@ -36,6 +39,8 @@ def _load_document(resource: str) -> Mapping[str, Any]:
 #: The v1 policy document as shipped in ``policy_v1.json`` (read-only at the top level;
 #: use :func:`policy_document` for a copy you may change).
 POLICY_V1_DOCUMENT: Final[Mapping[str, Any]] = _load_document(POLICY_V1_RESOURCE)
+#: The v2 document as shipped in ``policy_v2.json`` (SPEC §7.1).
+POLICY_V2_DOCUMENT: Final[Mapping[str, Any]] = _load_document(POLICY_V2_RESOURCE)
 
 
 class _Frozen(BaseModel):
@@ -72,8 +77,21 @@ class Weights(_Frozen):
 
 
 class ConstantRater(_Frozen):
+    """v1: ``min_attestations`` or more attestations about ``min_subjects`` or more
+    subjects, all with one outcome code -> weight 0 (any evaluator)."""
+
     min_attestations: int
     min_subjects: int
+
+
+class PolarityConstantRater(_Frozen):
+    """v2 (SPEC §7.1.4): a *provisional* evaluator at least ``min_share`` of whose
+    ``min_verdicts`` or more verdicts (attestations and value judgments) about
+    ``min_subjects`` or more subjects have one polarity -> weight 0."""
+
+    min_verdicts: int = Field(ge=1)
+    min_subjects: int = Field(ge=1)
+    min_share: float = Field(gt=0, le=1)
 
 
 class EvaluatorRules(_Frozen):
@@ -81,7 +99,26 @@ class EvaluatorRules(_Frozen):
     prior_weight: float
     default_weight: float
     polarity_threshold: float
-    constant_rater: ConstantRater
+    constant_rater: ConstantRater | PolarityConstantRater
+    #: what grades an evaluator: every ground truth (v1), or only probes recorded after
+    #: the verdict (v2, SPEC §7.1.1)
+    grading: Literal["ground_truth", "blind_probes"] = "ground_truth"
+    #: ``J = 0`` with at least this many graded verdicts gives weight 0 (v2, §7.1.4)
+    uninformative_min_samples: int | None = Field(default=None, ge=1)
+    #: fewer graded verdicts than this: provisional (v2 ``N_cal``, §7.1.2); 0: nobody is
+    calibration_samples: int = Field(default=0, ge=0)
+    #: one recentring offset (v1) or one per polarity (v2, §7.1.5)
+    offsets: Literal["one", "per_polarity"] = "one"
+
+
+class Settling(_Frozen):
+    """How an agent's verdict weights are settled (v2, SPEC §7.1 steps b-d). Absent
+    (v1): a verdict of weight 0 still resolves its interaction and nothing is capped."""
+
+    #: ``K``: an evaluator's verdicts about one subject count at most as K verdicts
+    per_evaluator_subject: float = Field(gt=0)
+    #: ``C_prov``: the provisional verdicts about one subject weigh at most this in total
+    provisional_total: float = Field(gt=0)
 
 
 class ScoreRules(_Frozen):
@@ -103,6 +140,7 @@ class Policy(_Frozen):
     evaluators: EvaluatorRules
     score: ScoreRules
     rounding: Rounding
+    settling: Settling | None = None
 
     @classmethod
     def from_document(cls, document: Mapping[str, Any]) -> Policy:
@@ -133,6 +171,21 @@ class Policy(_Frozen):
         """Every code that carries a value, sorted."""
         return tuple(sorted({*self.outcomes.values, "ACCEPTED_AFTER_CORRECTIONS"}))
 
+    @property
+    def blind_grading(self) -> bool:
+        """Only probes recorded after a verdict grade its evaluator (v2)."""
+        return self.evaluators.grading == "blind_probes"
+
+    @property
+    def per_polarity_offsets(self) -> bool:
+        return self.evaluators.offsets == "per_polarity"
+
+    @property
+    def counts_value_judgments(self) -> bool:
+        """Value judgments are in an evaluator's record (its constant-rater count, its
+        verdicts given) — v2; under v1 only attestations are."""
+        return isinstance(self.evaluators.constant_rater, PolarityConstantRater)
+
 
 def policy_bytes(document: Mapping[str, Any] = POLICY_V1_DOCUMENT) -> bytes:
     """The canonical JSON bytes of a policy document: what ``GET /v1/policy`` serves."""
@@ -156,6 +209,12 @@ def policy_v1() -> Policy:
     return Policy.from_document(POLICY_V1_DOCUMENT)
 
 
+@functools.cache
+def policy_v2() -> Policy:
+    """The v2 policy, parsed once."""
+    return Policy.from_document(POLICY_V2_DOCUMENT)
+
+
 # --------------------------------------------------------------------------- registry
 
 #: Every policy this bureau knows, by the name ``BUREAU_POLICY`` gives it. A ledger names
@@ -163,8 +222,9 @@ def policy_v1() -> Policy:
 #: known policy is never removed: sealed epochs are rebuilt under their own (SPEC §7.1).
 KNOWN_POLICIES: Final[Mapping[str, Mapping[str, Any]]] = MappingProxyType({
     "v1": POLICY_V1_DOCUMENT,
+    "v2": POLICY_V2_DOCUMENT,
 })
-#: The policy a new ledger starts with when ``BUREAU_POLICY`` is unset.
+#: The policy a new ledger starts with when ``BUREAU_POLICY`` is unset (SPEC §10).
 DEFAULT_POLICY_NAME: Final = "v1"
 
 
@@ -177,3 +237,16 @@ def known_policy_hashes() -> Mapping[str, str]:
 def policy_name_of(digest: str) -> str | None:
     """The name of the known policy with this hash, or None when the bureau has none."""
     return known_policy_hashes().get(digest)
+
+
+@functools.cache
+def policy_named(name: str) -> Policy:
+    """A known policy by name (``KeyError`` for an unknown one), parsed once."""
+    return Policy.from_document(KNOWN_POLICIES[name])
+
+
+@functools.cache
+def policy_by_hash(digest: str) -> tuple[Policy, str]:
+    """A known policy by hash, with its name (``KeyError`` for an unknown one)."""
+    name = known_policy_hashes()[digest]
+    return policy_named(name), name

@@ -11,14 +11,19 @@ import math
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from itertools import chain, repeat
 from typing import Any
 
 from bureau.scoring.evaluators import EvaluatorStats
-from bureau.scoring.inputs import EXCLUSION_REASONS, Evidence, Fact
+from bureau.scoring.inputs import EXCLUSION_REASONS, REPORTER_ROW_MIN, Evidence, Fact, Probe
 from bureau.scoring.outcomes import Resolution, resolve_all
 from bureau.scoring.policy import Policy
-from bureau.scoring.score import SCORE_REASON_TEXT, score_terms
-from bureau.scoring.truth import excluded_ids
+from bureau.scoring.score import SCORE_REASON_TEXT, Score, Term, score_terms, settle
+from bureau.scoring.truth import set_aside
+
+#: The rules whose resolutions a ``reporters`` row scores: reporter evidence that
+#: carries a value (rule 5 never does).
+REPORTER_RULES = (1, 2, 6, 7)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +36,10 @@ class AgentScore:
     score: dict[str, Any] | None
     score_reason: str | None
     value_judgment_share: float
+    ground_truth_share: float = 0.0
+    provisional_share: float = 0.0
+    #: each resolution's weight after settling (SPEC §7.1 c-d), aligned with resolutions
+    settled: tuple[float, ...] = ()
 
 
 # --------------------------------------------------------------------------- maths
@@ -55,7 +64,14 @@ def own_evidence(evidence: Evidence, agent: str) -> Evidence:
         attestations=tuple(a for a in evidence.attestations if a.subject == agent),
         value_judgments=tuple(v for v in evidence.value_judgments if v.subject == agent),
         exclusions=evidence.exclusions,
+        reporter_updates=evidence.reporter_updates,
     )
+
+
+def resolution_term(r: Resolution) -> Term:
+    """A scored resolution as the score's term (one unit)."""
+    return (r.weight, r.value if r.value is not None else 0.0, r.rule, 1, r.evaluator,
+            r.provisional)
 
 
 def score_agent(
@@ -66,11 +82,13 @@ def score_agent(
 ) -> AgentScore:
     """Resolve and weigh every interaction about ``agent``."""
     mine = own_evidence(evidence, agent)
-    excluded = excluded_ids(mine.exclusions)
+    excluded = set_aside(mine)
     resolutions = tuple(resolve_all(mine, policy, evaluators, excluded))
 
-    scored = score_terms(((r.weight, r.value if r.value is not None else 0.0, r.rule, 1)
-                          for r in resolutions if r.scored), policy)
+    terms = [resolution_term(r) for r in resolutions if r.scored]
+    scored: Score = score_terms(terms, policy)
+    weights = iter(t[0] for t in settle(terms, policy))
+    settled = tuple(next(weights) if r.scored else 0.0 for r in resolutions)
 
     kinds: dict[str, tuple[int, str]] = {}
     for group, kind in (
@@ -91,6 +109,9 @@ def score_agent(
         score=scored.score,
         score_reason=scored.reason,
         value_judgment_share=scored.value_judgment_share,
+        ground_truth_share=scored.ground_truth_share,
+        provisional_share=scored.provisional_share,
+        settled=settled,
     )
 
 
@@ -149,22 +170,18 @@ def build_report_payload(
     :func:`score_agent`) to share the work with an explanation built at the same time.
     """
     result = scored if scored is not None else score_agent(agent, evidence, policy, evaluators)
-    outcomes = dict.fromkeys(policy.scored_codes, 0)
-    unscored = dict.fromkeys(policy.outcomes.unscored, 0)
-    for r in result.resolutions:
-        if r.code is None:
-            continue
-        table = outcomes if r.scored else unscored
-        table[r.code] = table.get(r.code, 0) + 1
+    outcomes, unscored = outcome_counts(result.resolutions, policy)
     excluded_counts = dict.fromkeys(EXCLUSION_REASONS, 0)
     for _, _, _, reason in result.excluded:
         excluded_counts[reason] += 1
     probes = {"passed": 0, "failed": 0}
     ex_ids = {eid for _, eid, _, _ in result.excluded}
-    for p in evidence.probes:
-        if p.subject == agent and p.entry_id not in ex_ids:
-            probes["passed" if p.passed else "failed"] += 1
+    counted_probes = [p for p in evidence.probes
+                      if p.subject == agent and p.entry_id not in ex_ids]
+    for p in counted_probes:
+        probes["passed" if p.passed else "failed"] += 1
     facts = [f for f in evidence.facts if f.subject == agent]
+    rnd = policy.round
     return {
         "agent": agent,
         "name": name,
@@ -173,12 +190,82 @@ def build_report_payload(
         "policy": policy_hash,
         "score": dict(result.score) if result.score is not None else None,
         "outcomes": outcomes,
-        "value_judgment_share": policy.round(result.value_judgment_share),
+        "value_judgment_share": rnd(result.value_judgment_share),
+        "ground_truth_share": rnd(result.ground_truth_share),
+        "provisional_share": rnd(result.provisional_share),
         "reliability": _reliability(facts, ex_ids, policy),
         "probes": probes,
         "excluded": excluded_counts,
         "unscored": unscored,
+        "first_seen_epoch": first_seen_epoch(
+            [f for f in facts if f.entry_id not in ex_ids], counted_probes),
+        "reporters": reporter_rows(result.resolutions, policy),
     }
+
+
+def outcome_counts(resolutions: Sequence[Resolution], policy: Policy
+                   ) -> tuple[dict[str, int], dict[str, int]]:
+    """The report's ``outcomes`` and ``unscored``: a verdict of weight 0 is listed under
+    ``unscored`` by its code (SPEC §8 r2) — under v2 it resolved nothing and is among a
+    resolution's ``passed_over``; under v1 it still decided its unit, at weight 0."""
+    outcomes = dict.fromkeys(policy.scored_codes, 0)
+    unscored = dict.fromkeys(policy.outcomes.unscored, 0)
+    for r in resolutions:
+        for code in r.passed_over:
+            unscored[code] = unscored.get(code, 0) + 1
+        if r.code is None:
+            continue
+        table = outcomes if r.scored and r.weight > 0 else unscored
+        table[r.code] = table.get(r.code, 0) + 1
+    return outcomes, unscored
+
+
+def first_seen_epoch(facts: Sequence[Fact], probes: Sequence[Probe]) -> int | None:
+    """The epoch of the earliest counted fact or probe about the agent (SPEC §8 r2);
+    enrolling does not count, nor does evidence that counts nowhere."""
+    epochs = [x.epoch for x in facts] + [x.epoch for x in probes]
+    return min(epochs) if epochs else None
+
+
+def reporter_rows(resolutions: Sequence[Resolution], policy: Policy) -> list[dict[str, Any]]:
+    """The report's ``reporters`` (SPEC §8 r2): per reporter, its counted interactions
+    about the agent (units: a fact, a probe or both; an engagement once), how many of
+    them reporter evidence scored (rules 1, 2, 6, 7) and the unweighted mean of those
+    values. Reporters with fewer than :data:`REPORTER_ROW_MIN` interactions share one
+    row with ``"reporter": null``, last; there is no such row when none has fewer."""
+    tally: dict[str, tuple[int, list[tuple[float, int]]]] = {}
+    for r in resolutions:
+        count, values = tally.get(r.unit.reporter, (0, []))
+        if r.rule in REPORTER_RULES and r.scored and r.value is not None:
+            values.append((r.value, 1))
+        tally[r.unit.reporter] = (count + 1, values)
+    return rows_of(tally, policy)
+
+
+def rows_of(tally: Mapping[str, tuple[int, list[tuple[float, int]]]], policy: Policy
+            ) -> list[dict[str, Any]]:
+    """The ``reporters`` rows from (interactions, scored (value, how many)) per reporter."""
+    rows: list[dict[str, Any]] = []
+    rest_count, rest_values = 0, []
+    for reporter in sorted(tally):
+        count, values = tally[reporter]
+        if count >= REPORTER_ROW_MIN:
+            rows.append(_row(reporter, count, values, policy))
+        else:
+            rest_count += count
+            rest_values.extend(values)
+    if rest_count:
+        rows.append(_row(None, rest_count, rest_values, policy))
+    return rows
+
+
+def _row(reporter: str | None, count: int, values: list[tuple[float, int]], policy: Policy
+         ) -> dict[str, Any]:
+    scored = sum(n for _, n in values)
+    mean = policy.round(math.fsum(chain.from_iterable(repeat(v, n) for v, n in values))
+                        / scored) if scored else None
+    return {"reporter": reporter, "interactions": count, "scored": scored,
+            "mean_value": mean}
 
 
 def explain_rows(result: AgentScore, policy: Policy) -> list[dict[str, Any]]:
@@ -192,7 +279,8 @@ def explain_rows(result: AgentScore, policy: Policy) -> list[dict[str, Any]]:
         names.setdefault(key, f"evaluator-{len(names) + 1}")
     rnd = policy.round
     rows: list[dict[str, Any]] = []
-    for r in result.resolutions:
+    settled = result.settled or tuple(r.weight for r in result.resolutions)
+    for r, weight in zip(result.resolutions, settled, strict=True):
         u = r.unit
         rows.append(
             {
@@ -207,9 +295,12 @@ def explain_rows(result: AgentScore, policy: Policy) -> list[dict[str, Any]]:
                 "scored": r.scored,
                 "value": rnd(r.value) if r.value is not None else None,
                 "raw_value": rnd(r.raw_value) if r.raw_value is not None else None,
-                "weight": rnd(r.weight),
+                "weight": rnd(weight),
+                "verdict_weight": rnd(r.weight),
                 "offset": rnd(r.offset),
                 "evaluator": names[r.evaluator] if r.evaluator is not None else None,
+                "provisional": r.provisional,
+                "passed_over": list(r.passed_over),
             }
         )
     return rows
@@ -246,6 +337,8 @@ def build_explain_payload(
         "score_reason": result.score_reason,
         "score_reason_text": SCORE_REASON_TEXT.get(result.score_reason or ""),
         "value_judgment_share": policy.round(result.value_judgment_share),
+        "ground_truth_share": policy.round(result.ground_truth_share),
+        "provisional_share": policy.round(result.provisional_share),
         "interactions": explain_rows(result, policy),
         "excluded": [
             {"seq": s, "entry": eid, "kind": kind, "reason": reason}

@@ -1,18 +1,20 @@
-"""The score (SPEC §7): every scored interaction's (weight, value), summed into a
-weighted mean pulled towards the policy's prior, with its Wilson interval.
+"""The score (SPEC §7): every scored interaction's (weight, value), settled (SPEC §7.1
+steps c-d, v2 only), summed into a weighted mean pulled towards the policy's prior,
+with its Wilson interval, and the shares of the weight by where it came from.
 
 This is the only place a score is computed. The reference path
 (:func:`bureau.scoring.report.score_agent`) hands it one term per resolved unit; the
 incremental deriver (:meth:`bureau.views.parts.AgentState.rescore`) hands it the same
 terms counted (a term that n units share, once with ``n``). Both get the same numbers:
 :func:`math.fsum` is exact, so neither the order of the terms nor repeating one n times
-inside it changes a sum.
+inside it changes a sum, and settling multiplies each term's weight by factors that
+depend only on counts and exact sums.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import chain, repeat
 from typing import Any
@@ -28,18 +30,21 @@ SCORE_REASON_TEXT = {
     NO_WEIGHTED_EVIDENCE: "every scored outcome came from an evaluator of weight 0",
 }
 
-#: One scored term: (weight, value, the rule that decided it, how many units share it).
-Term = tuple[float, float, int, int]
+#: One scored term: (weight, value, the rule that decided it, how many units share it,
+#: the evaluator behind rules 3-4 or None, whether that evaluator is provisional).
+Term = tuple[float, float, int, int, "str | None", bool]
 
 
 @dataclass(frozen=True, slots=True)
 class Score:
     """A report's ``score`` object (None when there is none, and ``reason`` says why)
-    and its ``value_judgment_share``, before rounding of the share."""
+    and the shares of its weight, before rounding."""
 
     score: dict[str, Any] | None
     reason: str | None
     value_judgment_share: float
+    ground_truth_share: float = 0.0
+    provisional_share: float = 0.0
 
 
 def wilson_interval(p: float, n: float, z: float) -> tuple[float, float]:
@@ -51,21 +56,55 @@ def wilson_interval(p: float, n: float, z: float) -> tuple[float, float]:
     return max(0.0, (centre - half) / denom), min(1.0, (centre + half) / denom)
 
 
+def settle(terms: list[Term], policy: Policy) -> list[Term]:
+    """SPEC §7.1 steps (c) and (d), for one subject; v1 has no settling.
+
+    (c) an evaluator with ``m > K`` verdicts here has each multiplied by ``K/m``;
+    (d) if the provisional verdicts then weigh ``Σ > C_prov``, each is multiplied by
+    ``C_prov/Σ``. (Step b — a verdict of weight 0 resolves nothing — happened when the
+    units were resolved, :func:`bureau.scoring.outcomes.decide`.)"""
+    rules = policy.settling
+    if rules is None:
+        return terms
+    k = rules.per_evaluator_subject
+    verdicts: dict[str, int] = {}
+    for _, _, _, n, evaluator, _ in terms:
+        if evaluator is not None:
+            verdicts[evaluator] = verdicts.get(evaluator, 0) + n
+    capped = [
+        (w * (k / verdicts[e]), v, rule, n, e, prov)
+        if e is not None and verdicts[e] > k else (w, v, rule, n, e, prov)
+        for w, v, rule, n, e, prov in terms
+    ]
+    provisional = math.fsum(chain.from_iterable(
+        repeat(w, n) for w, _, _, n, _, prov in capped if prov))
+    if provisional <= rules.provisional_total:
+        return capped
+    factor = rules.provisional_total / provisional
+    return [(w * factor, v, rule, n, e, prov) if prov else (w, v, rule, n, e, prov)
+            for w, v, rule, n, e, prov in capped]
+
+
+def _share(terms: list[Term], which: Callable[[Term], bool]) -> float:
+    return math.fsum(chain.from_iterable(repeat(t[0], t[3]) for t in terms if which(t)))
+
+
 def score_terms(terms: Iterable[Term], policy: Policy) -> Score:
-    """The score of an agent whose scored units gave ``terms``."""
-    terms = [t for t in terms if t[3]]
+    """The score of an agent whose scored units gave ``terms`` (before settling)."""
+    terms = settle([t for t in terms if t[3]], policy)
     if not terms:
         return Score(None, NO_SCORED_EVIDENCE, 0.0)
-    total_w = math.fsum(chain.from_iterable(repeat(w, n) for w, _, _, n in terms))
-    vj_w = math.fsum(chain.from_iterable(repeat(w, n) for w, _, rule, n in terms
-                                         if rule == 4))
+    total_w = math.fsum(chain.from_iterable(repeat(w, n) for w, _, _, n, _, _ in terms))
     if total_w <= 0:
         return Score(None, NO_WEIGHTED_EVIDENCE, 0.0)
     rules, rnd = policy.score, policy.round
-    weighted = math.fsum(chain.from_iterable(repeat(w * v, n) for w, v, _, n in terms))
+    weighted = math.fsum(chain.from_iterable(repeat(w * v, n) for w, v, _, n, _, _ in terms))
     k = rules.prior_observations
     p = (weighted + k * rules.prior_value) / (total_w + k)
     low, high = wilson_interval(p, total_w, rules.wilson_z)
     score = {"value": rnd(p), "low": rnd(low), "high": rnd(high), "weight": rnd(total_w),
-             "interactions": sum(n for _, _, _, n in terms)}
-    return Score(score, None, vj_w / total_w)
+             "interactions": sum(t[3] for t in terms)}
+    return Score(score, None,
+                 _share(terms, lambda t: t[2] == 4) / total_w,
+                 _share(terms, lambda t: t[2] == 1) / total_w,
+                 _share(terms, lambda t: t[5]) / total_w)

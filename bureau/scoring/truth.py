@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from bureau.scoring.inputs import DISPUTED, PASS, SELF_DEALING, Exclusion, Fact, Probe
+from bureau.scoring.distrust import distrust_in_force, distrusted_ids
+from bureau.scoring.inputs import DISPUTED, PASS, SELF_DEALING, Evidence, Exclusion, Fact, Probe
 
 #: ``(reporter, interaction, subject)``: how facts, probes and attestations meet.
 InteractionKey = tuple[str, str, str]
@@ -23,14 +24,22 @@ def excluded_ids(exclusions: Iterable[Exclusion]) -> dict[str, str]:
     return out
 
 
-def truth_index(
-    facts: Iterable[Fact], probes: Iterable[Probe], excluded: Mapping[str, str]
-) -> dict[InteractionKey, bool]:
-    """Ground truth per interaction: its latest probe result, else its fact's check."""
-    truth: dict[InteractionKey, bool] = {}
-    for f in facts:
-        if f.check is not None and f.entry_id not in excluded:
-            truth[(f.reporter, f.interaction, f.subject)] = f.check == PASS
+def set_aside(evidence: Evidence) -> dict[str, str]:
+    """Every entry of ``evidence`` that counts nowhere -> why: the exclusion entries
+    (:func:`excluded_ids`), then what the distrust in force sets aside
+    (:mod:`bureau.scoring.distrust`)."""
+    excluded = excluded_ids(evidence.exclusions)
+    distrust = distrust_in_force(evidence.reporter_updates)
+    if distrust:
+        excluded.update(distrusted_ids(evidence.facts, evidence.probes,
+                                       evidence.attestations, evidence.value_judgments,
+                                       distrust, excluded))
+    return excluded
+
+
+def latest_probes(probes: Iterable[Probe], excluded: Mapping[str, str]
+                  ) -> dict[InteractionKey, Probe]:
+    """The latest counted probe of each interaction."""
     latest: dict[InteractionKey, Probe] = {}
     for p in probes:
         if p.entry_id in excluded:
@@ -39,6 +48,31 @@ def truth_index(
         prev = latest.get(key)
         if prev is None or p.seq > prev.seq:
             latest[key] = p
-    for key, p in latest.items():
-        truth[key] = p.passed
+    return latest
+
+
+#: An interaction's ground truth: (passed, the seq of the probe that says so — 0 when
+#: it is the fact's check).
+Truth = tuple[bool, int]
+
+
+def truth_index(
+    facts: Iterable[Fact], probes: Iterable[Probe], excluded: Mapping[str, str]
+) -> dict[InteractionKey, Truth]:
+    """Ground truth per interaction: its latest probe result, else its fact's check."""
+    truth: dict[InteractionKey, Truth] = {}
+    for f in facts:
+        if f.check is not None and f.entry_id not in excluded:
+            truth[(f.reporter, f.interaction, f.subject)] = (f.check == PASS, 0)
+    for key, p in latest_probes(probes, excluded).items():
+        truth[key] = (p.passed, p.seq)
     return truth
+
+
+def graded_truth(truth: Truth | None, verdict_seq: int, blind: bool) -> bool | None:
+    """The ground truth an evaluator's verdict is graded against, if any: any truth
+    (v1), or only a probe recorded after the verdict (v2, SPEC §7.1.1 — the caller can
+    read the fact's check, and a probe it has seen, before it attests)."""
+    if truth is None or (blind and truth[1] <= verdict_seq):
+        return None
+    return truth[0]

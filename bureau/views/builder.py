@@ -6,6 +6,12 @@ bureau key, and store them in one transaction (the checkpoint row therefore also
 Every byte is a function of the entries: payloads are canonical JSON, Ed25519 is
 deterministic, so any process (or ``bureau rebuild``) signing the same epoch writes the
 same bytes, and ``ON CONFLICT DO NOTHING`` makes a second writer harmless.
+
+Each epoch is scored by its own policy (:mod:`bureau.views.policies`). The deriver is
+bound to one policy: when the next epoch to build has another, it starts again from
+entry 1 under the new one (a policy change is rare, and one cold derivation costs what
+the first seal of a ledger does; keeping a deriver per policy would double the memory
+and the work of every seal instead). docs/epochs-and-reports.md has the figures.
 """
 
 from __future__ import annotations
@@ -19,8 +25,9 @@ import asyncpg
 import nacl.signing
 
 from bureau import db, metrics
-from bureau.scoring import policy_hash, policy_v1
+from bureau.scoring.policy import Policy
 from bureau.views.derive import Deriver, advance
+from bureau.views.policies import policy_of_epoch
 from bureau.views.shards import ShardPool
 from bureau.views.sign import REPORT_TYPE, sign_checkpoint, sign_many
 from bureau.views.store import Seal, seals, store_checkpoint, store_epoch
@@ -38,7 +45,7 @@ class ReportBuilder:
     def __init__(self, signing_key: nacl.signing.SigningKey, *, workers: int = 1,
                  dsn: str | None = None) -> None:
         self.key = signing_key
-        self.deriver = Deriver(policy_v1(), policy_hash())
+        self.deriver: Deriver | None = None
         self._threads = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sign")
         self._shards: ShardPool | None = None
         if workers > 1:
@@ -56,9 +63,17 @@ class ReportBuilder:
             self._shards.close()
 
     def reset(self) -> None:
-        self.deriver = Deriver(policy_v1(), policy_hash())
+        self.deriver = None
         if self._shards is not None:
             self._shards.reset()
+
+    def _deriver_for(self, policy: Policy, digest: str, upto: int) -> Deriver:
+        """The deriver, started again from entry 1 when it is bound to another policy or
+        is past ``upto`` (epochs are only ever built in order)."""
+        d = self.deriver
+        if d is None or d.policy_hash != digest or d.seq > upto:
+            d = self.deriver = Deriver(policy, digest)
+        return d
 
     def _checkpoint(self, seal: Seal) -> bytes:
         return sign_checkpoint(self.key, seal.epoch, seal.last_seq, seal.head)
@@ -68,20 +83,20 @@ class ReportBuilder:
         """Agents, their signed report envelopes, and the checkpoint envelope."""
         checkpoint = self._checkpoint(seal)
         t0 = time.perf_counter()
+        policy, digest = await policy_of_epoch(conn, seal.epoch, seal.last_seq)
         if self._shards is not None:
-            agents, envelopes = await self._shards.sign_epoch(seal.last_seq, seal.epoch,
-                                                              seal.head)
+            agents, envelopes = await self._shards.sign_epoch(
+                seal.last_seq, seal.epoch, seal.head, digest)
             log.info("epoch %d: derived and signed in %d processes in %.2f s", seal.epoch,
                      self._shards.shards, time.perf_counter() - t0)
             return agents, envelopes, checkpoint
-        if self.deriver.seq > seal.last_seq:
-            self.reset()  # epochs are only ever built in order; start again from 0
-        await advance(conn, self.deriver, seal.last_seq)
+        deriver = self._deriver_for(policy, digest, seal.last_seq)
+        await advance(conn, deriver, seal.last_seq)
         t1 = time.perf_counter()
 
         def sign() -> tuple[list[str], list[bytes], bytes]:
             agents, bodies = [], []
-            for agent, body in self.deriver.payloads(seal.epoch, seal.last_seq, seal.head):
+            for agent, body in deriver.payloads(seal.epoch, seal.last_seq, seal.head):
                 agents.append(agent)
                 bodies.append(body)
             t2 = time.perf_counter()
@@ -97,7 +112,9 @@ class ReportBuilder:
         start = time.perf_counter()
         if self._shards is not None:
             # The workers insert the reports; the checkpoint, last, makes them visible.
-            count = await self._shards.store_epoch(seal.last_seq, seal.epoch, seal.head)
+            _, digest = await policy_of_epoch(conn, seal.epoch, seal.last_seq)
+            count = await self._shards.store_epoch(seal.last_seq, seal.epoch, seal.head,
+                                                   digest)
             async with db.transaction(conn, "store_checkpoint"):
                 await store_checkpoint(conn, seal.epoch, self._checkpoint(seal))
         else:

@@ -38,19 +38,19 @@ from typing import Any
 import asyncpg
 
 from bureau.scoring import (
-    EMPTY_EVIDENCE,
     build_report_payload,
     evaluator_table,
-    policy_hash,
-    policy_v1,
     split_by_agent,
 )
+from bureau.scoring.distrust import Distrust, distrusted_ids, step
 from bureau.scoring.evaluators import (
     Contribution,
     EvaluatorBook,
     EvaluatorPart,
     EvaluatorSums,
+    Weighing,
     contribution,
+    standing,
 )
 from bureau.scoring.inputs import (
     SELF_DEALING,
@@ -61,11 +61,12 @@ from bureau.scoring.inputs import (
     Fact,
     Item,
     Probe,
+    ReporterUpdate,
     ValueJudgment,
 )
-from bureau.scoring.outcomes import resolve_all
+from bureau.scoring.outcomes import build_units, resolve_by_reporter, resolve_rest, verdicts_of
 from bureau.scoring.policy import Policy
-from bureau.scoring.truth import InteractionKey, truth_index
+from bureau.scoring.truth import InteractionKey, Truth, graded_truth, truth_index
 from bureau.views.evidence import (
     LedgerEvidence,
     load_evidence,
@@ -73,12 +74,15 @@ from bureau.views.evidence import (
 )
 from bureau.views.parts import (
     AgentState,
+    Chain,
     Cluster,
     ClusterKey,
     Evidential,
-    compact,
+    fixed_of,
     seal_part,
+    shared,
 )
+from bureau.views.policies import policy_of_epoch
 from bureau.views.store import Seal
 from reporters import wire
 
@@ -100,10 +104,13 @@ class Deriver:
         self.excluded: dict[str, str] = {}
         #: this deriver's evaluator sums as one shard of the whole (see EvaluatorBook)
         self.book = EvaluatorBook(policy)
-        self.weights: dict[str, tuple[float, float]] = {}  # evaluator -> (w_e, offset)
+        self.weights: dict[str, Weighing] = {}  # evaluator -> its weighing
+        #: reporter -> its distrust in force (bureau.scoring.distrust)
+        self.distrust: dict[str, Distrust] = {}
         self._accs: dict[str, EvaluatorSums] = {}
-        #: evaluator -> interaction -> (outcome, value, truth) it adds to the record
-        self._contrib: dict[str, dict[InteractionKey, Contribution]] = {}
+        #: evaluator -> interaction (or ("e", engagement key...)) -> what its verdict
+        #: there adds to its record
+        self._contrib: dict[str, dict[tuple[str, ...], Contribution]] = {}
         self._judged: dict[str, set[str]] = {}  # evaluator -> agents it decided units of
         # pending work, cleared by settle()
         self._dirty_clusters: dict[str, set[ClusterKey]] = {}
@@ -150,8 +157,27 @@ class Deriver:
                     self._dirty_agents.add(item.agent)
             elif isinstance(item, Exclusion):
                 self._exclude(item, targets.get(item.target))
+            elif isinstance(item, ReporterUpdate):
+                self._reporter(item)
             else:
                 self._add(item)
+
+    def _reporter(self, update: ReporterUpdate) -> None:
+        """A reporter's distrust may change: every cluster of its evidence is resolved
+        again (distrust changes are rare; this walks every cluster once)."""
+        before = self.distrust.get(update.reporter)
+        after = step(before, update)
+        if after == before:
+            return
+        if after is None:
+            del self.distrust[update.reporter]
+        else:
+            self.distrust[update.reporter] = after
+        for agent, st in self.agents.items():
+            for ckey in st.clusters:
+                if ckey[1] == update.reporter:
+                    self._dirty_clusters.setdefault(agent, set()).add(ckey)
+                    self._dirty_agents.add(agent)
 
     def _add(self, item: Evidential) -> None:
         if isinstance(item, Fact) and item.engagement is not None:
@@ -196,16 +222,16 @@ class Deriver:
         sums: dict[str, EvaluatorPart | None] = {}
         for evaluator in touched:
             acc = self._accs[evaluator]
-            if acc.attestations == 0:
+            if acc.verdicts == 0:
                 del self._accs[evaluator]
                 sums[evaluator] = None
             else:
                 sums[evaluator] = acc.part()
         return sums
 
-    def finish(self, changed: dict[str, tuple[float, float] | None]) -> None:
-        """The second half of :meth:`settle`: take the evaluators whose (weight, offset)
-        changed, everywhere, and re-encode and re-score the agents that depend on them."""
+    def finish(self, changed: dict[str, Weighing | None]) -> None:
+        """The second half of :meth:`settle`: take the evaluators whose weighing changed,
+        everywhere, and re-encode and re-score the agents that depend on them."""
         rescore: set[str] = set(self._dirty_agents)
         for evaluator, weighs in changed.items():
             if weighs is None:
@@ -223,83 +249,95 @@ class Deriver:
         """Re-resolve some of an agent's clusters with one call into the library (its
         per-call overhead dominates for one small cluster). Units never span clusters,
         so each resolution goes back to the cluster it came from."""
-        st, excluded = self.agents[agent], self.excluded
+        st, excluded, policy = self.agents[agent], self.excluded, self.policy
         clusters = [st.clusters[k] for k in ckeys if k in st.clusters]
         facts: list[Fact] = []
         probes: list[Probe] = []
         atts: list[Attestation] = []
         vjs: list[ValueJudgment] = []
         for cl in clusters:
-            if cl.fixed or cl.verdicts or cl.counted_facts or cl.counted_probes:
+            if cl.counted:
                 st.count(cl, -1)  # (a new cluster has nothing counted yet)
             facts.extend(cl.facts)
             probes.extend(cl.probes)
             atts.extend(cl.atts)
             vjs.extend(cl.vjs)
-            cl.fixed, cl.verdicts = (), ()
+            cl.fixed, cl.chains = (), ()
+        aside = excluded
+        if self.distrust and any(k[1] in self.distrust for k in ckeys):
+            extra = distrusted_ids(facts, probes, atts, vjs, self.distrust, excluded)
+            if extra:
+                aside = {**excluded, **extra}
         ev = Evidence(tuple(facts), tuple(probes), tuple(atts), tuple(vjs), ())
-        for r in resolve_all(ev, self.policy, {}, excluded):
-            key = r.unit.key
-            home = key if key[0] == "e" else self.ikey_cluster.get(
-                (key[1], key[2], key[3]), key)
-            fixed, verdict = compact(r)
-            if fixed is not None:
-                st.clusters[home].fixed += (fixed,)
-            elif verdict is not None:
-                st.clusters[home].verdicts += (verdict,)
-            if r.scored and r.evaluator is not None:
-                self._judged.setdefault(r.evaluator, set()).add(agent)
+        for unit in build_units(ev, aside):
+            key = unit.key
+            home = st.clusters[key if key[0] == "e" else self.ikey_cluster.get(
+                (key[1], key[2], key[3]), key)]
+            fixed = resolve_by_reporter(unit, policy)
+            verdicts = () if fixed is not None else verdicts_of(unit, policy)
+            if not verdicts:
+                home.fixed += (fixed_of(fixed or resolve_rest(unit, policy)),)
+                continue
+            chain: Chain = shared((tuple(shared(v) for v in verdicts),
+                                   fixed_of(resolve_rest(unit, policy))))
+            home.chains += (chain,)
+            for v in verdicts:
+                self._judged.setdefault(v[2], set()).add(agent)
         for cl in clusters:
-            if excluded and any(x.entry_id in excluded for x in cl.facts + cl.probes):
-                cl.counted_facts = tuple(f for f in cl.facts if f.entry_id not in excluded)
-                cl.counted_probes = tuple(p for p in cl.probes if p.entry_id not in excluded)
+            if aside and any(x.entry_id in aside for x in cl.facts + cl.probes):
+                cl.counted_facts = tuple(f for f in cl.facts if f.entry_id not in aside)
+                cl.counted_probes = tuple(p for p in cl.probes if p.entry_id not in aside)
             else:
                 cl.counted_facts, cl.counted_probes = cl.facts, cl.probes
+            cl.distrusted = 0 if aside is excluded else sum(
+                1 for group in (cl.facts, cl.probes, cl.atts, cl.vjs) for x in group
+                if aside.get(x.entry_id) == "distrusted" and x.entry_id not in excluded)
             st.count(cl, +1)
         if st.truth:
             for x in facts:
                 st.truth.pop((x.reporter, x.interaction, x.subject), None)
             for y in probes:
                 st.truth.pop((y.reporter, y.interaction, y.subject), None)
-        st.truth.update(truth_index(facts, probes, excluded))
+        st.truth.update(truth_index(facts, probes, aside))
         for cl in clusters:
-            if cl.atts:
-                self._contribute(cl, st.truth)
+            if cl.atts or (cl.vjs and policy.counts_value_judgments):
+                self._contribute(cl, st.truth, aside)
 
-    def _contribute(self, cl: Cluster, truth: dict[InteractionKey, bool]) -> None:
-        """Re-work what one cluster's attestations add to their evaluators' sums: per
-        (evaluator, interaction), the first attestation not excluded stands, and it
-        counts against the interaction's ground truth, if any. Every contribution that
-        changed is swapped; its evaluator is marked touched."""
-        policy, excluded = self.policy, self.excluded
-        firsts: dict[tuple[str, InteractionKey], Attestation | None] = {}
-        for a in cl.atts:
-            pair = (a.evaluator, (a.reporter, a.interaction, a.subject))
-            if a.entry_id in excluded:
-                firsts.setdefault(pair, None)
-                continue
-            first = firsts.get(pair)
-            if first is None or a.seq < first.seq:
-                firsts[pair] = a
+    def _contribute(self, cl: Cluster, truth: dict[InteractionKey, Truth],
+                    excluded: dict[str, str]) -> None:
+        """Re-work what one cluster's verdicts add to their evaluators' sums: per
+        (evaluator, interaction), the first attestation not set aside stands, graded
+        against the interaction's ground truth as the policy says; under v2 the first
+        value judgment per (evaluator, engagement) too. Every contribution that changed
+        is swapped; its evaluator is marked touched."""
+        policy = self.policy
+        blind = policy.blind_grading
+        new: dict[tuple[str, tuple[str, ...]], Contribution | None] = {}
+        for (evaluator, ikey), a in standing(cl.atts, excluded).items():
+            new[(evaluator, ikey)] = None if a is None else contribution(
+                a.outcome, a.corrections,
+                graded_truth(truth.get((a.reporter, a.interaction, a.subject)), a.seq, blind),
+                policy)
+        if policy.counts_value_judgments:
+            for vpair, v in standing(cl.vjs, excluded).items():
+                new[vpair] = None if v is None else contribution(v.judgment, 0, None, policy)
         threshold = policy.evaluators.polarity_threshold
-        for (evaluator, ikey), first in firsts.items():
-            new = None if first is None else contribution(
-                first.outcome, first.corrections, truth.get(ikey), policy)
+        for (evaluator, key), c in new.items():
             mine = self._contrib.get(evaluator)
             if mine is None:
                 mine = self._contrib[evaluator] = {}
-            old = mine.get(ikey)
-            if old == new:
+            old = mine.get(key)
+            if old == c:
                 continue
             acc = self._accs.get(evaluator)
             if acc is None:
                 acc = self._accs[evaluator] = EvaluatorSums()
             if old is not None:
-                acc.apply(old, ikey[2], -1, threshold)
-                del mine[ikey]
-            if new is not None:
-                acc.apply(new, ikey[2], +1, threshold)
-                mine[ikey] = new
+                acc.apply(old, key[-1], -1, threshold)
+                del mine[key]
+            if c is not None:
+                acc.apply(c, key[-1], +1, threshold)
+                mine[key] = c
             self._touched.add(evaluator)
 
     def _restatic(self, agent: str) -> None:
@@ -373,20 +411,23 @@ async def advance(conn: asyncpg.Connection, deriver: Deriver, upto: int) -> int:
 # ----------------------------------------------------------------- the reference path
 
 
-def reference_payloads(ev_items: LedgerEvidence, epoch: int, seq: int,
-                       head: str) -> list[tuple[str, dict[str, Any]]]:
+def reference_payloads(ev_items: LedgerEvidence, epoch: int, seq: int, head: str,
+                       policy: Policy, policy_hash: str) -> list[tuple[str, dict[str, Any]]]:
     """The definition of an epoch's reports: the scoring library over the whole ledger
-    up to the seal, as ``bureau.scoring`` documents. The deriver must equal it."""
-    policy, phash = policy_v1(), policy_hash()
+    up to the seal, under the epoch's policy, as ``bureau.scoring`` documents. The
+    deriver must equal it."""
     evidence = ev_items.evidence()
     evaluators = evaluator_table(evidence, policy)
     split = split_by_agent(evidence)
+    empty = Evidence(reporter_updates=evidence.reporter_updates)
     return [(agent, build_report_payload(
-        agent, ev_items.names.get(agent), epoch, seq, head, policy, phash,
-        split.get(agent, EMPTY_EVIDENCE), evaluators)) for agent in ev_items.agents()]
+        agent, ev_items.names.get(agent), epoch, seq, head, policy, policy_hash,
+        split.get(agent, empty), evaluators)) for agent in ev_items.agents()]
 
 
 async def reference_reports(conn: asyncpg.Connection, seal: Seal) -> list[tuple[str, bytes]]:
+    """An epoch's reports by the reference path, under the epoch's policy."""
+    policy, policy_hash = await policy_of_epoch(conn, seal.epoch, seal.last_seq)
     ev = await load_evidence(conn, seal.last_seq)
-    return [(a, wire.canonical_json_fast(p))
-            for a, p in reference_payloads(ev, seal.epoch, seal.last_seq, seal.head)]
+    return [(a, wire.canonical_json_fast(p)) for a, p in reference_payloads(
+        ev, seal.epoch, seal.last_seq, seal.head, policy, policy_hash)]

@@ -21,7 +21,7 @@ from typing import Any
 import asyncpg
 import orjson
 
-from bureau.kinds import BY_NAME, EVIDENCE_KINDS, EXCLUSION
+from bureau.kinds import BY_NAME, EVIDENCE_KINDS, EXCLUSION, REPORTER
 from bureau.scoring.inputs import (
     Attestation,
     Evidence,
@@ -29,6 +29,7 @@ from bureau.scoring.inputs import (
     Fact,
     Item,
     Probe,
+    ReporterUpdate,
     ValueJudgment,
 )
 
@@ -39,7 +40,8 @@ CHUNK = 20_000
 _ENVELOPE_PREFIX = b'{"envelope":{"payload":"'
 
 
-def _payload(raw: bytes) -> dict[str, Any]:
+def payload_of(raw: bytes) -> dict[str, Any]:
+    """The decoded payload of a stored envelope entry (its canonical bytes)."""
     if raw.startswith(_ENVELOPE_PREFIX):
         end = raw.index(b'"', len(_ENVELOPE_PREFIX))
         body = binascii.a2b_base64(raw[len(_ENVELOPE_PREFIX):end])
@@ -53,17 +55,17 @@ def _payload(raw: bytes) -> dict[str, Any]:
 
 
 def decode_entry(seq: int, entry_id: str, kind: str, signer: str | None,
-                 raw: bytes) -> Item | None:
+                 raw: bytes, epoch: int = 0) -> Item | None:
     """The scoring input one stored entry contributes, or None (the kinds table's
     ``evidence`` decodes it: a submitted entry's payload, a bureau entry's body)."""
     k = BY_NAME.get(kind)
     if k is None or k.evidence is None:
         return None
     if k.payload is None:
-        return k.evidence(seq, entry_id, "", json.loads(raw)["body"])
+        return k.evidence(seq, entry_id, "", json.loads(raw)["body"], epoch)
     if signer is None:
         return None
-    return k.evidence(seq, entry_id, signer, _payload(raw))
+    return k.evidence(seq, entry_id, signer, payload_of(raw), epoch)
 
 
 # The entries of a seq range that derivation reads, in seq order, as stored. For an
@@ -72,7 +74,7 @@ def decode_entry(seq: int, entry_id: str, kind: str, signer: str | None,
 # ~300 bytes of JSON costs PostgreSQL's jsonb about four times what orjson costs, and
 # at a seal every core is busy anyway.
 _RAW_SQL = r"""
-SELECT seq, id, kind, signer, entry,
+SELECT seq, id, kind, signer, entry, epoch,
   CASE WHEN kind = '{exclusion}' THEN (SELECT t.seq FROM entries t WHERE t.id =
     convert_from(e.entry, 'UTF8')::jsonb->'body'->>'entry') END AS target_seq
 FROM entries e WHERE seq > $1 AND seq <= $2
@@ -86,8 +88,9 @@ ORDER BY seq
 SHARD_OF_ENTRY = "(hashtext(coalesce(subject, '')) & 2147483647) % $4"
 _KINDS_SQL = ", ".join(f"'{k}'" for k in EVIDENCE_KINDS)  # names from the kinds table
 _ALL_SQL = _RAW_SQL.format(kinds=_KINDS_SQL, exclusion=EXCLUSION.name, shard="")
+# Reporter updates are about no agent: every shard reads them (distrust is the ledger's).
 _SHARD_SQL = _RAW_SQL.format(kinds=_KINDS_SQL, exclusion=EXCLUSION.name,
-                             shard=f"AND {SHARD_OF_ENTRY} = $3")
+                             shard=f"AND (kind = '{REPORTER.name}' OR {SHARD_OF_ENTRY} = $3)")
 
 
 def seq_ref(seq: int) -> str:
@@ -98,7 +101,7 @@ def seq_ref(seq: int) -> str:
 def _from_row(r: asyncpg.Record, short: bool) -> Item | None:
     seq = r["seq"]
     item = decode_entry(seq, seq_ref(seq) if short else r["id"], r["kind"], r["signer"],
-                        r["entry"])
+                        r["entry"], r["epoch"])
     if short and isinstance(item, Exclusion) and r["target_seq"] is not None:
         return Exclusion(seq_ref(r["target_seq"]), item.reason)
     return item
@@ -136,10 +139,11 @@ async def _targets(conn: asyncpg.Connection,
                    if isinstance(i, Exclusion) and i.target.startswith("#")})
     if not seqs:
         return {}
-    rows = await conn.fetch("SELECT seq, kind, signer, entry FROM entries"
+    rows = await conn.fetch("SELECT seq, kind, signer, entry, epoch FROM entries"
                             " WHERE seq = ANY($1::bigint[])", seqs)
     return {seq_ref(r["seq"]): (r["seq"], decode_entry(
-        r["seq"], seq_ref(r["seq"]), r["kind"], r["signer"], r["entry"])) for r in rows}
+        r["seq"], seq_ref(r["seq"]), r["kind"], r["signer"], r["entry"], r["epoch"]))
+        for r in rows}
 
 
 async def read_with_targets(conn: asyncpg.Connection, after: int, upto: int,
@@ -161,6 +165,7 @@ class LedgerEvidence:
     attestations: list[Attestation] = field(default_factory=list)
     value_judgments: list[ValueJudgment] = field(default_factory=list)
     exclusions: list[Exclusion] = field(default_factory=list)
+    reporter_updates: list[ReporterUpdate] = field(default_factory=list)
     #: every enrolled agent -> its current name (None: observed, never enrolled)
     names: dict[str, str | None] = field(default_factory=dict)
 
@@ -176,12 +181,15 @@ class LedgerEvidence:
                 self.value_judgments.append(item)
             elif isinstance(item, Exclusion):
                 self.exclusions.append(item)
+            elif isinstance(item, ReporterUpdate):
+                self.reporter_updates.append(item)
             elif item.enrolled or item.agent in self.names:
                 self.names[item.agent] = item.name
 
     def evidence(self) -> Evidence:
         return Evidence(tuple(self.facts), tuple(self.probes), tuple(self.attestations),
-                        tuple(self.value_judgments), tuple(self.exclusions))
+                        tuple(self.value_judgments), tuple(self.exclusions),
+                        tuple(self.reporter_updates))
 
     def agents(self) -> list[str]:
         """Every agent enrolled or observed (subject of a fact, probe, attestation or

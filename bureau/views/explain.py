@@ -16,14 +16,13 @@ from typing import Any
 import asyncpg
 
 from bureau.scoring import (
-    EMPTY_EVIDENCE,
+    Evidence,
     build_explain_payload,
     evaluator_table,
-    policy_hash,
-    policy_v1,
     split_by_agent,
 )
 from bureau.views.evidence import load_evidence
+from bureau.views.policies import policy_of_epoch
 
 
 async def explain(conn: asyncpg.Connection, agent: str, epoch: int | None
@@ -38,11 +37,12 @@ async def explain(conn: asyncpg.Connection, agent: str, epoch: int | None
     if row is None:
         return None
     ledger = await load_evidence(conn, row["last_seq"])
-    policy = policy_v1()
+    policy, digest = await policy_of_epoch(conn, row["epoch"], row["last_seq"])
     evidence = ledger.evidence()
     evaluators = evaluator_table(evidence, policy)
-    mine = split_by_agent(evidence).get(agent, EMPTY_EVIDENCE)
+    mine = split_by_agent(evidence).get(
+        agent, Evidence(reporter_updates=evidence.reporter_updates))
     body = build_explain_payload(agent, row["epoch"], row["last_seq"], row["head"], policy,
-                                 policy_hash(), mine, evaluators)
+                                 digest, mine, evaluators)
     body["name"] = ledger.names.get(agent)
     return body

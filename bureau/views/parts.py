@@ -28,6 +28,7 @@ import bisect
 from collections import Counter
 from typing import Any
 
+from bureau.scoring.evaluators import Weighing, default_weighing
 from bureau.scoring.inputs import (
     EXCLUSION_REASONS,
     Attestation,
@@ -35,17 +36,25 @@ from bureau.scoring.inputs import (
     Probe,
     ValueJudgment,
 )
-from bureau.scoring.outcomes import Resolution, attestation_term, value_judgment_term
+from bureau.scoring.outcomes import Resolution, Verdict, decide
 from bureau.scoring.policy import Policy
-from bureau.scoring.report import nearest_rank
+from bureau.scoring.report import REPORTER_RULES, nearest_rank, rows_of
 from bureau.scoring.score import Term, score_terms
-from bureau.scoring.truth import InteractionKey
+from bureau.scoring.truth import InteractionKey, Truth
 from reporters import wire
 
 #: A report's keys in RFC 8785 order (a test checks this is their sorted order).
-REPORT_KEYS = ("agent", "epoch", "excluded", "ledger", "name", "outcomes", "policy",
-               "probes", "reliability", "score", "unscored", "value_judgment_share")
+REPORT_KEYS = ("agent", "epoch", "excluded", "first_seen_epoch", "ground_truth_share",
+               "ledger", "name", "outcomes", "policy", "probes", "provisional_share",
+               "reliability", "reporters", "score", "unscored", "value_judgment_share")
 assert list(REPORT_KEYS) == sorted(REPORT_KEYS)
+#: The keys whose bytes are not static: the seal's (the same for every agent of an
+#: epoch) and the ones that follow evaluator weights (re-encoded at rescore). Each is
+#: spliced into the static bytes where its marker was.
+SEAL_KEYS = ("epoch", "ledger")
+SCORE_KEYS = ("ground_truth_share", "outcomes", "provisional_share", "reporters", "score",
+              "unscored", "value_judgment_share")
+SPLICED = tuple(k for k in REPORT_KEYS if k in SEAL_KEYS or k in SCORE_KEYS)
 
 
 class _Odd(float):
@@ -66,27 +75,26 @@ def _unodd(value: Any) -> Any:
 
 
 ClusterKey = tuple[str, str, str, str]  # ("i"|"e", reporter, interaction|engagement, subject)
-#: What a resolution not decided by an evaluator adds to the report: (code, scored,
-#: weight, value, rule). There are a few dozen distinct ones, so they are shared
-#: instead of keeping ~0.2 KiB of Resolution and Unit per interaction.
-Fixed = tuple[str | None, bool, float, float, int]
-#: What a scored resolution decided by an evaluator (rules 3 and 4) adds: (code, rule,
-#: evaluator, raw value, spent — for a value judgment, else None). Its weight and value
-#: follow the evaluator's current (weight, offset), so they are worked out at rescore.
-Verdict = tuple[str, int, str, float, int | None]
+#: What a resolution by reporter evidence (rules 1-2, 5-8) adds to the report: (code,
+#: scored, weight, value, rule, reporter). There are a few hundred distinct ones, so they
+#: are shared instead of keeping ~0.2 KiB of Resolution and Unit per interaction.
+Fixed = tuple[str | None, bool, float, float, int, str]
+#: A unit that an evaluator's verdict may decide (rules 3-4): its candidate verdicts
+#: and what decides it if none does (rules 5-8). Which one decides, and with what
+#: weight, follows the evaluators' current weighings, so it is worked out at rescore.
+Chain = tuple[tuple[Verdict, ...], Fixed]
 _SHARED: dict[tuple[Any, ...], Any] = {}
 
 
-def compact(r: Resolution) -> tuple[Fixed, None] | tuple[None, Verdict]:
-    """A resolution as the (shared) tuple of what it adds to the report: a Fixed, or a
-    Verdict for one an evaluator decided."""
-    if r.scored and r.rule in (3, 4):
-        assert r.code is not None and r.evaluator is not None and r.raw_value is not None
-        vj = r.unit.value_judgment
-        v = (r.code, r.rule, r.evaluator, r.raw_value, vj.spent if r.rule == 4 and vj else None)
-        return None, _SHARED.setdefault(v, v)
-    c = (r.code, r.scored, r.weight, r.value if r.value is not None else 0.0, r.rule)
-    return _SHARED.setdefault(c, c), None
+def shared(value: Any) -> Any:
+    """One shared copy of an immutable value that repeats endlessly."""
+    return _SHARED.setdefault(value, value)
+
+
+def fixed_of(r: Resolution) -> Fixed:
+    f: Fixed = (r.code, r.scored, r.weight, r.value if r.value is not None else 0.0, r.rule,
+                r.unit.reporter)
+    return shared(f)  # type: ignore[no-any-return]
 
 
 Evidential = Fact | Probe | Attestation | ValueJudgment
@@ -96,21 +104,23 @@ class Cluster:
     """Entries about one interaction (or one engagement) of one agent: nothing outside
     a cluster changes how its units resolve."""
 
-    __slots__ = ("atts", "counted_facts", "counted_probes", "facts", "fixed", "probes",
-                 "verdicts", "vjs")
+    __slots__ = ("atts", "chains", "counted_facts", "counted_probes", "distrusted", "facts",
+                 "fixed", "probes", "vjs")
 
     def __init__(self) -> None:
         self.facts: tuple[Fact, ...] = ()
         self.probes: tuple[Probe, ...] = ()
         self.atts: tuple[Attestation, ...] = ()
         self.vjs: tuple[ValueJudgment, ...] = ()
-        # what its units resolved to, last time (see compact)
+        # what its units resolved to, last time
         self.fixed: tuple[Fixed, ...] = ()
-        self.verdicts: tuple[Verdict, ...] = ()
-        # what the agent's counters hold of this cluster: its non-excluded facts and
-        # probes as of its last resolution (the same tuples when none is excluded)
+        self.chains: tuple[Chain, ...] = ()
+        # what the agent's counters hold of this cluster: its counted facts and probes
+        # as of its last resolution (the same tuples when none is set aside), and how
+        # many of its entries distrust set aside
         self.counted_facts: tuple[Fact, ...] = ()
         self.counted_probes: tuple[Probe, ...] = ()
+        self.distrusted = 0
 
     def add(self, item: Evidential) -> None:
         if isinstance(item, Fact):
@@ -127,51 +137,63 @@ class Cluster:
             for item in group:
                 self.add(item)
 
+    @property
+    def counted(self) -> bool:
+        """Whether the agent's counters hold anything of this cluster."""
+        return bool(self.fixed or self.chains or self.counted_facts or self.counted_probes
+                    or self.distrusted)
+
 
 class AgentState:
     """What the deriver knows of one agent, and its report in pieces."""
 
-    __slots__ = ("answered", "clusters", "codes", "enrolled", "excluded", "fixed",
-                 "latencies", "name", "observed", "probe_counts", "promises", "score_bytes",
-                 "static_bytes", "truth", "verdicts", "wf_ok", "wf_seen")
+    __slots__ = ("answered", "chains", "clusters", "codes", "distrusted", "enrolled",
+                 "epochs", "excluded", "fixed", "latencies", "name", "observed",
+                 "probe_counts", "promises", "rep_units", "rep_values", "score_bytes",
+                 "static_bytes", "truth", "wf_ok", "wf_seen")
 
     def __init__(self) -> None:
         self.clusters: dict[ClusterKey, Cluster] = {}
         #: ground truth of the agent's interactions (the library's truth_index)
-        self.truth: dict[InteractionKey, bool] = {}
+        self.truth: dict[InteractionKey, Truth] = {}
         self.name: str | None = None
         self.enrolled = False
         #: this agent's excluded entries: entry id -> (seq, kind label)
         self.excluded: dict[str, tuple[int, str]] = {}
+        self.distrusted = 0  # entries distrust sets aside
         # counters over the clusters' last resolution
-        self.codes: Counter[tuple[str, bool]] = Counter()
-        self.probe_counts = [0, 0]  # passed, failed (non-excluded probes)
+        self.codes: Counter[tuple[str, bool]] = Counter()  # of Fixed resolutions
+        self.probe_counts = [0, 0]  # passed, failed (counted probes)
+        self.epochs: Counter[int] = Counter()  # of counted facts and probes
         self.observed = self.answered = self.wf_seen = self.wf_ok = 0
         self.latencies: list[int] = []  # sorted
         self.promises: dict[str, list[int]] = {}  # promise -> [kept, broken]
-        # score inputs, each with how many units gave it: (weight, value, rule) not
-        # decided by an evaluator, and the verdicts of evaluators (rules 3 and 4)
+        self.rep_units: Counter[str] = Counter()  # reporter -> units
+        # score inputs, each with how many units gave it: scored Fixed resolutions as
+        # (weight, value, rule), their values per reporter for the reporters rows, and
+        # the chains that evaluators' verdicts may decide
         self.fixed: Counter[tuple[float, float, int]] = Counter()
-        self.verdicts: Counter[Verdict] = Counter()
-        self.static_bytes: tuple[bytes, bytes, bytes, bytes] = (b"", b"", b"", b"")
-        self.score_bytes = (b"null", b"0")
+        self.rep_values: Counter[tuple[str, float]] = Counter()
+        self.chains: Counter[Chain] = Counter()
+        self.static_bytes: tuple[bytes, ...] = ()
+        self.score_bytes: dict[str, bytes] = {}
 
     # ----------------------------------------------------------------- counting
 
     def count(self, cl: Cluster, sign: int) -> None:
         """Add (``sign`` 1) or take out (-1) one cluster's counted contribution."""
-        for code, scored, weight, value, rule in cl.fixed:
-            if code is not None:
-                self.codes[(code, scored)] += sign
-            if scored:
-                self.fixed[(weight, value, rule)] += sign
-        for v in cl.verdicts:
-            self.codes[(v[0], True)] += sign
-            self.verdicts[v] += sign
+        for fixed in cl.fixed:
+            self._count_fixed(fixed, sign)
+        for chain in cl.chains:
+            self.chains[chain] += sign
+            self.rep_units[chain[1][5]] += sign
+        self.distrusted += sign * cl.distrusted
         for p in cl.counted_probes:
             self.probe_counts[0 if p.passed else 1] += sign
+            self.epochs[p.epoch] += sign
         for f in cl.counted_facts:  # as bureau.scoring.report._reliability
             self.observed += sign
+            self.epochs[f.epoch] += sign
             if f.answered:
                 self.answered += sign
                 if f.latency_ms is not None:
@@ -188,20 +210,25 @@ class AgentState:
                 if counts == [0, 0]:
                     del self.promises[pr.promise]
 
+    def _count_fixed(self, f: Fixed, sign: int) -> None:
+        code, scored, weight, value, rule, reporter = f
+        self.rep_units[reporter] += sign
+        if code is not None:
+            self.codes[(code, scored and weight > 0)] += sign
+        if scored:
+            self.fixed[(weight, value, rule)] += sign
+            if rule in REPORTER_RULES:
+                self.rep_values[(reporter, value)] += sign
+
     # ----------------------------------------------------------------- payload parts
 
     def restatic(self, agent: str, policy: Policy, policy_hash: str,
                  reasons: dict[str, str]) -> None:
         """Re-encode the static parts from the counters (as build_report_payload)."""
-        outcomes = dict.fromkeys(policy.scored_codes, 0)
-        unscored = dict.fromkeys(policy.outcomes.unscored, 0)
-        for (code, scored), n in self.codes.items():
-            if n:
-                table = outcomes if scored else unscored
-                table[code] = table.get(code, 0) + n
         excluded = dict.fromkeys(EXCLUSION_REASONS, 0)
         for eid in self.excluded:
             excluded[reasons[eid]] += 1
+        excluded["distrusted"] += self.distrusted
         rnd, obs = policy.round, self.observed
         reliability = {
             "observed": obs,
@@ -214,13 +241,16 @@ class AgentState:
                          for k, v in sorted(self.promises.items())},
         }
         probes = {"passed": self.probe_counts[0], "failed": self.probe_counts[1]}
+        seen = [e for e, n in self.epochs.items() if n]
         # One encoder call for the whole payload, with markers where the per-seal and
         # per-score parts go ("\u0000" cannot occur otherwise: no free text holds
         # control characters, and key ids and codes are plain ASCII).
-        doc = {"agent": agent, "epoch": "\x000", "excluded": excluded, "ledger": "\x001",
-               "name": self.name, "outcomes": outcomes, "policy": policy_hash,
-               "probes": probes, "reliability": reliability, "score": "\x002",
-               "unscored": unscored, "value_judgment_share": "\x003"}
+        doc: dict[str, Any] = {
+            "agent": agent, "excluded": excluded,
+            "first_seen_epoch": min(seen) if seen else None, "name": self.name,
+            "policy": policy_hash, "probes": probes, "reliability": reliability}
+        for i, key in enumerate(SPLICED):
+            doc[key] = f"\x00{i}"
         # Every number here is an int or a rate made plain by _plain, and every key but
         # the promises' is a fixed ASCII word: then the payload is plain (see
         # reporters.wire.canonical_json_plain).
@@ -229,26 +259,56 @@ class AgentState:
                                           reliability["well_formed_rate"]))
         whole = wire.canonical_json_plain(doc) if fast else wire.canonical_json(_unodd(doc))
         parts = whole.split(b'"\\u0000')
-        assert len(parts) == 5 and all(p[:2] == b'%d"' % i for i, p in enumerate(parts[1:]))
-        self.static_bytes = (parts[0], parts[1][2:], parts[2][2:], parts[3][2:])
-        assert parts[4][2:] == b"}"
+        assert len(parts) == len(SPLICED) + 1
+        assert all(p[:2] == b'%d"' % i for i, p in enumerate(parts[1:]))
+        self.static_bytes = (parts[0], *(p[2:] for p in parts[1:]))
 
-    def rescore(self, policy: Policy, weights: dict[str, tuple[float, float]]) -> None:
-        """Re-sum the score with the evaluators' current (weight, offset)."""
-        terms: list[Term] = [(w, v, rule, n) for (w, v, rule), n in self.fixed.items() if n]
-        default = (policy.evaluators.default_weight, 0.0)
-        for (_, rule, evaluator, raw, spent), n in self.verdicts.items():
+    def rescore(self, policy: Policy, weights: dict[str, Weighing]) -> None:
+        """Re-decide the chains and re-sum the score with the evaluators' current
+        weighings; re-encode every part that follows them."""
+        terms: list[Term] = [(w, v, rule, n, None, False)
+                             for (w, v, rule), n in self.fixed.items() if n]
+        outcomes = dict.fromkeys(policy.scored_codes, 0)
+        unscored = dict.fromkeys(policy.outcomes.unscored, 0)
+        for (code, scored), n in self.codes.items():
+            if n:
+                table = outcomes if scored else unscored
+                table[code] = table.get(code, 0) + n
+        values: dict[str, list[tuple[float, int]]] = {}
+        for (reporter, value), n in self.rep_values.items():
+            if n:
+                values.setdefault(reporter, []).append((value, n))
+        default = default_weighing(policy)
+
+        def weighing(evaluator: str) -> Weighing:
+            return weights.get(evaluator, default)
+
+        for chain, n in self.chains.items():
             if not n:
                 continue
-            w_e, offset = weights.get(evaluator, default)
-            if rule == 3:
-                weight, value = attestation_term(raw, w_e, offset)
-            else:
-                assert spent is not None
-                weight, value = value_judgment_term(raw, w_e, spent, policy)
-            terms.append((weight, value, rule, n))
+            verdicts, rest = chain
+            index, weight, decided, _, passed = decide(verdicts, weighing, policy)
+            for code in passed:
+                unscored[code] = unscored.get(code, 0) + n
+            if index >= 0:
+                code, rule, evaluator, _, _ = verdicts[index]
+                if decided is None:
+                    unscored[code] = unscored.get(code, 0) + n
+                    continue
+                table = outcomes if weight > 0 else unscored
+                table[code] = table.get(code, 0) + n
+                terms.append((weight, decided, rule, n, evaluator, weighing(evaluator)[3]))
+                continue
+            code_r, scored_r, w_r, v_r, rule_r, reporter = rest
+            if code_r is not None:
+                table = outcomes if scored_r and w_r > 0 else unscored
+                table[code_r] = table.get(code_r, 0) + n
+            if scored_r:
+                terms.append((w_r, v_r, rule_r, n, None, False))
+                if rule_r in REPORTER_RULES:
+                    values.setdefault(reporter, []).append((v_r, n))
         result = score_terms(terms, policy)
-        score, number = result.score, wire.canonical_number
+        score, number, rnd = result.score, wire.canonical_number, policy.round
         if score is None:
             score_bytes = b"null"
         else:
@@ -258,15 +318,27 @@ class AgentState:
             score_bytes = b'{"high":%s,"interactions":%d,"low":%s,"value":%s,"weight":%s}' % (
                 number(score["high"]), score["interactions"], number(score["low"]),
                 number(score["value"]), number(score["weight"]))
-        self.score_bytes = (score_bytes, number(policy.round(result.value_judgment_share)))
+        tally = {r: (n, values.get(r, [])) for r, n in self.rep_units.items() if n}
+        self.score_bytes = {
+            "ground_truth_share": number(rnd(result.ground_truth_share)),
+            "outcomes": wire.canonical_json_plain(outcomes),
+            "provisional_share": number(rnd(result.provisional_share)),
+            "reporters": wire.canonical_json_fast(rows_of(tally, policy)),
+            "score": score_bytes,
+            "unscored": wire.canonical_json_plain(unscored),
+            "value_judgment_share": number(rnd(result.value_judgment_share)),
+        }
 
-    def payload(self, seal_part: tuple[bytes, bytes]) -> bytes:
+    def payload(self, seal_parts: dict[str, bytes]) -> bytes:
         """The canonical payload bytes, given the epoch's (epoch, ledger) bytes."""
-        s1, s2, s3, s4 = self.static_bytes
-        return b"".join((s1, seal_part[0], s2, seal_part[1], s3, self.score_bytes[0], s4,
-                         self.score_bytes[1], b"}"))
+        static, score = self.static_bytes, self.score_bytes
+        out = [static[0]]
+        for i, key in enumerate(SPLICED):
+            out.append(seal_parts[key] if key in seal_parts else score[key])
+            out.append(static[i + 1])
+        return b"".join(out)
 
 
-def seal_part(epoch: int, seq: int, head: str) -> tuple[bytes, bytes]:
-    return (wire.canonical_json_fast(epoch),
-            wire.canonical_json_fast({"seq": seq, "head": head}))
+def seal_part(epoch: int, seq: int, head: str) -> dict[str, bytes]:
+    return {"epoch": wire.canonical_json_fast(epoch),
+            "ledger": wire.canonical_json_fast({"seq": seq, "head": head})}

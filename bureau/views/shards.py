@@ -42,8 +42,8 @@ import nacl.signing
 
 from bureau import db
 from bureau.errors import InternalError
-from bureau.scoring import policy_hash, policy_v1
 from bureau.scoring.evaluators import EvaluatorBook
+from bureau.scoring.policy import policy_by_hash
 from bureau.views.derive import Deriver, feed, long_lived_objects
 from bureau.views.sign import REPORT_TYPE, sign_many
 from bureau.views.store import insert_reports
@@ -69,22 +69,27 @@ class ShardPool:
         self.dsn = dsn
         self.shards = shards
         self._seed = bytes(signing_key)
-        self._book = EvaluatorBook(policy_v1())
         self._workers: list[tuple[BaseProcess, Connection]] = []
-        #: the seq every worker's deriver has reached
+        #: the seq every worker's deriver has reached, and the policy (hash) they
+        #: derive under; workers start again from entry 1 when it changes
         self.seq = 0
+        self.policy: str | None = None
+        self._book: EvaluatorBook | None = None
 
     def pids(self) -> list[int]:
         """The worker processes' ids (none before the first epoch is built)."""
         return [proc.pid for proc, _ in self._workers if proc.pid is not None]
 
-    def _start(self) -> None:
+    def _start(self, policy: str) -> None:
         if self._workers:
             return
+        self.policy = policy
+        self._book = EvaluatorBook(policy_by_hash(policy)[0])
         for i in range(self.shards):
             mine, theirs = _CONTEXT.Pipe()
             proc = _CONTEXT.Process(target=_worker_main, name=f"bureau-reports-{i}",
-                                    args=(theirs, self.dsn, i, self.shards, self._seed),
+                                    args=(theirs, self.dsn, i, self.shards, self._seed,
+                                          policy),
                                     daemon=True)
             proc.start()
             theirs.close()
@@ -109,23 +114,28 @@ class ShardPool:
                 raise reply
         return replies
 
-    async def sign_epoch(self, upto: int, epoch: int, head: str,
+    async def sign_epoch(self, upto: int, epoch: int, head: str, policy: str,
                          ) -> tuple[list[str], list[bytes]]:
-        """Every agent's signed report as of entry ``upto``, sorted by agent."""
-        signed = await self._run(upto, epoch, head, store=False)
+        """Every agent's signed report as of entry ``upto`` under ``policy`` (its hash),
+        sorted by agent."""
+        signed = await self._run(upto, epoch, head, policy, store=False)
         merged = sorted(pair for part in signed for pair in part)
         return [a for a, _ in merged], [e for _, e in merged]
 
-    async def store_epoch(self, upto: int, epoch: int, head: str) -> int:
+    async def store_epoch(self, upto: int, epoch: int, head: str, policy: str) -> int:
         """Have every worker sign its agents' reports and insert them itself (none of
         them is visible before the caller writes the epoch's checkpoint); return how
         many reports the epoch has."""
-        return sum(await self._run(upto, epoch, head, store=True))
+        return sum(await self._run(upto, epoch, head, policy, store=True))
 
-    async def _run(self, upto: int, epoch: int, head: str, *, store: bool) -> list[Any]:
-        if self.seq > upto:
-            self.reset()  # epochs are built in order; an older one means starting over
-        self._start()
+    async def _run(self, upto: int, epoch: int, head: str, policy: str, *,
+                   store: bool) -> list[Any]:
+        if self.seq > upto or (self.policy is not None and self.policy != policy):
+            # epochs are built in order, each under its policy: an older epoch or
+            # another policy means starting over from entry 1
+            self.reset()
+        self._start(policy)
+        assert self._book is not None
         t0 = time.perf_counter()
         advanced = await self._ask(("advance", upto))
         t1 = time.perf_counter()
@@ -143,7 +153,8 @@ class ShardPool:
     def reset(self) -> None:
         """Stop the workers and forget everything: the next epoch starts from entry 1."""
         self.close()
-        self._book = EvaluatorBook(policy_v1())
+        self._book = None
+        self.policy = None
         self.seq = 0
 
     def close(self) -> None:
@@ -177,15 +188,16 @@ def _reply(proc: BaseProcess, pipe: Connection) -> Any:
 # --------------------------------------------------------------------------- worker
 
 
-def _worker_main(pipe: Connection, dsn: str, shard: int, shards: int, seed: bytes) -> None:
+def _worker_main(pipe: Connection, dsn: str, shard: int, shards: int, seed: bytes,
+                 policy: str) -> None:
     # Ctrl-C reaches the whole process group; the parent decides when workers stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    asyncio.run(_serve(pipe, dsn, shard, shards, nacl.signing.SigningKey(seed)))
+    asyncio.run(_serve(pipe, dsn, shard, shards, nacl.signing.SigningKey(seed), policy))
 
 
 async def _serve(pipe: Connection, dsn: str, shard: int, shards: int,
-                 key: nacl.signing.SigningKey) -> None:
-    deriver = Deriver(policy_v1(), policy_hash())
+                 key: nacl.signing.SigningKey, policy: str) -> None:
+    deriver = Deriver(policy_by_hash(policy)[0], policy)
     conn = await asyncpg.connect(dsn)
     try:
         while True:

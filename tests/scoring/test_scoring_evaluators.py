@@ -94,7 +94,7 @@ def test_no_ground_truth_weighs_a_quarter() -> None:
     for _ in range(3):
         led.attested("ACCEPTED")  # no check, no probe: unscoreable for accuracy
     st = led.stats()
-    assert (st.n, st.attestations, st.accuracy, st.mean_error) == (0, 3, None, None)
+    assert (st.n, st.verdicts, st.accuracy, st.mean_error) == (0, 3, None, None)
     assert st.weight == pytest.approx((0 * 0.5 + 5 * 0.25) / (0 + 5)) == 0.25
     assert st.offset == 0.0
     assert evaluator_weight({}, "ed25519:never-seen", policy_v1()) == 0.25
@@ -119,7 +119,7 @@ def test_five_samples_by_hand() -> None:
     assert st.mean_error == pytest.approx(0.03)
     assert st.weight == pytest.approx((5 * 0.1 + 1.25) / 10)  # 0.175
     assert st.offset == pytest.approx(5 * 0.03 / 10)  # 0.015
-    assert st.attestations == 6 and st.subjects == 3 and not st.constant
+    assert st.verdicts == 6 and st.subjects == 3 and not st.constant
 
 
 def test_twenty_samples_by_hand() -> None:
@@ -193,7 +193,7 @@ def test_constant_rater_weighs_zero() -> None:
         led.attested("ACCEPTED", "PASS" if k < 5 else None, subject=f"ed25519:s{k % 3}")
     st = led.stats()
     assert st.constant and st.weight == 0.0
-    assert st.n == 5 and st.attestations == 10 and st.subjects == 3
+    assert st.n == 5 and st.verdicts == 10 and st.subjects == 3
 
 
 @pytest.mark.parametrize(
@@ -216,7 +216,7 @@ def test_declined_and_excluded_take_no_part() -> None:
     bad = led.attested("FAILED_DISCOVERED", "FAIL")
     led.exclusions.append(Exclusion(bad, "self_dealing"))
     st = led.stats()
-    assert st.constant and st.attestations == 10 and st.n == 0
+    assert st.constant and st.verdicts == 10 and st.n == 0
 
 
 def test_agreement_with_other_evaluators_is_irrelevant() -> None:

@@ -52,6 +52,10 @@ def test_report_has_exactly_the_spec_shape() -> None:
         "probes",
         "excluded",
         "unscored",
+        "first_seen_epoch",
+        "ground_truth_share",
+        "provisional_share",
+        "reporters",
     }
     assert r["ledger"] == {"seq": 99, "head": HEAD}
     assert r["policy"] == policy_hash()
@@ -64,7 +68,7 @@ def test_report_has_exactly_the_spec_shape() -> None:
         "promises",
     }
     assert set(r["probes"]) == {"passed", "failed"}
-    assert set(r["excluded"]) == {"self_dealing", "disputed"}
+    assert set(r["excluded"]) == {"self_dealing", "disputed", "distrusted"}
     assert set(r["unscored"]) == {"DECLINED", "CAP_REACHED", "TERMINATED"}
     assert "ACCEPTED_AFTER_CORRECTIONS" in r["outcomes"]
     canonical_json(r)  # serialisable
@@ -259,7 +263,7 @@ def test_exclusions_honoured_and_counted() -> None:
         ),
     )
     r = report(ev)
-    assert r["excluded"] == {"self_dealing": 1, "disputed": 1}
+    assert r["excluded"] == {"self_dealing": 1, "disputed": 1, "distrusted": 0}
     assert r["reliability"]["observed"] == 2
     assert r["outcomes"]["ACCEPTED"] == 0 and r["outcomes"]["NO_RESPONSE"] == 0
     assert r["outcomes"]["FAILED_DISCOVERED"] == 1

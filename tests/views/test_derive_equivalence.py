@@ -22,8 +22,10 @@ from bureau.scoring.inputs import (
     Item,
     Probe,
     Promise,
+    ReporterUpdate,
     ValueJudgment,
 )
+from bureau.scoring.policy import KNOWN_POLICIES, Policy, policy_v2
 from bureau.views.derive import Deriver, reference_payloads
 from bureau.views.evidence import LedgerEvidence
 from reporters import wire
@@ -47,6 +49,14 @@ class Gen:
     enrolled: set[str] = field(default_factory=set)
     probe_only: list[tuple[str, str, str]] = field(default_factory=list)
     n: int = 0
+    epoch: int = 0
+    distrust: bool = False  # whether reporters are ever distrusted
+
+    def observed(self, seq: int) -> str:
+        """An observed_at near the entry's place in the ledger, sometimes backdated."""
+        back = self.rnd.choice([0, 0, 0, 40, 200])
+        return f"2026-12-01T{(seq - back) // 3600 % 24:02d}:{(seq - back) // 60 % 60:02d}:" \
+               f"{max(0, seq - back) % 60:02d}Z"
 
     def next(self) -> tuple[int, str]:
         self.seq += 1
@@ -60,6 +70,9 @@ class Gen:
         r = self.rnd
         roll = r.random()
         seq, eid = self.next()
+        if self.distrust and r.random() < 0.02:
+            return ReporterUpdate(seq, r.choice(self.reporters),
+                                  r.choice([None, self.observed(seq), self.observed(seq)]))
         if roll < 0.05:
             agent = r.choice(self.agents + self.evaluators)
             if agent in self.enrolled or r.random() < 0.7:
@@ -92,7 +105,8 @@ class Gen:
                      None if eng is None else Engagement(
                          eng, r.choice(["TIME_AND_MATERIALS", "FIXED_SCOPE"]), 10**8,
                          r.choice([0, 10**6, 5 * 10**7]), "USD", (("hour", 2),),
-                         r.choice([None, "COMPLETED", "CAP_REACHED", "TERMINATED"])))
+                         r.choice([None, "COMPLETED", "CAP_REACHED", "TERMINATED"])),
+                     self.epoch, self.observed(seq))
             self.facts.append(f)
             self.evidence_ids.append((eid, f))
             return f
@@ -104,7 +118,8 @@ class Gen:
                 rep, ia, subject = r.choice(self.reporters), self.ident("ia"), r.choice(
                     self.agents)
                 self.probe_only.append((rep, ia, subject))
-            p = Probe(seq, eid, rep, ia, subject, "k", r.random() < 0.6)
+            p = Probe(seq, eid, rep, ia, subject, "k", r.random() < 0.6, self.epoch,
+                      self.observed(seq))
             self.evidence_ids.append((eid, p))
             return p
         if roll < 0.85 and self.facts:
@@ -133,20 +148,22 @@ Batch = list[tuple[int, Item]]
 Targets = dict[str, tuple[int, Item | None]]
 
 
-def seals_of(seed: int) -> Iterator[tuple[int, Batch, Targets, LedgerEvidence, str]]:
+def seals_of(seed: int, *, distrust: bool = False,
+             ) -> Iterator[tuple[int, Batch, Targets, LedgerEvidence, str]]:
     """A random ledger cut at six seals: (epoch, the entries since the previous seal,
     what their exclusions name, the whole ledger so far, the head)."""
     rnd = random.Random(seed)
-    gen = Gen(rnd)
+    gen = Gen(rnd, distrust=distrust)
     ledger = LedgerEvidence()
     by_id: dict[str, tuple[int, Item]] = {}
     for epoch, upto in enumerate(sorted(rnd.sample(range(20, 400), 6))):
+        gen.epoch = epoch
         batch: Batch = []
         while gen.seq < upto:
             item = gen.item()
             if item is not None:
                 batch.append((gen.seq, item))
-                if not isinstance(item, Exclusion | AgentName):
+                if not isinstance(item, Exclusion | AgentName | ReporterUpdate):
                     by_id[item.entry_id] = (gen.seq, item)
         targets: Targets = {i.target: by_id.get(i.target, (0, None)) for _, i in batch
                             if isinstance(i, Exclusion)}
@@ -154,9 +171,12 @@ def seals_of(seed: int) -> Iterator[tuple[int, Batch, Targets, LedgerEvidence, s
         yield epoch, batch, targets, ledger, f"{gen.seq:064x}"
 
 
-def expected(ledger: LedgerEvidence, epoch: int, head: str) -> list[tuple[str, bytes]]:
+def expected(ledger: LedgerEvidence, epoch: int, head: str,
+             policy: Policy | None = None) -> list[tuple[str, bytes]]:
     seq = int(head, 16)
-    return [(a, wire.canonical_json(p)) for a, p in reference_payloads(ledger, epoch, seq, head)]
+    policy = policy or policy_v1()
+    return [(a, wire.canonical_json(p)) for a, p in reference_payloads(
+        ledger, epoch, seq, head, policy, policy_hash(KNOWN_POLICIES[policy.version]))]
 
 
 def assert_same(got: list[tuple[str, bytes]], want: list[tuple[str, bytes]],
@@ -166,20 +186,33 @@ def assert_same(got: list[tuple[str, bytes]], want: list[tuple[str, bytes]],
         assert g == w, f"{where}, agent {agent}"
 
 
+POLICIES = {"v1": policy_v1(), "v2": policy_v2()}
+
+
+def deriver_for(name: str) -> Deriver:
+    return Deriver(POLICIES[name], policy_hash(KNOWN_POLICIES[name]))
+
+
+@pytest.mark.parametrize("distrust", [False, True], ids=["trusted", "distrust"])
+@pytest.mark.parametrize("policy", ["v1", "v2"])
 @pytest.mark.parametrize("seed", range(40))
-def test_incremental_equals_reference_at_every_seal(seed: int) -> None:
+def test_incremental_equals_reference_at_every_seal(seed: int, policy: str,
+                                                    distrust: bool) -> None:
     """Seeds 0-39 cover every rule of SPEC §7, exclusions of every kind of entry (and of
-    entries that are no evidence), engagements whose probe came first, and evaluators
-    whose weight moves from one seal to the next."""
+    entries that are no evidence), engagements whose probe came first, evaluators
+    whose weight moves from one seal to the next, and (v2) verdicts of weight 0 that
+    pass resolution on, capped evaluators and provisional ones; with ``distrust``,
+    reporters distrusted, re-issued and trusted again between seals."""
     rnd = random.Random(-seed)
-    deriver = Deriver(policy_v1(), policy_hash())
-    for epoch, batch, targets, ledger, head in seals_of(seed):
+    deriver = deriver_for(policy)
+    for epoch, batch, targets, ledger, head in seals_of(seed, distrust=distrust):
         cut = rnd.randrange(len(batch) + 1)  # applied in two pieces, settled once
         deriver.apply(batch[:cut], targets)
         deriver.apply(batch[cut:], targets)
         deriver.settle()
         got = list(deriver.payloads(epoch, int(head, 16), head))
-        assert_same(got, expected(ledger, epoch, head), f"seed {seed}, epoch {epoch}")
+        assert_same(got, expected(ledger, epoch, head, POLICIES[policy]),
+                    f"seed {seed}, epoch {epoch}")
 
 
 def _subject_of(item: Item, targets: Targets) -> str | None:
@@ -188,27 +221,34 @@ def _subject_of(item: Item, targets: Targets) -> str | None:
     if isinstance(item, Exclusion):
         target = targets.get(item.target, (0, None))[1]
         return None if target is None else _subject_of(target, targets)
+    if isinstance(item, ReporterUpdate):
+        return None
     return item.agent if isinstance(item, AgentName) else item.subject
 
 
+@pytest.mark.parametrize("policy", ["v1", "v2"])
 @pytest.mark.parametrize("shards", [2, 3])
 @pytest.mark.parametrize("seed", range(20))
-def test_agents_split_over_shards_equal_reference(seed: int, shards: int) -> None:
+def test_agents_split_over_shards_equal_reference(seed: int, shards: int,
+                                                  policy: str) -> None:
     """The split that bureau.views.shards makes across processes, done in one: every
-    entry goes to the deriver of its subject's shard, each settles locally, one
-    EvaluatorBook sums the evaluators, and every shard takes the weights that moved."""
-    derivers = [Deriver(policy_v1(), policy_hash()) for _ in range(shards)]
-    book = EvaluatorBook(policy_v1())
-    for epoch, batch, targets, ledger, head in seals_of(seed):
+    entry goes to the deriver of its subject's shard (reporter updates to every
+    shard), each settles locally, one EvaluatorBook sums the evaluators, and every
+    shard takes the weights that moved."""
+    derivers = [deriver_for(policy) for _ in range(shards)]
+    book = EvaluatorBook(POLICIES[policy])
+    for epoch, batch, targets, ledger, head in seals_of(seed, distrust=seed % 2 == 1):
         for i, d in enumerate(derivers):
             d.apply([(seq, item) for seq, item in batch
-                     if zlib.crc32((_subject_of(item, targets) or "").encode()) % shards == i],
+                     if isinstance(item, ReporterUpdate) or zlib.crc32(
+                         (_subject_of(item, targets) or "").encode()) % shards == i],
                     targets)
         changed = book.update([(i, d.settle_local()) for i, d in enumerate(derivers)])
         for d in derivers:
             d.finish(changed)
         got = sorted(p for d in derivers for p in d.payloads(epoch, int(head, 16), head))
-        assert_same(got, expected(ledger, epoch, head), f"seed {seed}, epoch {epoch}")
+        assert_same(got, expected(ledger, epoch, head, POLICIES[policy]),
+                    f"seed {seed}, epoch {epoch}")
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -222,7 +262,8 @@ def test_fast_encoder_is_canonical_json(seed: int) -> None:
         if item is not None:
             items.append((gen.seq, item))
     ledger.add(items)
-    for _, payload in reference_payloads(ledger, 7, gen.seq, "ab" * 32):
+    for _, payload in reference_payloads(ledger, 7, gen.seq, "ab" * 32, policy_v1(),
+                                         policy_hash()):
         assert wire.canonical_json_fast(payload) == wire.canonical_json(payload)
     odd = {"a": [1e-7, 1e21, 0.5, 1.0, -0.0, 123456.75, 1e-4, 2.5e-5], "é": "ü\n\u2028",
            "z": None, "b": True}

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import asyncpg
 
+from bureau.scoring.inputs import ReporterUpdate
 from bureau.views.derive import reference_reports
 from bureau.views.evidence import decode_entry, read_items
 from bureau.views.rebuild import rebuild
@@ -143,9 +144,10 @@ async def test_read_items_gives_every_entry_decoded_and_shards_split_them(
         top = await conn.fetchval("SELECT seq FROM ledger_head")
         fast = [x async for chunk in read_items(conn, 0, top, chunk=7) for x in chunk]
         slow = []
-        for r in await conn.fetch("SELECT seq, id, kind, signer, entry FROM entries"
+        for r in await conn.fetch("SELECT seq, id, kind, signer, entry, epoch FROM entries"
                                   " ORDER BY seq"):
-            item = decode_entry(r["seq"], r["id"], r["kind"], r["signer"], r["entry"])
+            item = decode_entry(r["seq"], r["id"], r["kind"], r["signer"], r["entry"],
+                                r["epoch"])
             if item is not None:
                 slow.append((r["seq"], item))
         # Shards (bureau.views.shards) split the same items by the agent they are about.
@@ -154,10 +156,19 @@ async def test_read_items_gives_every_entry_decoded_and_shards_split_them(
     finally:
         await conn.close()
     assert fast == slow and len(fast) > 20
-    assert sorted((x for part in sharded for x in part), key=lambda x: x[0]) == fast
+    # Reporter updates (distrust) are the ledger's: every shard reads them all; the
+    # rest is split.
+    updates = [x for x in fast if isinstance(x[1], ReporterUpdate)]
+    assert updates and all(
+        [x for x in part if isinstance(x[1], ReporterUpdate)] == updates for part in sharded)
+    assert sorted((x for part in sharded for x in part
+                   if not isinstance(x[1], ReporterUpdate)), key=lambda x: x[0]) == [
+        x for x in fast if not isinstance(x[1], ReporterUpdate)]
     owners: dict[str, set[int]] = {}
     for i, part in enumerate(sharded):
         for _, item in part:
+            if isinstance(item, ReporterUpdate):
+                continue
             who = getattr(item, "subject", None) or getattr(item, "agent", None)
             if who is not None:
                 owners.setdefault(who, set()).add(i)
