@@ -133,8 +133,17 @@ def operations() -> dict[tuple[str, str], Json]:
             "operationId": "bureau", "summary": "The bureau's key, policy hash, epoch length",
             "security": public, "responses": {"200": _json("the bureau", "BureauInfo")}},
         ("GET", "/v1/policy"): {
-            "operationId": "policy", "summary": "The scoring policy, as canonical JSON bytes",
+            "operationId": "policy",
+            "summary": "The current epoch's scoring policy, as canonical JSON bytes",
             "security": public, "responses": {"200": _json("the policy", "Policy")}},
+        ("GET", "/v1/policies/{hash}"): {
+            "operationId": "policy_by_hash",
+            "summary": "Any policy the bureau knows, by its hash, byte for byte",
+            "security": public, "parameters": [
+                {"name": "hash", "in": "path", "required": True,
+                 "description": "BLAKE3 of the policy's canonical bytes, as reports name it",
+                 "schema": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}],
+            "responses": {"200": _json("the policy", "Policy"), **_errors(404, 422)}},
         ("GET", "/v1/agents/{agent}/entries"): _file_operation(
             "agent", "Every entry about the agent, and its refusals"),
         ("GET", "/v1/reporters/{reporter}/entries"): _file_operation(

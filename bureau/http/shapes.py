@@ -115,7 +115,8 @@ class BureauInfo(Shape):
     """The bureau's public key, its policy's hash, its epoch length (SPEC §9)."""
 
     key: KeyId
-    policy: EntryId = Field(description="BLAKE3 of the bytes GET /v1/policy serves")
+    policy: EntryId = Field(description="the current epoch's policy: BLAKE3 of the bytes "
+                                        "GET /v1/policy serves")
     epoch_seconds: int = Field(ge=1)
 
 

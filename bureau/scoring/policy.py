@@ -225,7 +225,7 @@ KNOWN_POLICIES: Final[Mapping[str, Mapping[str, Any]]] = MappingProxyType({
     "v2": POLICY_V2_DOCUMENT,
 })
 #: The policy a new ledger starts with when ``BUREAU_POLICY`` is unset (SPEC §10).
-DEFAULT_POLICY_NAME: Final = "v1"
+DEFAULT_POLICY_NAME: Final = "v2"
 
 
 @functools.cache

@@ -14,12 +14,14 @@ the seal benchmark does) is scored by :data:`~bureau.scoring.policy.DEFAULT_POLI
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import asyncpg
 
+from bureau.intake.ledger import epoch_of
 from bureau.kinds import GENESIS, POLICY
 from bureau.scoring.policy import (
     DEFAULT_POLICY_NAME,
@@ -85,3 +87,9 @@ async def policy_of_epoch(conn: asyncpg.Connection, epoch: int,
     and its hash. Admission only takes known policies, so the hash is always known."""
     digest = (await ledger_policies(conn)).policy_for(epoch, upto_seq)
     return policy_by_hash(digest)[0], digest
+
+
+async def current_policy(conn: asyncpg.Connection, now: dt.datetime, epoch_seconds: int) -> str:
+    """The hash of the policy that scores the epoch ``now`` falls in (``GET /v1/policy``,
+    ``/v1/bureau``): every entry so far counts."""
+    return (await ledger_policies(conn)).policy_for(epoch_of(now, epoch_seconds))

@@ -10,6 +10,7 @@ import pytest
 
 from bureau.scoring.policy import (
     POLICY_V1_DOCUMENT,
+    ConstantRater,
     Policy,
     policy_bytes,
     policy_document,
@@ -78,8 +79,9 @@ def test_constants_match_the_spec() -> None:
     assert (p.evaluators.prior_samples, p.evaluators.prior_weight) == (5, 0.25)
     assert p.evaluators.default_weight == 0.25
     assert p.evaluators.polarity_threshold == 0.5
-    assert p.evaluators.constant_rater.min_attestations == 10
-    assert p.evaluators.constant_rater.min_subjects == 3
+    cr = p.evaluators.constant_rater
+    assert isinstance(cr, ConstantRater)
+    assert (cr.min_attestations, cr.min_subjects) == (10, 3)
     assert (p.score.prior_observations, p.score.prior_value) == (2, 0.5)
     assert p.score.wilson_z == 1.96
     assert p.rounding.decimals == 6

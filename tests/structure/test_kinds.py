@@ -55,5 +55,5 @@ def test_every_admission_rule_belongs_to_a_submitted_kind() -> None:
 
 def test_the_views_read_exactly_the_kinds_with_a_decoder() -> None:
     assert set(kinds.EVIDENCE_KINDS) == {"fact", "probe", "attestation", "value-judgment",
-                                         "exclusion", "enrollment", "amendment"}
+                                         "exclusion", "enrollment", "amendment", "reporter"}
     assert kinds.SEAL_REQUEST.name == "seal-request" and kinds.SEAL_REQUEST.payload == "seal"

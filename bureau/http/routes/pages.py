@@ -9,9 +9,9 @@ from aiohttp import web
 
 from bureau.errors import BureauError, Code
 from bureau.http.errors import error_response
-from bureau.http.keys import CONFIG, POOL, SIGNING_KEY
+from bureau.http.keys import CONFIG, LEDGER, POOL, SIGNING_KEY
 from bureau.http.pages import agent_page, index_page, payload_of
-from bureau.scoring.policy import policy_hash
+from bureau.views.policies import current_policy
 from bureau.views.store import checkpoint_envelope, report_envelope
 from reporters import wire
 
@@ -31,7 +31,9 @@ async def index(request: web.Request) -> web.Response:
     """The bureau's key, policy and latest checkpoint."""
     async with request.app[POOL].acquire() as conn:
         cp = await checkpoint_envelope(conn, None)
-    return _html(index_page(wire.signing_key_id(request.app[SIGNING_KEY]), policy_hash(),
+        policy = await current_policy(conn, request.app[LEDGER].clock(),
+                                      request.app[CONFIG].epoch_seconds)
+    return _html(index_page(wire.signing_key_id(request.app[SIGNING_KEY]), policy,
                             request.app[CONFIG].epoch_seconds,
                             payload_of(cp) if cp is not None else None))
 

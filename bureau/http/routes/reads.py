@@ -1,6 +1,7 @@
 """Reads (SPEC §9): the bureau's public documents, and each party's own file.
 
-* ``GET /v1/bureau``, ``GET /v1/policy``, ``GET /openapi.json`` — public.
+* ``GET /v1/bureau``, ``GET /v1/policy``, ``GET /v1/policies/{hash}``,
+  ``GET /openapi.json`` — public.
 * ``GET /v1/agents/{agent}/entries`` — that agent, or an admin.
 * ``GET /v1/reporters/{reporter}/entries`` — that reporter, or an admin.
 * ``GET /v1/agents/{agent}/explain[?epoch=E]`` — that agent, or an admin.
@@ -24,10 +25,11 @@ from aiohttp import web
 from bureau.errors import BureauError, Code, pointer
 from bureau.http.auth import require_party
 from bureau.http.errors import error_response
-from bureau.http.keys import CONFIG, OPENAPI, POOL, SIGNING_KEY
-from bureau.scoring.policy import policy_bytes, policy_hash
+from bureau.http.keys import CONFIG, LEDGER, OPENAPI, POOL, SIGNING_KEY
+from bureau.scoring.policy import KNOWN_POLICIES, policy_bytes, policy_name_of
 from bureau.views import reads
 from bureau.views.explain import explain
+from bureau.views.policies import current_policy
 from reporters import wire
 
 routes = web.RouteTableDef()
@@ -136,20 +138,47 @@ def epoch_query(request: web.Request) -> int | None:
     return _param(request, "epoch", 0, 0, 10**18 - 1)
 
 
+async def _current_policy(app: web.Application) -> str:
+    async with app[POOL].acquire() as conn:
+        return await current_policy(conn, app[LEDGER].clock(), app[CONFIG].epoch_seconds)
+
+
+def _policy_document(digest: str) -> web.Response:
+    name = policy_name_of(digest)
+    if name is None:
+        raise BureauError(Code.NOT_FOUND, "", "no policy this bureau knows has that hash")
+    return web.Response(body=policy_bytes(KNOWN_POLICIES[name]),
+                        content_type="application/json")
+
+
 @routes.get("/v1/bureau")
 async def bureau_info(request: web.Request) -> web.Response:
-    """The bureau's signing key id, its policy hash, its epoch length."""
+    """The bureau's signing key id, the current epoch's policy hash, its epoch length."""
     return web.json_response({
         "key": wire.signing_key_id(request.app[SIGNING_KEY]),
-        "policy": policy_hash(),
+        "policy": await _current_policy(request.app),
         "epoch_seconds": request.app[CONFIG].epoch_seconds,
     })
 
 
 @routes.get("/v1/policy")
 async def policy(request: web.Request) -> web.Response:
-    """The scoring policy: exactly the bytes whose BLAKE3 is ``policy``."""
-    return web.Response(body=policy_bytes(), content_type="application/json")
+    """The current epoch's scoring policy: exactly the bytes whose BLAKE3 is
+    ``/v1/bureau``'s ``policy``."""
+    return _policy_document(await _current_policy(request.app))
+
+
+_DIGEST_RE = re.compile(r"^[0-9a-f]{64}$")
+
+
+@routes.get("/v1/policies/{hash}")
+async def policy_by_hash(request: web.Request) -> web.Response:
+    """Any policy this bureau knows, by the hash reports name it by, byte for byte."""
+    digest = request.match_info["hash"]
+    if not _DIGEST_RE.match(digest):
+        raise BureauError(Code.SCHEMA, pointer("hash"),
+                          "a policy hash is 64 lowercase hexadecimal digits")
+    return _policy_document(digest)
 
 
 @routes.get("/openapi.json")
