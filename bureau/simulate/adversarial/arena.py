@@ -12,13 +12,11 @@ score in a report is per subject.
 from __future__ import annotations
 
 import asyncio
-import base64
 import itertools
 import json
 import re
 import secrets
 import tempfile
-import time
 from collections.abc import AsyncIterator, Iterable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -29,6 +27,7 @@ import aiohttp
 import nacl.signing
 
 from bureau.simulate.driver import Target
+from bureau.simulate.epochs import seal_current
 from reporters import Admin, Agent, Reporter, verify_report, wire
 from reporters.models import AttestationOutcome, FactPayload
 
@@ -197,26 +196,8 @@ class Arena:
     async def seal(self, max_wait: float = 120.0) -> int:
         """Wait for the bureau's current epoch to end, have it sealed, and wait until its
         checkpoint (and so its reports) is out. Returns the epoch."""
-        seconds = int(self.bureau["epoch_seconds"])
-        now = time.time()
-        epoch = int(now // seconds)
-        await asyncio.sleep((epoch + 1) * seconds - now + 0.05)
-        deadline = time.monotonic() + max_wait
-        while time.monotonic() < deadline:
-            await self.admin.seal()
-            for _ in range(20):
-                if (await self._checkpoint_epoch() or -1) >= epoch:
-                    return epoch
-                await asyncio.sleep(0.1)
-        raise TimeoutError(f"epoch {epoch} was not sealed and reported in time")
-
-    async def _checkpoint_epoch(self) -> int | None:
-        async with self.http.get(self.target.url + "/v1/checkpoints/latest") as resp:
-            if resp.status != 200:
-                return None
-            envelope = json.loads(await resp.read())
-        epoch: int = json.loads(base64.b64decode(envelope["payload"]))["epoch"]
-        return epoch
+        return await seal_current(self.http, self.target.url, self.admin,
+                                  int(self.bureau["epoch_seconds"]), max_wait)
 
     async def report(self, party: Party, epoch: int | None = None) -> dict[str, Any]:
         """The party's signed report (the latest, or of ``epoch``), verified against the

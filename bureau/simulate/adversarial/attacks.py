@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from bureau.simulate.adversarial.arena import UNIT, Arena, Party
-from reporters import Reporter
+from reporters import Rejected, Reporter
 from reporters._internal.payloads import now_timestamp
 from reporters.models import AttestationOutcome
 
@@ -242,10 +242,18 @@ async def self_erasure(a: Arena) -> Staged:
     for subject in (control, target):
         critic = await a.enroll(f"critic-of-{subject.label}")
         await rate(a, [critic], subject, 9, "FAILED_DISCOVERED")
-        if subject is target:
-            await a.amend(target, operator=f"  {critic.operator.upper()}\u200b ")
-            await a.amend(target, anchor=f"www.{critic.anchor}")
-    return Staged(control, target)
+    await a.amend(target, operator=f"  {critic.operator.upper()}\u200b ")
+    await a.amend(target, anchor=f"www.{critic.anchor}")
+    # The bureau does see the two as linked now: a favourable verdict is refused.
+    [ia] = await a.calls(target, 1, caller=critic)
+    await a.settle()
+    try:
+        await a.attest(critic, target, ia, "ACCEPTED")
+    except Rejected as refused:
+        if refused.code == "SELF_DEALING":
+            return Staged(control, target)
+        raise
+    raise RuntimeError("the self-erasure amendments did not link the subject to its critic")
 
 
 async def distrusted_reporter(a: Arena, fabricated: int) -> Staged:

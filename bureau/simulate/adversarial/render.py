@@ -27,8 +27,10 @@ def _row(row: Row) -> str:
 
 def render_run(run: PolicyRun) -> str:
     held = sum(r.held for r in run.rows)
+    sealed = ("" if run.sealed_reports_unchanged
+              else "; A REPORT SEALED IN THE FIRST EPOCH CHANGED")
     lines = [f"policy {run.policy}: epochs {run.epochs[0]}..{run.epochs[1]}, "
-             f"{run.seconds:.0f} s; {held} of {len(run.rows)} goals held", _HEADER]
+             f"{run.seconds:.0f} s; {held} of {len(run.rows)} goals held{sealed}", _HEADER]
     lines += [_row(r) for r in run.rows]
     return "\n".join(lines)
 

@@ -45,6 +45,9 @@ class PolicyRun:
     rows: tuple[Row, ...]
     epochs: tuple[int, int]
     seconds: float
+    #: the reports sealed in the first epoch of the parties an attack acted on after it
+    #: (the distrust), read again after the second seal: byte for byte the same
+    sealed_reports_unchanged: bool = True
 
     def row(self, name: str) -> Row:
         return next(r for r in self.rows if r.attack.name == name)
@@ -77,16 +80,19 @@ async def play(target: Target, attacks: Sequence[Attack] = ATTACKS) -> PolicyRun
         await a.settle()
         first = await a.seal()
         interim = await _read(a, staged, attacks)
-        for s in staged:
-            if s.later is not None:
-                await s.later()
+        later = [s for s in staged if s.later is not None]
+        sealed = [await a.report(s.attacked, first) for s in later]
+        for s in later:
+            assert s.later is not None
+            await s.later()
         last = await a.seal()
         final = await _read(a, staged, attacks)
+        unchanged = sealed == [await a.report(s.attacked, first) for s in later]
     rows = tuple(
         Row(attack, base, hit, early_hit if s.later is not None else None)
         for attack, s, (base, hit), (_, early_hit)
         in zip(attacks, staged, final, interim, strict=True))
-    return PolicyRun(policy, rows, (first, last), time.monotonic() - started)
+    return PolicyRun(policy, rows, (first, last), time.monotonic() - started, unchanged)
 
 
 async def play_policies(policies: Sequence[str], epoch_seconds: int = 2,
