@@ -12,8 +12,14 @@ index rows and all — then measures, in this process:
    Seeding runs in child processes so that their memory is not counted.
 
     python bench/seal_bench.py [--entries 1000000] [--new 10000] [--agents 10000]
-        [--evaluators 2000] [--workers 2] [--report-workers N] [--check]
-        [--database-url URL]
+        [--evaluators 2000] [--workers 2] [--report-workers N] [--policy v1|v2]
+        [--switch-policy] [--check] [--database-url URL]
+
+``--policy`` is what the ledger's genesis entry names (default: the bureau's default);
+``--switch-policy`` adds an admin ``policy`` entry so that the second epoch is scored by
+the other policy, which the builder derives from entry 1 again.
+A tenth of the probes are recorded after the caller's attestation, so that under v2
+some evaluators are graded blind.
 
 ``--check`` re-derives the second epoch from cold and compares every report byte.
 """
@@ -43,6 +49,8 @@ from bureau import db
 from bureau.config import Config, default_report_workers
 from bureau.intake.ledger import GroupTx, Ledger, epoch_of, flush
 from bureau.intake.state import GroupState
+from bureau.kinds import GENESIS
+from bureau.scoring.policy import DEFAULT_POLICY_NAME, KNOWN_POLICIES, policy_hash
 from bureau.views.builder import ReportBuilder
 from bureau.views.settle import seal_elapsed
 from bureau.views.store import seals
@@ -117,11 +125,17 @@ def make_chunk(spec: tuple[int, int, str]) -> list[Row]:
         rows.append(("fact", env, w.rep_ids[r], subject, ck,
                      (w.rep_ids[r], ia, subject, w.eval_ids[e], None)))
         passed = rnd.random() < 0.7 if check is None else check == "PASS"
-        if rnd.random() < 0.15:
+        probed = rnd.random() < 0.15
+        probe_row: Row | None = None
+        if probed:
             probe = {"interaction": ia, "subject": subject, "probe": "kat-1",
                      "passed": passed, "observed_at": "2026-11-01T00:00:00Z"}
             env, ck = _signed(w.reporters[r], "probe", probe)
-            rows.append(("probe", env, w.rep_ids[r], subject, ck, (w.rep_ids[r], ia, subject)))
+            probe_row = ("probe", env, w.rep_ids[r], subject, ck, (w.rep_ids[r], ia, subject))
+            blind = rnd.random() < 0.1  # recorded after the attestation, if any
+            if not blind:
+                rows.append(probe_row)
+                probe_row = None
         if rnd.random() < 0.6:
             acc = w.accuracy[e]
             right = acc < 0 or rnd.random() < acc
@@ -134,6 +148,8 @@ def make_chunk(spec: tuple[int, int, str]) -> list[Row]:
             env, ck = _signed(w.evaluators[e], "attestation", att)
             rows.append(("attestation", env, w.eval_ids[e], subject, ck,
                          (w.rep_ids[r], ia, subject)))
+        if probe_row is not None:
+            rows.append(probe_row)
     return rows[:count]
 
 
@@ -182,6 +198,10 @@ async def write_rows(conn: asyncpg.Connection, rows: list[Row], at: dt.datetime)
                 kid, body = extra
                 w.reporters.append((kid, body["name"], body["operator"], body["roles"],
                                     parse_timestamp(body["issued_at"]), None, seq))
+            elif kind == "policy":
+                body = extra[0]
+                w.policies.append((seq, body["policy"], body["from_epoch"],
+                                   parse_timestamp(body["issued_at"])))
             elif kind == "enrollment":
                 body = extra[0]
                 w.agents.append((signer, body["name"], body["operator"], "domain",
@@ -189,13 +209,23 @@ async def write_rows(conn: asyncpg.Connection, rows: list[Row], at: dt.datetime)
         await flush(tx)
 
 
+async def write_genesis(conn: asyncpg.Connection, policy: str, at: dt.datetime) -> None:
+    """Entry 1: the ledger's settings, as the bureau writes them (bureau.intake.genesis)."""
+    async with conn.transaction():
+        tx = GroupTx(conn, GroupState(frozenset()), 0, wire.ZERO_ID, at, EPOCH_SECONDS)
+        tx.append(GENESIS.name, body={"policy": policy_hash(KNOWN_POLICIES[policy]),
+                                      "epoch_seconds": EPOCH_SECONDS, "origin": "seal-bench"})
+        await flush(tx)
+
+
 async def seed(url: str, total: int, agents: int, evaluators: int, workers: int,
-               tag: str, at: dt.datetime, with_parties: bool) -> None:
+               tag: str, at: dt.datetime, with_parties: bool, policy: str) -> None:
     conn = await asyncpg.connect(url)
     try:
         if with_parties:
+            await write_genesis(conn, policy, at)
             await write_rows(conn, parties(agents, evaluators, key("admin", 0)), at)
-            total -= REPORTERS + agents + evaluators
+            total -= 1 + REPORTERS + agents + evaluators
         specs = [(i, min(CHUNK, total - i * CHUNK), tag) for i in range(-(-total // CHUNK))]
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(workers, initializer=_init, initargs=(agents, evaluators)) as pool:
@@ -279,16 +309,29 @@ async def check(url: str, builder: ReportBuilder) -> None:
 async def measure(url: str, args: argparse.Namespace) -> None:
     signing = key("bureau", 0)
     builder = ReportBuilder(signing, workers=args.report_workers, dsn=url)
-    print(f"report workers: {args.report_workers}")
+    print(f"report workers: {args.report_workers}; policy {args.policy}")
     e0 = epoch_of(T0, EPOCH_SECONDS)
     print(f"1. first seal of {args.entries:,} entries and every report (cold)")
     t_seal, t1, n1 = await seal_and_build(
         url, builder, T0 + dt.timedelta(seconds=EPOCH_SECONDS + 1))
     print(f"   seal {t_seal:.2f} s; seal + {n1:,} reports {t1:.2f} s   (target <= 30 s)")
     print(f"   peak RSS so far {rss_mib():.0f} MiB")
+    if args.switch_policy:
+        other = "v1" if args.policy == "v2" else "v2"
+        body = {"policy": policy_hash(KNOWN_POLICIES[other]), "from_epoch": e0 + 1,
+                "issued_at": "2026-11-01T06:00:01Z"}
+        admin = key("admin", 0)
+        env, ck = _signed(admin, "policy", body)
+        conn = await asyncpg.connect(url)
+        try:
+            await write_rows(conn, [("policy", env, wire.signing_key_id(admin), None, ck,
+                                     (body,))], T0 + dt.timedelta(seconds=EPOCH_SECONDS + 1))
+        finally:
+            await conn.close()
+        print(f"   a policy entry: epoch {e0 + 1} on is scored by {other}")
     print(f"2. {args.new:,} new entries in epoch {e0 + 1}, seeded")
     seed_in_child(url, args.new, args.agents, args.evaluators, args.workers, "new",
-                  T0 + dt.timedelta(seconds=EPOCH_SECONDS + 2), False)
+                  T0 + dt.timedelta(seconds=EPOCH_SECONDS + 2), False, args.policy)
     t_seal, t2, n2 = await seal_and_build(
         url, builder, T0 + dt.timedelta(seconds=2 * EPOCH_SECONDS + 1))
     print(f"   seal {t_seal:.2f} s; seal + {n2:,} reports {t2:.2f} s   (target <= 2 s)")
@@ -310,6 +353,11 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--report-workers", type=int, default=default_report_workers(),
                         help="processes deriving and signing reports (as serve's flag)")
+    parser.add_argument("--policy", choices=sorted(KNOWN_POLICIES), default=DEFAULT_POLICY_NAME,
+                        help="the policy the ledger's genesis entry names")
+    parser.add_argument("--switch-policy", action="store_true",
+                        help="the second epoch is scored by the other policy (a cold "
+                        "derivation: what a policy change costs)")
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--database-url", default=os.environ.get("BUREAU_DATABASE_URL"))
     args = parser.parse_args()
@@ -338,7 +386,7 @@ def main() -> None:
         print(f"seeding {args.entries:,} entries ({args.agents:,} agents, "
               f"{args.evaluators:,} evaluators, {args.workers} workers)")
         seed_in_child(url, args.entries, args.agents, args.evaluators, args.workers, "s",
-                      T0 + dt.timedelta(seconds=1), True)
+                      T0 + dt.timedelta(seconds=1), True, args.policy)
         print(f"  seeded in {time.perf_counter() - start:.0f} s")
         asyncio.run(measure(url, args))
         if server is not None:

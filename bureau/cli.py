@@ -218,7 +218,13 @@ def render_report(envelope: bytes) -> str:
     else:
         lines.append(f"score      {s['value']:.6f}  (95% interval {s['low']:.6f} .. "
                      f"{s['high']:.6f}; weight {s['weight']} over {s['interactions']} "
-                     f"interactions; {pct(p['value_judgment_share'])} from value judgments)")
+                     "interactions)")
+        lines.append(f"weight     {pct(p['ground_truth_share'])} from ground truth, "
+                     f"{pct(p['value_judgment_share'])} from value judgments, "
+                     f"{pct(p['provisional_share'])} from provisional evaluators")
+    first = p["first_seen_epoch"]
+    lines.append("first seen " + ("never (no fact or probe about it)" if first is None
+                                  else f"epoch {first}"))
     r = p["reliability"]
     lines += [f"outcomes   {counts(p['outcomes'])}",
               f"unscored   {counts(p['unscored'])}",
@@ -229,7 +235,12 @@ def render_report(envelope: bytes) -> str:
         lines.append(f"promise    {promise}: kept {kb['kept']}, broken {kb['broken']}")
     lines += [f"probes     passed {p['probes']['passed']}, failed {p['probes']['failed']}",
               f"excluded   self-dealing {p['excluded']['self_dealing']}, disputed "
-              f"{p['excluded']['disputed']}"]
+              f"{p['excluded']['disputed']}, distrusted {p['excluded']['distrusted']}"]
+    for row in p["reporters"]:
+        mean = "n/a" if row["mean_value"] is None else f"{row['mean_value']:.3f}"
+        lines.append(f"reporter   {row['reporter'] or '(the others)'}: "
+                     f"{row['interactions']} interactions, {row['scored']} scored by it, "
+                     f"mean {mean}")
     return "\n".join(lines)
 
 

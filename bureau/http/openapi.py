@@ -38,7 +38,8 @@ Json = dict[str, Any]
 
 _WIRE_MODELS: tuple[type[BaseModel], ...] = (
     shapes.Envelope, shapes.Error, shapes.IntakeResult, shapes.BatchAccepted,
-    shapes.BatchRejected, shapes.EntriesPage, shapes.BureauInfo, shapes.Status, Policy)
+    shapes.BatchRejected, shapes.EntriesPage, shapes.BureauInfo, shapes.Status,
+    shapes.EvaluatorRecord, Policy)
 
 
 def component_schemas() -> Json:
@@ -185,6 +186,16 @@ def operations() -> dict[tuple[str, str], Json]:
             "responses": {"200": {"description": "the explanation", "content": {
                 "application/json": {"schema": {"type": "object"}}}},
                 **_errors(401, 403, 404, 422, 503)}},
+        ("GET", "/v1/agents/{agent}/evaluator"): {
+            "operationId": "agent_evaluator",
+            "summary": "The agent's record as an evaluator, as of a sealed epoch",
+            "description": "RFC 9421 signed by the agent, or by an admin key. Weight, "
+                           "provisional, constant rater, verdicts given and ignored; never "
+                           "the sample size, TPR or TNR.",
+            "security": [{"httpSignature": []}],
+            "parameters": [_key_param("agent"), _epoch_param()],
+            "responses": {"200": _json("the record", "EvaluatorRecord"),
+                          **_errors(401, 403, 404, 422, 503)}},
         ("GET", "/"): {
             "operationId": "index", "summary": "The bureau's front page (HTML)",
             "security": public, "responses": {"200": _html_response("the front page")}},

@@ -89,6 +89,21 @@ def _score_block(score: dict[str, Any] | None) -> str:
             f"{score['weight']:.2f}.</p>")
 
 
+def _evidence_words(report: dict[str, Any]) -> str:
+    """Where the weight came from and how long the bureau has watched, in plain words."""
+    first = report.get("first_seen_epoch")
+    watched = ("The bureau has not yet seen this agent at work: no reporter has recorded "
+               "a call to it." if first is None else
+               f"The bureau first saw this agent at work in epoch {_e(first)}"
+               + (" (this epoch)." if first == report.get("epoch") else "."))
+    return (f"<p>{_pct(report.get('ground_truth_share'))} of this score's weight comes "
+            "from checks the bureau's reporters made themselves (probes with known answers "
+            "and deliverable checks); "
+            f"{_pct(report.get('value_judgment_share'))} from buyers' value judgments; "
+            f"{_pct(report.get('provisional_share'))} from callers the bureau has not yet "
+            f"measured.</p><p>{watched}</p>")
+
+
 def _reliability(rel: dict[str, Any]) -> str:
     lat = rel.get("latency_ms") or {}
     rows = [("Interactions observed", rel.get("observed")),
@@ -132,14 +147,15 @@ def agent_page(report: dict[str, Any], envelope: bytes, bureau_key: str, base_ur
 <p><code>{_e(agent)}</code></p>
 <section aria-labelledby="score-h"><h2 id="score-h">Score</h2>
 {_score_block(report.get("score"))}
-<p>Share of weight from value judgments: {_pct(report.get("value_judgment_share"))}.</p>
+{_evidence_words(report)}
 </section>
 <section aria-labelledby="outcomes-h"><h2 id="outcomes-h">Outcomes</h2>
 {outcome_chart(report.get("outcomes") or {})}
 <p>Probes: {probes.get("passed", 0)} passed, {probes.get("failed", 0)} failed.
 Unscored: {_e(", ".join(f"{k} {v}" for k, v in unscored.items()) or "none")}.
 Excluded evidence: {excluded.get("self_dealing", 0)} self-dealing,
-{excluded.get("disputed", 0)} after disputes.</p>
+{excluded.get("disputed", 0)} after disputes, {excluded.get("distrusted", 0)} from reporters
+the bureau no longer trusts.</p>
 </section>
 <section aria-labelledby="rel-h"><h2 id="rel-h">Reliability</h2>
 {_reliability(report.get("reliability") or {})}

@@ -120,5 +120,27 @@ class BureauInfo(Shape):
     epoch_seconds: int = Field(ge=1)
 
 
+class LedgerPoint(Shape):
+    seq: int = Field(ge=0)
+    head: EntryId
+
+
+class EvaluatorRecord(Shape):
+    """An agent's record as an evaluator as of one sealed epoch (SPEC §9): what its
+    verdicts weigh, never what would tell it which of its calls were covert probes."""
+
+    agent: KeyId
+    epoch: int = Field(ge=0)
+    ledger: LedgerPoint
+    policy: EntryId = Field(description="the policy that scored the epoch")
+    weight: float = Field(ge=0, description="w_e: what one of its verdicts weighs")
+    provisional: bool = Field(description="fewer blind-graded verdicts than the policy's "
+                                          "N_cal: its verdicts share a capped weight")
+    constant_rater: bool = Field(description="its ratings carry no information: weight 0")
+    verdicts_given: int = Field(ge=0, description="attestations and value judgments")
+    verdicts_ignored: int = Field(ge=0, description="later verdicts refused as "
+                                                    "DUPLICATE_VERDICT")
+
+
 class Status(Shape):
     status: str

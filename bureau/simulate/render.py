@@ -79,8 +79,10 @@ def render(result: Result) -> str:
     lines.append("")
     lines.append(f"{'agent':<12} {'kind':<9} {'score':>6} {'interval':>15} {'weight':>7}  outcomes")
     def rank(row: AgentRow) -> float:
+        # by score.low, as anything that ranks agents does (SPEC §8): an agent known
+        # from little evidence never outranks a long good record
         score = (row.report or {}).get("score")
-        return -score["value"] if score else 1.0
+        return -score["low"] if score else 1.0
 
     ranked = sorted(result.agents, key=rank)
     for row in ranked:

@@ -77,6 +77,7 @@ from bureau.views.parts import (
     Chain,
     Cluster,
     ClusterKey,
+    Decisions,
     Evidential,
     fixed_of,
     seal_part,
@@ -242,8 +243,9 @@ class Deriver:
         for agent in self._dirty_agents:
             self._restatic(agent)
         self._dirty_agents.clear()
+        decisions = Decisions(self.policy, self.weights)
         for agent in rescore:
-            self._rescore(agent)
+            self.agents[agent].rescore(self.policy, decisions)
 
     def _resolve(self, agent: str, ckeys: set[ClusterKey]) -> None:
         """Re-resolve some of an agent's clusters with one call into the library (its
@@ -342,9 +344,6 @@ class Deriver:
 
     def _restatic(self, agent: str) -> None:
         self.agents[agent].restatic(agent, self.policy, self.policy_hash, self.excluded)
-
-    def _rescore(self, agent: str) -> None:
-        self.agents[agent].rescore(self.policy, self.weights)
 
     # ----------------------------------------------------------------- output
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from bureau.scoring.evaluators import Weighing, default_weighing
@@ -150,7 +151,7 @@ class AgentState:
     __slots__ = ("answered", "chains", "clusters", "codes", "distrusted", "enrolled",
                  "epochs", "excluded", "fixed", "latencies", "name", "observed",
                  "probe_counts", "promises", "rep_units", "rep_values", "score_bytes",
-                 "static_bytes", "truth", "wf_ok", "wf_seen")
+                 "score_values", "static_bytes", "truth", "wf_ok", "wf_seen")
 
     def __init__(self) -> None:
         self.clusters: dict[ClusterKey, Cluster] = {}
@@ -177,6 +178,7 @@ class AgentState:
         self.chains: Counter[Chain] = Counter()
         self.static_bytes: tuple[bytes, ...] = ()
         self.score_bytes: dict[str, bytes] = {}
+        self.score_values: dict[str, Any] = {}  # what some score parts were encoded from
 
     # ----------------------------------------------------------------- counting
 
@@ -263,9 +265,11 @@ class AgentState:
         assert all(p[:2] == b'%d"' % i for i, p in enumerate(parts[1:]))
         self.static_bytes = (parts[0], *(p[2:] for p in parts[1:]))
 
-    def rescore(self, policy: Policy, weights: dict[str, Weighing]) -> None:
+    def rescore(self, policy: Policy, decisions: Decisions) -> None:
         """Re-decide the chains and re-sum the score with the evaluators' current
-        weighings; re-encode every part that follows them."""
+        weighings; re-encode every part that follows them (a part whose value did not
+        change keeps its bytes: most seals re-score every agent, and most of an agent's
+        parts stay as they were)."""
         terms: list[Term] = [(w, v, rule, n, None, False)
                              for (w, v, rule), n in self.fixed.items() if n]
         outcomes = dict.fromkeys(policy.scored_codes, 0)
@@ -278,35 +282,19 @@ class AgentState:
         for (reporter, value), n in self.rep_values.items():
             if n:
                 values.setdefault(reporter, []).append((value, n))
-        default = default_weighing(policy)
-
-        def weighing(evaluator: str) -> Weighing:
-            return weights.get(evaluator, default)
-
         for chain, n in self.chains.items():
             if not n:
                 continue
-            verdicts, rest = chain
-            index, weight, decided, _, passed = decide(verdicts, weighing, policy)
-            for code in passed:
+            listed, unlisted, term, rep_value = decisions.of(chain)
+            if listed is not None:
+                outcomes[listed] += n
+            for code in unlisted:
                 unscored[code] = unscored.get(code, 0) + n
-            if index >= 0:
-                code, rule, evaluator, _, _ = verdicts[index]
-                if decided is None:
-                    unscored[code] = unscored.get(code, 0) + n
-                    continue
-                table = outcomes if weight > 0 else unscored
-                table[code] = table.get(code, 0) + n
-                terms.append((weight, decided, rule, n, evaluator, weighing(evaluator)[3]))
-                continue
-            code_r, scored_r, w_r, v_r, rule_r, reporter = rest
-            if code_r is not None:
-                table = outcomes if scored_r and w_r > 0 else unscored
-                table[code_r] = table.get(code_r, 0) + n
-            if scored_r:
-                terms.append((w_r, v_r, rule_r, n, None, False))
-                if rule_r in REPORTER_RULES:
-                    values.setdefault(reporter, []).append((v_r, n))
+            if term is not None:
+                w, v, rule, evaluator, provisional = term
+                terms.append((w, v, rule, n, evaluator, provisional))
+            if rep_value is not None:
+                values.setdefault(rep_value[0], []).append((rep_value[1], n))
         result = score_terms(terms, policy)
         score, number, rnd = result.score, wire.canonical_number, policy.round
         if score is None:
@@ -319,15 +307,26 @@ class AgentState:
                 number(score["high"]), score["interactions"], number(score["low"]),
                 number(score["value"]), number(score["weight"]))
         tally = {r: (n, values.get(r, [])) for r, n in self.rep_units.items() if n}
+        last = self.score_bytes
         self.score_bytes = {
             "ground_truth_share": number(rnd(result.ground_truth_share)),
-            "outcomes": wire.canonical_json_plain(outcomes),
+            "outcomes": self._encoded("outcomes", outcomes, last, wire.canonical_json_plain),
             "provisional_share": number(rnd(result.provisional_share)),
-            "reporters": wire.canonical_json_fast(rows_of(tally, policy)),
+            "reporters": self._encoded("reporters", tally, last,
+                                       lambda t: wire.canonical_json_fast(rows_of(t, policy))),
             "score": score_bytes,
-            "unscored": wire.canonical_json_plain(unscored),
+            "unscored": self._encoded("unscored", unscored, last, wire.canonical_json_plain),
             "value_judgment_share": number(rnd(result.value_judgment_share)),
         }
+
+    def _encoded(self, key: str, value: Any, last: dict[str, bytes],
+                 encode: Callable[[Any], bytes]) -> bytes:
+        """``encode(value)``, or the bytes of the last rescore when ``value`` is the same
+        (compared as values: cheaper than encoding them again)."""
+        if self.score_values.get(key) == value and key in last:
+            return last[key]
+        self.score_values[key] = value
+        return encode(value)
 
     def payload(self, seal_parts: dict[str, bytes]) -> bytes:
         """The canonical payload bytes, given the epoch's (epoch, ledger) bytes."""
@@ -337,6 +336,51 @@ class AgentState:
             out.append(seal_parts[key] if key in seal_parts else score[key])
             out.append(static[i + 1])
         return b"".join(out)
+
+
+#: What a chain comes to (see :class:`Decisions`): the code it adds to ``outcomes``, the
+#: codes it adds to ``unscored``, its score term (weight, value, rule, evaluator,
+#: provisional) and its (reporter, value) for the ``reporters`` rows.
+Decided = tuple["str | None", tuple[str, ...],
+                "tuple[float, float, int, str | None, bool] | None",
+                "tuple[str, float] | None"]
+
+
+class Decisions:
+    """What each chain comes to under the evaluators' weighings of one seal, worked out
+    once for every agent that holds it (chains name no subject, so agents share them)."""
+
+    def __init__(self, policy: Policy, weights: dict[str, Weighing]) -> None:
+        self.policy = policy
+        self.weights = weights
+        self.default = default_weighing(policy)
+        self._cache: dict[Chain, Decided] = {}
+
+    def weighing(self, evaluator: str) -> Weighing:
+        return self.weights.get(evaluator, self.default)
+
+    def of(self, chain: Chain) -> Decided:
+        got = self._cache.get(chain)
+        if got is None:
+            got = self._cache[chain] = self._decide(chain)
+        return got
+
+    def _decide(self, chain: Chain) -> Decided:
+        verdicts, rest = chain
+        index, weight, value, _, passed = decide(verdicts, self.weighing, self.policy)
+        if index >= 0:
+            code, rule, evaluator, _, _ = verdicts[index]
+            if value is None:  # an unscored code (DECLINED): it decides, unscored
+                return None, (*passed, code), None, None
+            term = (weight, value, rule, evaluator, self.weighing(evaluator)[3])
+            # a verdict of weight 0 that still decides (v1) is listed under unscored
+            return (code, passed, term, None) if weight > 0 else (
+                None, (*passed, code), term, None)
+        rest_code, scored, w, v, rest_rule, reporter = rest
+        listed = rest_code if rest_code is not None and scored and w > 0 else None
+        unlisted = passed if rest_code is None or listed is not None else (*passed, rest_code)
+        return (listed, unlisted, (w, v, rest_rule, None, False) if scored else None,
+                (reporter, v) if scored and rest_rule in REPORTER_RULES else None)
 
 
 def seal_part(epoch: int, seq: int, head: str) -> dict[str, bytes]:

@@ -20,7 +20,7 @@ from bureau.intake import genesis
 from bureau.intake.genesis import StartRefused
 from bureau.intake.ledger import GroupTx, flush
 from bureau.intake.state import GroupState
-from bureau.scoring.policy import policy_hash
+from bureau.scoring.policy import DEFAULT_POLICY_NAME, KNOWN_POLICIES, policy_hash
 from bureau.verify import BadEntry, verify_database
 from reporters import wire
 from reporters.tlog.checkpoint import default_origin
@@ -44,7 +44,8 @@ async def test_entry_one_is_the_genesis_entry(bureau: BureauUnderTest) -> None:
     kind, entry = await _entry_one(bureau.database_url)
     assert kind == "genesis" and entry["prev"] == wire.ZERO_ID
     assert entry["body"] == {
-        "policy": policy_hash(), "epoch_seconds": bureau.config.epoch_seconds,
+        "policy": policy_hash(KNOWN_POLICIES["v2"]),  # the default (SPEC §10)
+        "epoch_seconds": bureau.config.epoch_seconds,
         "origin": default_origin(bytes(bureau.signing_key.verify_key))}
     rep = await bureau.reporter()
     assert rep is not None  # the first submission is entry 2
@@ -105,7 +106,8 @@ def test_a_new_ledger_takes_the_configured_settings() -> None:
     key = wire.generate_key()
     config = dataclasses.replace(Config(), epoch_seconds=60, origin=None)
     settings = genesis.requested(config, key.verify_key)
-    assert settings == genesis.LedgerSettings(policy_hash(), 60,
+    assert DEFAULT_POLICY_NAME == "v2"
+    assert settings == genesis.LedgerSettings(policy_hash(KNOWN_POLICIES["v2"]), 60,
                                               default_origin(bytes(key.verify_key)))
     with pytest.raises(StartRefused, match="not a log origin"):
         genesis.requested(dataclasses.replace(config, origin="has space"), key.verify_key)

@@ -21,6 +21,8 @@ def report(**over: Any) -> dict[str, Any]:
                         "promises": {"p95-under-2s": {"kept": 8, "broken": 1}}},
         "probes": {"passed": 2, "failed": 1}, "excluded": {"self_dealing": 1, "disputed": 0},
         "unscored": {"DECLINED": 2, "CAP_REACHED": 0, "TERMINATED": 0},
+        "first_seen_epoch": 3, "ground_truth_share": 0.615385, "provisional_share": 0.153846,
+        "reporters": [],
     }
     base.update(over)
     return base
@@ -35,6 +37,17 @@ def test_agent_page_shows_score_interval_chart_and_how_to_verify() -> None:
     assert "ed25519:" + "B" * 43 in page and "VerifyKey" in page
     assert "p95-under-2s" in page and "88.9%" in page
     assert '<meta name="viewport"' in page and "<script" not in page
+
+
+def test_the_page_says_where_the_weight_came_from_and_since_when() -> None:
+    page = agent_page(report(), b"{}", "k", "http://x")
+    assert "61.5% of this score's weight comes from checks the bureau's reporters made" in page
+    assert "15.4% from callers the bureau has not yet measured" in page
+    assert "first saw this agent at work in epoch 3." in page
+    never = agent_page(report(first_seen_epoch=None), b"{}", "k", "http://x")
+    assert "has not yet seen this agent at work" in never
+    now = agent_page(report(first_seen_epoch=7), b"{}", "k", "http://x")
+    assert "in epoch 7 (this epoch)." in now
 
 
 def test_ledger_text_is_escaped() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bureau.http.shapes import BureauInfo
-from bureau.scoring.policy import policy_bytes, policy_hash
+from bureau.scoring.policy import KNOWN_POLICIES, policy_bytes, policy_hash
 from reporters import wire
 from tests.support import BureauUnderTest, kid
 
@@ -13,7 +13,8 @@ async def test_bureau_names_its_key_policy_and_epoch(bureau: BureauUnderTest) ->
         assert resp.status == 200
         body = await resp.json()
     BureauInfo.model_validate(body)
-    assert body == {"key": kid(bureau.signing_key), "policy": policy_hash(),
+    assert body == {"key": kid(bureau.signing_key),
+                    "policy": policy_hash(KNOWN_POLICIES["v2"]),  # a new ledger's default
                     "epoch_seconds": bureau.config.epoch_seconds}
 
 
@@ -24,5 +25,5 @@ async def test_policy_is_the_bytes_its_hash_names(bureau: BureauUnderTest) -> No
         raw = await resp.read()
     async with bureau.session.get(bureau.url + "/v1/bureau") as resp:
         info = await resp.json()
-    assert raw == policy_bytes()
+    assert raw == policy_bytes(KNOWN_POLICIES["v2"])
     assert wire.blake3_hex(raw) == info["policy"]

@@ -237,6 +237,50 @@ def panel(manner: str) -> Callable[[World], None]:
     return build
 
 
+# --------------------------------------------------------------------------- honest world
+
+
+@dataclass(frozen=True)
+class Population:
+    """What an honest population's reports say under one policy."""
+
+    honest: list[dict[str, Any]]  # the honest agents' scores
+    bluffers: list[dict[str, Any]]
+    evaluator_share: float  # mean share of an agent's Σw that came from evaluators
+    weights: list[float]  # every evaluator's w_e
+    provisional: int  # how many evaluators are provisional
+
+
+def honest_population(policy: Policy, seed: int = 1) -> Population:
+    """6 honest agents (right 90 % of the time) and 6 bluffers (right 40 %, always claiming
+    success); 8 fair callers make 600 calls, attesting each truthfully; the gateway
+    checks a third of the calls, and a prober covers 15 % of them after the caller has
+    attested (blind ground truth)."""
+    import random
+
+    rnd = random.Random(seed)
+    w = World()
+    honest_ids = [f"ed25519:honest-{i}" for i in range(6)]
+    bluffer_ids = [f"ed25519:bluffer-{i}" for i in range(6)]
+    callers = evaluators("fair", 8)
+    for _ in range(600):
+        agent = rnd.choice(honest_ids + bluffer_ids)
+        good = rnd.random() < (0.9 if agent in honest_ids else 0.4)
+        caller = rnd.choice(callers)
+        checked = rnd.random() < 1 / 3
+        f = w.call(agent, caller, check=("PASS" if good else "FAIL") if checked else None)
+        w.attest(caller, f, "ACCEPTED" if good else "FAILED_DISCOVERED")
+        if rnd.random() < 0.15:
+            w.probe(f, good)
+    table = evaluator_table(w.evidence(), policy)
+    reports = {a: report(w, a, policy) for a in honest_ids + bluffer_ids}
+    shares = [1 - r["ground_truth_share"] for r in reports.values() if r["score"]]
+    return Population([reports[a]["score"] for a in honest_ids],
+                      [reports[a]["score"] for a in bluffer_ids],
+                      sum(shares) / len(shares), [table[c].weight for c in callers],
+                      sum(table[c].provisional for c in callers))
+
+
 # --------------------------------------------------------------------------- the table
 
 
@@ -326,6 +370,22 @@ def table() -> str:
         gaps.append((f"{r['harsh']:.3f} / {r['fair']:.3f} / {r['generous']:.3f}", gap))
     lines.append(f"| recentring: harsh / fair / generous panels | — | {gaps[0][0]} "
                  f"| {gaps[1][0]} | ±0.04 | {'yes' if gaps[1][1] <= 0.04 else 'NO'} |")
+    lines.append("")
+    lines.append("| honest population | v1 | v2 |")
+    lines.append("|---|---|---|")
+    pops = [honest_population(p) for p in (v1, v2)]
+    lines.append("| lowest honest / highest bluffer score | " + " | ".join(
+        f"{min(s['value'] for s in p.honest):.3f} / {max(s['value'] for s in p.bluffers):.3f}"
+        for p in pops) + " |")
+    lines.append("| lowest honest / highest bluffer score.low | " + " | ".join(
+        f"{min(s['low'] for s in p.honest):.3f} / {max(s['low'] for s in p.bluffers):.3f}"
+        for p in pops) + " |")
+    lines.append("| evaluators' w_e (min–max) | " + " | ".join(
+        f"{min(p.weights):.3f}–{max(p.weights):.3f}" for p in pops) + " |")
+    lines.append("| evaluators provisional | " + " | ".join(
+        f"{p.provisional} of {len(p.weights)}" for p in pops) + " |")
+    lines.append("| mean share of an agent's weight from evaluators | " + " | ".join(
+        f"{p.evaluator_share:.1%}" for p in pops) + " |")
     return "\n".join(lines)
 
 

@@ -12,6 +12,7 @@ from tests.scoring.attacks import (
     bluffer,
     fabricated_failures,
     honest,
+    honest_population,
     recentred,
     run,
     sybil_ring,
@@ -82,3 +83,12 @@ def test_harsh_and_generous_raters_end_within_004_of_a_fair_one() -> None:
     assert abs(r["generous"] - r["fair"]) <= 0.04
     r1 = recentred(policy_v1())  # one offset over-corrects: the harsh gap was 0.046
     assert abs(r1["harsh"] - r1["fair"]) > 0.04
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_an_honest_population_still_ranks_honest_above_bluffers(seed: int) -> None:
+    pop = honest_population(policy_v2(), seed)
+    assert min(s["value"] for s in pop.honest) > max(s["value"] for s in pop.bluffers)
+    assert min(s["low"] for s in pop.honest) > max(s["low"] for s in pop.bluffers)
+    # honest callers keep weight, one voice per agent: each still counts for something
+    assert all(w > 0.25 for w in pop.weights) and pop.evaluator_share > 0.05

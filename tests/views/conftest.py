@@ -15,3 +15,11 @@ from tests.views.support import EPOCH_SECONDS
 async def bureau(database_url: str, tmp_path: Path) -> AsyncIterator[BureauUnderTest]:
     async with start_bureau(database_url, tmp_path, epoch_seconds=EPOCH_SECONDS) as b:
         yield b
+
+
+@pytest.fixture
+async def v1_bureau(database_url: str, tmp_path: Path) -> AsyncIterator[BureauUnderTest]:
+    """The same, on a ledger created under scoring policy v1 (tests of v1's numbers)."""
+    async with start_bureau(database_url, tmp_path, epoch_seconds=EPOCH_SECONDS,
+                            policy="v1") as b:
+        yield b

@@ -291,3 +291,27 @@ def test_report_parts_take_the_slow_encoder_when_they_must() -> None:
     [(_, want)] = expected(ledger, 3, head)
     assert got == want
     assert b'"answer_rate":0.00005' in got
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_policy_change_between_seals_starts_the_deriver_again(seed: int) -> None:
+    """What the report builder does when the next epoch has another policy (SPEC §7.1):
+    a new deriver, bound to that policy, fed every entry from the first — then it goes
+    on incrementally. Every seal equals the reference under its own policy."""
+    rnd = random.Random(seed)
+    names = [rnd.choice(["v1", "v2"]) for _ in range(6)]
+    deriver: Deriver | None = None
+    seen: Batch = []
+    all_targets: Targets = {}
+    for epoch, batch, targets, ledger, head in seals_of(seed, distrust=True):
+        all_targets.update(targets)
+        name = names[epoch]
+        if deriver is None or deriver.policy is not POLICIES[name]:
+            deriver = deriver_for(name)
+            deriver.apply(seen, all_targets)
+        seen += batch
+        deriver.apply(batch, targets)
+        deriver.settle()
+        got = list(deriver.payloads(epoch, int(head, 16), head))
+        assert_same(got, expected(ledger, epoch, head, POLICIES[name]),
+                    f"seed {seed}, epoch {epoch} ({name})")

@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import nacl.signing
+
 from reporters import wire
 from reporters.httpsig import sign_request_headers
 from tests.support import BureauUnderTest, kid
 from tests.views.support import World, bureau_key, get, next_epoch, open_envelope
 
 
-async def _explain(b: BureauUnderTest, reader: wire.nacl.signing.SigningKey | None,
+async def _explain(b: BureauUnderTest, reader: nacl.signing.SigningKey | None,
                    agent: str, query: str = "") -> tuple[int, Any]:
     path = f"/v1/agents/{agent}/explain{query}"
     headers = {} if reader is None else sign_request_headers(

@@ -5,12 +5,9 @@ and report workers come out identical; the policy routes follow the current epoc
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import asyncpg
 import nacl.signing
-import pytest
 
 from bureau.scoring.policy import KNOWN_POLICIES, policy_bytes, policy_hash, policy_named
 from bureau.views.builder import ReportBuilder
@@ -19,17 +16,10 @@ from bureau.views.evidence import load_evidence
 from bureau.views.rebuild import rebuild
 from bureau.views.store import seals
 from reporters import wire
-from tests.support import BureauUnderTest, issued, kid, start_bureau
+from tests.support import BureauUnderTest, issued, kid
 from tests.views.support import EPOCH_SECONDS, World, get, next_epoch
 
 V1, V2 = policy_hash(KNOWN_POLICIES["v1"]), policy_hash(KNOWN_POLICIES["v2"])
-
-
-@pytest.fixture
-async def v1_bureau(database_url: str, tmp_path: Path) -> AsyncIterator[BureauUnderTest]:
-    async with start_bureau(database_url, tmp_path, epoch_seconds=EPOCH_SECONDS,
-                            policy="v1") as b:
-        yield b
 
 
 async def _sybils(w: World, subject: nacl.signing.SigningKey, n: int) -> None:

@@ -128,6 +128,8 @@ async def test_rebuild_and_report_commands(bureau: BureauUnderTest, tmp_path: Pa
     payload = json.loads(wire.b64decode_canonical(json.loads(body)["payload"]))
     assert f"{payload['score']['value']:.6f}" in done.stdout
     assert "alpha" in done.stdout and "probes     passed 0, failed 1" in done.stdout
+    assert f"first seen epoch {payload['first_seen_epoch']}" in done.stdout
+    assert "from ground truth" in done.stdout and "distrusted 0" in done.stdout
 
     other = subprocess.run([sys.executable, "-m", "bureau.cli", "rebuild"],
                            env={**env, "BUREAU_SIGNING_KEY": str(tmp_path / "none.key")},

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from tests.support import BureauUnderTest, kid
 from tests.views.support import World, bureau_key, get, next_epoch, open_envelope
@@ -45,7 +46,12 @@ W1 = (4 * (4 / 5 + 2 / 3 - 1) + 5 * 0.25) / (4 + 5)
 W2, OFFSET2 = (1 * 0 + 5 * 0.25) / (1 + 5), 1 * 1.0 / (1 + 5)
 
 
-async def test_reports_match_scores_computed_by_hand(bureau: BureauUnderTest) -> None:
+Reports = tuple[dict[str, Any], ...]
+
+
+async def _scenario(bureau: BureauUnderTest) -> Reports:
+    """The scenario of the module docstring; A's and B's reports at both epochs, and B's
+    first report read again after the second epoch."""
     w = await World.make(bureau)
     a, b = await w.agent("alpha"), await w.agent("beta")
     e1, e2 = await w.agent("evaluator one"), await w.agent("evaluator two")
@@ -64,6 +70,22 @@ async def test_reports_match_scores_computed_by_hand(bureau: BureauUnderTest) ->
     key = await bureau_key(bureau)
     ra = open_envelope((await get(bureau, f"/v1/agents/{kid(a)}/report"))[1], key)
     rb = open_envelope((await get(bureau, f"/v1/agents/{kid(b)}/report"))[1], key)
+
+    await w.attest(e2, await w.fact(a, e2, check="FAIL"), a, "ACCEPTED")
+    await w.attest(e2, await w.fact(b, e2), b, "ACCEPTED_AFTER_CORRECTIONS", corrections=2)
+    assert await next_epoch(bureau)
+
+    ra2 = open_envelope((await get(bureau, f"/v1/agents/{kid(a)}/report"))[1], key)
+    rb2 = open_envelope((await get(bureau, f"/v1/agents/{kid(b)}/report"))[1], key)
+    assert ra2["epoch"] == ra["epoch"] + 1
+    status, again = await get(bureau, f"/v1/agents/{kid(b)}/report?epoch={rb['epoch']}")
+    assert status == 200
+    return ra, rb, ra2, rb2, open_envelope(again, key)
+
+
+async def test_reports_match_scores_computed_by_hand(v1_bureau: BureauUnderTest) -> None:
+    """Under policy v1 (SPEC §7)."""
+    ra, rb, ra2, rb2, rb_again = await _scenario(v1_bureau)
     assert ra["score"] == by_hand([(1, 1)] * 3 + [(1, 0)])
     assert ra["score"] == {"value": 0.666667, "low": 0.245115, "high": 0.924919,
                            "weight": 4, "interactions": 4}
@@ -76,14 +98,9 @@ async def test_reports_match_scores_computed_by_hand(bureau: BureauUnderTest) ->
     assert rb["reliability"]["observed"] == 5
     assert rb["reliability"]["answer_rate"] == round(4 / 5, 6)
     assert rb["name"] == "beta" and rb["value_judgment_share"] == 0
+    assert rb["provisional_share"] == 0  # nobody is provisional under v1
+    assert rb["ground_truth_share"] == round(2 / 3.596296, 6)
 
-    await w.attest(e2, await w.fact(a, e2, check="FAIL"), a, "ACCEPTED")
-    await w.attest(e2, await w.fact(b, e2), b, "ACCEPTED_AFTER_CORRECTIONS", corrections=2)
-    assert await next_epoch(bureau)
-
-    ra2 = open_envelope((await get(bureau, f"/v1/agents/{kid(a)}/report"))[1], key)
-    rb2 = open_envelope((await get(bureau, f"/v1/agents/{kid(b)}/report"))[1], key)
-    assert ra2["epoch"] == ra["epoch"] + 1
     assert ra2["score"] == by_hand([(1, 1)] * 3 + [(1, 0)] * 2)
     assert ra2["score"] == {"value": 0.571429, "low": 0.212721, "high": 0.868066,
                             "weight": 5, "interactions": 5}
@@ -93,8 +110,25 @@ async def test_reports_match_scores_computed_by_hand(bureau: BureauUnderTest) ->
                             "weight": 3.762963, "interactions": 6}
 
     # The first epoch's reports are still there, unchanged.
-    status, again = await get(bureau, f"/v1/agents/{kid(b)}/report?epoch={rb['epoch']}")
-    assert status == 200 and open_envelope(again, key) == rb
+    assert rb_again == rb
+
+
+async def test_reports_match_scores_computed_by_hand_under_v2(
+        bureau: BureauUnderTest) -> None:
+    """The same scenario under policy v2 (SPEC §7.1): checks grade nobody, so E1 and E2
+    stay provisional at the prior 0.25 with no recentring; E2's two verdicts on B count
+    as one (K = 1): 0.125 each; the provisional total, 0.5, is under C_prov = 1."""
+    ra, rb, ra2, rb2, rb_again = await _scenario(bureau)
+    assert ra["score"] == by_hand([(1, 1)] * 3 + [(1, 0)])
+    assert ra["ground_truth_share"] == 1 and ra["provisional_share"] == 0
+    assert rb["score"] == by_hand([(1, 1), (1, 0.05), (1, 1), (0.25, 1.0), (0.25, 0.15)])
+    assert rb["provisional_share"] == round(0.5 / 3.5, 6)
+    assert rb["ground_truth_share"] == round(2 / 3.5, 6)
+    assert ra2["score"] == by_hand([(1, 1)] * 3 + [(1, 0)] * 2)
+    assert rb2["score"] == by_hand([(1, 1), (1, 0.05), (1, 1), (0.25, 1.0),
+                                    (0.125, 0.15), (0.125, 0.70)])
+    assert rb2["unscored"]["DECLINED"] == 1
+    assert rb_again == rb
 
 
 async def test_reports_name_no_caller_and_no_evaluator(bureau: BureauUnderTest) -> None:

@@ -5,6 +5,7 @@
 * ``GET /v1/agents/{agent}/entries`` — that agent, or an admin.
 * ``GET /v1/reporters/{reporter}/entries`` — that reporter, or an admin.
 * ``GET /v1/agents/{agent}/explain[?epoch=E]`` — that agent, or an admin.
+* ``GET /v1/agents/{agent}/evaluator[?epoch=E]`` — that agent, or an admin.
 
 Authenticated reads check, in this order: the signature (401), the reader (403), the
 key in the path (404 when it is not a key id; only an admin gets that far with one),
@@ -15,9 +16,9 @@ describes the shapes.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import asyncpg
 from aiohttp import web
@@ -28,6 +29,7 @@ from bureau.http.errors import error_response
 from bureau.http.keys import CONFIG, LEDGER, OPENAPI, POOL, SIGNING_KEY
 from bureau.scoring.policy import KNOWN_POLICIES, policy_bytes, policy_name_of
 from bureau.views import reads
+from bureau.views.evaluator import evaluator_record
 from bureau.views.explain import explain
 from bureau.views.policies import current_policy
 from reporters import wire
@@ -114,19 +116,41 @@ async def reporter_entries(request: web.Request) -> web.Response:
     return await _file(request, "reporter", reads.reporter_page)
 
 
-@routes.get("/v1/agents/{agent}/explain")
-async def agent_explain(request: web.Request) -> web.Response:
-    """How the agent's score was made (that agent or an admin)."""
+#: (connection, agent, epoch or None) -> the body, or None when there is nothing to show
+EpochRead = Callable[[asyncpg.Connection, str, "int | None"], Awaitable["dict[str, Any] | None"]]
+
+
+async def _agent_epoch_read(request: web.Request, compute: EpochRead,
+                            missing: str) -> web.Response:
+    """An agent's own read of something as of a sealed epoch (``?epoch=E``)."""
     agent = await _party(request, "agent")
     try:
         epoch = epoch_query(request)
     except BureauError as err:
         return error_response(err)
     async with request.app[POOL].acquire() as conn:
-        body = await explain(conn, agent, epoch)
+        body = await compute(conn, agent, epoch)
     if body is None:
-        return error_response(BureauError(Code.NOT_FOUND, "", "no report to explain"))
+        return error_response(BureauError(Code.NOT_FOUND, "", missing))
     return web.json_response(body, headers=_PRIVATE)
+
+
+@routes.get("/v1/agents/{agent}/explain")
+async def agent_explain(request: web.Request) -> web.Response:
+    """How the agent's score was made (that agent or an admin)."""
+    return await _agent_epoch_read(request, explain, "no report to explain")
+
+
+@routes.get("/v1/agents/{agent}/evaluator")
+async def agent_evaluator(request: web.Request) -> web.Response:
+    """The agent's record as an evaluator as of a sealed epoch (that agent or an admin)."""
+    epoch_seconds = request.app[CONFIG].epoch_seconds
+
+    async def compute(conn: asyncpg.Connection, agent: str,
+                      epoch: int | None) -> dict[str, Any] | None:
+        return await evaluator_record(conn, agent, epoch, epoch_seconds)
+
+    return await _agent_epoch_read(request, compute, "no such sealed epoch")
 
 
 def epoch_query(request: web.Request) -> int | None:
@@ -175,10 +199,14 @@ _DIGEST_RE = re.compile(r"^[0-9a-f]{64}$")
 async def policy_by_hash(request: web.Request) -> web.Response:
     """Any policy this bureau knows, by the hash reports name it by, byte for byte."""
     digest = request.match_info["hash"]
-    if not _DIGEST_RE.match(digest):
-        raise BureauError(Code.SCHEMA, pointer("hash"),
-                          "a policy hash is 64 lowercase hexadecimal digits")
-    return _policy_document(digest)
+    try:
+        if not _DIGEST_RE.match(digest):
+            raise BureauError(Code.SCHEMA, pointer("hash"),
+                              "a policy hash is 64 lowercase hexadecimal digits")
+        return _policy_document(digest)
+    except BureauError as err:
+        # Answered here, not raised: a bad read is not a refused envelope.
+        return error_response(err)
 
 
 @routes.get("/openapi.json")
