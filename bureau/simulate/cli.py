@@ -53,12 +53,13 @@ def _policies(args: argparse.Namespace) -> list[str]:
 async def _adversarial(args: argparse.Namespace) -> int:
     from bureau.simulate.adversarial import play, play_policies, render_runs
 
+    policies = _policies(args)
     if args.url:
         home = Path(os.environ.get("BUREAU_HOME", ".bureau"))
         admin = load_key(args.admin_key or home / "admin.key")
         runs = [await play(Target(args.url.rstrip("/"), admin))]
     else:
-        runs = await play_policies(_policies(args), args.epoch_seconds)
+        runs = await play_policies(policies, args.epoch_seconds)
     print(render_runs(runs))
     # The goals are set for the default policy; other policies are shown beside it.
     judged = [r for r in runs if r.policy == DEFAULT_POLICY_NAME] or runs
