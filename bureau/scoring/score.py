@@ -14,7 +14,7 @@ depend only on counts and exact sums.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import chain, repeat
 from typing import Any
@@ -85,26 +85,37 @@ def settle(terms: list[Term], policy: Policy) -> list[Term]:
             for w, v, rule, n, e, prov in capped]
 
 
-def _share(terms: list[Term], which: Callable[[Term], bool]) -> float:
-    return math.fsum(chain.from_iterable(repeat(t[0], t[3]) for t in terms if which(t)))
-
-
 def score_terms(terms: Iterable[Term], policy: Policy) -> Score:
     """The score of an agent whose scored units gave ``terms`` (before settling)."""
     terms = settle([t for t in terms if t[3]], policy)
     if not terms:
         return Score(None, NO_SCORED_EVIDENCE, 0.0)
-    total_w = math.fsum(chain.from_iterable(repeat(w, n) for w, _, _, n, _, _ in terms))
+    # One pass: every weight and weighted value, repeated as many times as units share
+    # it, and the weights by where they came from (fsum is exact: order and grouping do
+    # not change a sum).
+    weights: list[float] = []
+    weighted: list[float] = []
+    by_vj: list[float] = []
+    by_truth: list[float] = []
+    by_provisional: list[float] = []
+    for w, v, rule, n, _, provisional in terms:
+        ws = [w] * n
+        weights += ws
+        weighted += [w * v] * n
+        if rule == 4:
+            by_vj += ws
+        elif rule == 1:
+            by_truth += ws
+        if provisional:
+            by_provisional += ws
+    total_w = math.fsum(weights)
     if total_w <= 0:
         return Score(None, NO_WEIGHTED_EVIDENCE, 0.0)
     rules, rnd = policy.score, policy.round
-    weighted = math.fsum(chain.from_iterable(repeat(w * v, n) for w, v, _, n, _, _ in terms))
     k = rules.prior_observations
-    p = (weighted + k * rules.prior_value) / (total_w + k)
+    p = (math.fsum(weighted) + k * rules.prior_value) / (total_w + k)
     low, high = wilson_interval(p, total_w, rules.wilson_z)
     score = {"value": rnd(p), "low": rnd(low), "high": rnd(high), "weight": rnd(total_w),
              "interactions": sum(t[3] for t in terms)}
-    return Score(score, None,
-                 _share(terms, lambda t: t[2] == 4) / total_w,
-                 _share(terms, lambda t: t[2] == 1) / total_w,
-                 _share(terms, lambda t: t[5]) / total_w)
+    return Score(score, None, math.fsum(by_vj) / total_w, math.fsum(by_truth) / total_w,
+                 math.fsum(by_provisional) / total_w)

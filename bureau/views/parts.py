@@ -148,7 +148,7 @@ class Cluster:
 class AgentState:
     """What the deriver knows of one agent, and its report in pieces."""
 
-    __slots__ = ("answered", "chains", "clusters", "codes", "distrusted", "enrolled",
+    __slots__ = ("answered", "base", "chains", "clusters", "codes", "distrusted", "enrolled",
                  "epochs", "excluded", "fixed", "latencies", "name", "observed",
                  "probe_counts", "promises", "rep_units", "rep_values", "score_bytes",
                  "score_values", "static_bytes", "truth", "wf_ok", "wf_seen")
@@ -179,11 +179,14 @@ class AgentState:
         self.static_bytes: tuple[bytes, ...] = ()
         self.score_bytes: dict[str, bytes] = {}
         self.score_values: dict[str, Any] = {}  # what some score parts were encoded from
+        #: what rescore starts from, made from the counters when they last changed
+        self.base: _Base | None = None
 
     # ----------------------------------------------------------------- counting
 
     def count(self, cl: Cluster, sign: int) -> None:
         """Add (``sign`` 1) or take out (-1) one cluster's counted contribution."""
+        self.base = None
         for fixed in cl.fixed:
             self._count_fixed(fixed, sign)
         for chain in cl.chains:
@@ -265,11 +268,12 @@ class AgentState:
         assert all(p[:2] == b'%d"' % i for i, p in enumerate(parts[1:]))
         self.static_bytes = (parts[0], *(p[2:] for p in parts[1:]))
 
-    def rescore(self, policy: Policy, decisions: Decisions) -> None:
-        """Re-decide the chains and re-sum the score with the evaluators' current
-        weighings; re-encode every part that follows them (a part whose value did not
-        change keeps its bytes: most seals re-score every agent, and most of an agent's
-        parts stay as they were)."""
+    def _base(self, policy: Policy) -> _Base:
+        """What the counters give before any chain is decided: the terms of Fixed
+        resolutions, the outcome tallies, the reporters' tallies and their rows' bytes.
+        Made again only after the counters change (most re-scores follow weights)."""
+        if self.base is not None:
+            return self.base
         terms: list[Term] = [(w, v, rule, n, None, False)
                              for (w, v, rule), n in self.fixed.items() if n]
         outcomes = dict.fromkeys(policy.scored_codes, 0)
@@ -282,6 +286,20 @@ class AgentState:
         for (reporter, value), n in self.rep_values.items():
             if n:
                 values.setdefault(reporter, []).append((value, n))
+        tally = {r: (n, values.get(r, [])) for r, n in self.rep_units.items() if n}
+        self.base = _Base(terms, outcomes, unscored, tally,
+                          wire.canonical_json_fast(rows_of(tally, policy)))
+        return self.base
+
+    def rescore(self, policy: Policy, decisions: Decisions) -> None:
+        """Re-decide the chains and re-sum the score with the evaluators' current
+        weighings; re-encode every part that follows them (a part whose value did not
+        change keeps its bytes: most seals re-score every agent, and most of an agent's
+        parts stay as they were)."""
+        base = self._base(policy)
+        terms = list(base.terms)
+        outcomes, unscored = dict(base.outcomes), dict(base.unscored)
+        extra: list[tuple[str, float, int]] = []  # (reporter, value, n) from chains
         for chain, n in self.chains.items():
             if not n:
                 continue
@@ -294,7 +312,7 @@ class AgentState:
                 w, v, rule, evaluator, provisional = term
                 terms.append((w, v, rule, n, evaluator, provisional))
             if rep_value is not None:
-                values.setdefault(rep_value[0], []).append((rep_value[1], n))
+                extra.append((rep_value[0], rep_value[1], n))
         result = score_terms(terms, policy)
         score, number, rnd = result.score, wire.canonical_number, policy.round
         if score is None:
@@ -306,14 +324,19 @@ class AgentState:
             score_bytes = b'{"high":%s,"interactions":%d,"low":%s,"value":%s,"weight":%s}' % (
                 number(score["high"]), score["interactions"], number(score["low"]),
                 number(score["value"]), number(score["weight"]))
-        tally = {r: (n, values.get(r, [])) for r, n in self.rep_units.items() if n}
+        if extra:
+            tally = {r: (n, list(vs)) for r, (n, vs) in base.tally.items()}
+            for reporter, value, n in extra:
+                tally[reporter][1].append((value, n))
+            reporters = wire.canonical_json_fast(rows_of(tally, policy))
+        else:
+            reporters = base.reporters
         last = self.score_bytes
         self.score_bytes = {
             "ground_truth_share": number(rnd(result.ground_truth_share)),
             "outcomes": self._encoded("outcomes", outcomes, last, wire.canonical_json_plain),
             "provisional_share": number(rnd(result.provisional_share)),
-            "reporters": self._encoded("reporters", tally, last,
-                                       lambda t: wire.canonical_json_fast(rows_of(t, policy))),
+            "reporters": reporters,
             "score": score_bytes,
             "unscored": self._encoded("unscored", unscored, last, wire.canonical_json_plain),
             "value_judgment_share": number(rnd(result.value_judgment_share)),
@@ -336,6 +359,22 @@ class AgentState:
             out.append(seal_parts[key] if key in seal_parts else score[key])
             out.append(static[i + 1])
         return b"".join(out)
+
+
+class _Base:
+    """What :meth:`AgentState._base` makes: the parts of a re-score that do not follow
+    evaluator weights."""
+
+    __slots__ = ("outcomes", "reporters", "tally", "terms", "unscored")
+
+    def __init__(self, terms: list[Term], outcomes: dict[str, int], unscored: dict[str, int],
+                 tally: dict[str, tuple[int, list[tuple[float, int]]]], reporters: bytes,
+                 ) -> None:
+        self.terms = terms
+        self.outcomes = outcomes
+        self.unscored = unscored
+        self.tally = tally
+        self.reporters = reporters
 
 
 #: What a chain comes to (see :class:`Decisions`): the code it adds to ``outcomes``, the
