@@ -101,8 +101,9 @@ class StateKeys:
 SubjectOf = Callable[[Payload, str], "str | None"]
 #: (payload, signer, keys): add what judging the payload will ask about
 NeedsOf = Callable[[Payload, str, StateKeys], None]
-#: payload -> (reporter, ref): the fact or engagement a verdict is about
-VerdictOf = Callable[[Payload], tuple[str, str]]
+#: payload -> (reporter, ref, verdict): the fact or engagement a verdict is about, and
+#: what it says (an attestation's outcome, a value judgment's judgment)
+VerdictOf = Callable[[Payload], tuple[str, str, str]]
 #: (payload, signer, the agent's record so far) -> its record afterwards
 AgentOf = Callable[[Payload, str, "AgentRecord | None"], AgentRecord]
 #: (seq, entry id, signer, decoded payload or bureau body, the entry's epoch) -> what
@@ -204,14 +205,14 @@ def _policy_needs(p: Payload, signer: str, keys: StateKeys) -> None:
 # --------------------------------------------------------------------------- verdicts
 
 
-def _attestation_ref(p: Payload) -> tuple[str, str]:
+def _attestation_ref(p: Payload) -> tuple[str, str, str]:
     a = cast(AttestationPayload, p)
-    return a.reporter, a.interaction
+    return a.reporter, a.interaction, a.outcome
 
 
-def _value_judgment_ref(p: Payload) -> tuple[str, str]:
+def _value_judgment_ref(p: Payload) -> tuple[str, str, str]:
     v = cast(ValueJudgmentPayload, p)
-    return v.reporter, v.engagement
+    return v.reporter, v.engagement, v.judgment
 
 
 # --------------------------------------------------------------------------- agents

@@ -13,7 +13,16 @@ import functools
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+import idna
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 _IDENT = r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$"
 _KEY_ID = r"^ed25519:[A-Za-z0-9_-]{43}$"
@@ -44,6 +53,63 @@ def parse_timestamp(text: str) -> dt.datetime:
     Cached: a gateway's facts of one second (or millisecond) share their timestamp, and
     intake parses each twice (the schema, then the clock check under the ledger lock)."""
     return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+# --------------------------------------------------------------------------- anchors
+#
+# The forms an anchor may take (SPEC §3), checked here so that the client refuses what
+# the bureau refuses. The bureau compares anchors (bureau.intake.links) in the ASCII
+# form that :func:`domain_to_ascii` gives, so a value that has no such form is refused
+# at decode instead of being compared by some weaker rule later.
+
+#: an e-mail anchor: at most this many characters in all
+MAX_EMAIL = 254
+#: a domain anchor (and an ASCII domain name): at most this many characters, not
+#: counting one trailing dot
+MAX_DOMAIN = 253
+#: the local part of an e-mail anchor: printable ASCII without space or "@"
+_LOCAL_PART_RE = re.compile(r"[\x21-\x3f\x41-\x7e]+")
+#: one label of an ASCII host name: letters, digits, hyphens, not at either end
+_LDH_LABEL_RE = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
+
+
+def domain_to_ascii(value: str) -> str:
+    """The ASCII host name (lowercase A-labels, without the trailing dot) that IDNA
+    maps ``value`` to: UTS 46 non-transitional processing with CheckHyphens, CheckBidi,
+    CheckJoiners and UseSTD3ASCIIRules (``idna``), at most 253 characters.
+    ``ValueError`` when it has none, whatever the reason."""
+    if len(value.removesuffix(".")) > MAX_DOMAIN:
+        raise ValueError(f"a domain name is at most {MAX_DOMAIN} characters")
+    try:
+        # idna.encode applies UTS 46 mapping, then IDNA 2008 validity per label: the
+        # hyphen rules, the Bidi rule, the joiner contexts and the STD3 ASCII rules.
+        ascii_name = idna.encode(value, uts46=True, std3_rules=True,
+                                 transitional=False).decode("ascii")
+    except (UnicodeError, ValueError):  # idna.IDNAError and its kin are UnicodeErrors
+        raise ValueError("not a domain name that IDNA (UTS 46) maps to a host name") from None
+    ascii_name = ascii_name.removesuffix(".")
+    labels = ascii_name.split(".")
+    if len(ascii_name) > MAX_DOMAIN or not all(_LDH_LABEL_RE.fullmatch(x) for x in labels):
+        raise ValueError("not a host name of letters, digits and hyphens in dot-separated "
+                         f"labels of at most 63 characters, {MAX_DOMAIN} in all")
+    return ascii_name
+
+
+def check_anchor(kind: str, value: str) -> None:
+    """``ValueError`` unless ``value`` is an anchor of this ``kind``: ``email`` is
+    ``local@domain``, at most 254 characters, the local part printable ASCII without
+    spaces or ``@``; ``domain`` is a host name (or an internationalised name that IDNA
+    maps to one), at most 253 characters and one optional trailing dot."""
+    if kind == "domain":
+        domain_to_ascii(value)
+        return
+    local, at, domain = value.rpartition("@")
+    if not at or len(value) > MAX_EMAIL:
+        raise ValueError(f"an e-mail anchor is local@domain, at most {MAX_EMAIL} characters")
+    if not _LOCAL_PART_RE.fullmatch(local):
+        raise ValueError("the local part of an e-mail anchor is printable ASCII without "
+                         "spaces or '@'")
+    domain_to_ascii(domain)
 
 
 Identifier = Annotated[str, Field(pattern=_IDENT)]
@@ -134,14 +200,22 @@ class ProbePayload(Payload):
 
 
 class Anchor(Payload):
-    kind: Literal["email", "domain"]
-    value: Annotated[str, Field(min_length=3, max_length=254, pattern=r"^[^\s@]+(@[^\s@]+)?$")]
+    """Where the agent can be reached outside the bureau. An e-mail: local@domain, at
+    most 254 characters, the local part printable ASCII without spaces or "@". A domain:
+    letters, digits and hyphens in dot-separated labels, or an internationalised name
+    that IDNA (UTS 46) maps to such a name; at most 253 characters and one optional
+    trailing dot. (The domain part of an e-mail follows the domain rule.)"""
 
-    @model_validator(mode="after")
-    def _shape(self) -> Anchor:
-        if (self.kind == "email") != ("@" in self.value):
-            raise ValueError("an email anchor has one '@'; a domain anchor has none")
-        return self
+    kind: Literal["email", "domain"]
+    value: Annotated[str, Field(min_length=1, max_length=MAX_EMAIL)]
+
+    @field_validator("value")
+    @classmethod
+    def _form(cls, value: str, info: ValidationInfo) -> str:
+        kind = info.data.get("kind")  # absent when ``kind`` itself was refused
+        if kind is not None:
+            check_anchor(kind, value)
+        return value
 
 
 class PromiseDeclared(Payload):

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import cast
 
+from bureau.intake.links import is_favourable
 from bureau.intake.records import EntryRecord, FactRecord, ReporterRecord, VerdictRecord
 from bureau.intake.state import GroupState, engagement_fact_of
 from bureau.intake.writes import Writes
@@ -96,15 +97,17 @@ def _agents(st: GroupState, w: Writes, kind: Kind, payload: Payload, signer: str
 def _verdicts(st: GroupState, w: Writes, kind: Kind, payload: Payload, signer: str,
               key: str, subject: str | None, entry_id: str, seq: int) -> None:
     assert kind.verdict is not None and subject is not None
-    reporter, ref = kind.verdict(payload)
+    reporter, ref, said = kind.verdict(payload)
     st.verdicts[(kind.name, signer, reporter, ref)] = key
-    verdict = VerdictRecord(entry_id, kind.name, signer, subject)
+    favourable = is_favourable(kind.name, said)
+    verdict = VerdictRecord(entry_id, kind.name, signer, subject, favourable)
     for who in (signer, subject):
         involving = st.involving.get(who)
         if involving is not None:  # loaded: an enrollment or amendment of the group asks
             involving.append(verdict)
     st.excluded[entry_id] = False
-    w.verdicts.append((seq, entry_id, kind.name, signer, reporter, ref, subject, key))
+    w.verdicts.append((seq, entry_id, kind.name, signer, reporter, ref, subject, key,
+                       favourable))
 
 
 def _disputes(st: GroupState, w: Writes, kind: Kind, payload: Payload, signer: str,

@@ -60,6 +60,8 @@ class VerdictRecord:
     kind: str  # "attestation" | "value-judgment"
     evaluator: str
     subject: str
+    #: favourable to its subject (SPEC §5): only such a verdict can be self-dealing
+    favourable: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +95,10 @@ class AdmissionState(Protocol):
     def verdict(self, kind: str, evaluator: str, reporter: str, ref: str) -> str | None:
         """Content key of the evaluator's existing verdict, if any."""
         ...
-    def verdicts_involving(self, agent: str) -> Iterable[VerdictRecord]: ...
+    def verdicts_involving(self, agent: str) -> Iterable[VerdictRecord]:
+        """Every verdict the agent gave or was given that may be self-dealing: the
+        favourable ones (others may be left out)."""
+        ...
     def entry(self, entry_id: str) -> EntryRecord | None: ...
     def dispute_target(self, dispute_id: str) -> str | None: ...
     def is_resolved(self, dispute_id: str) -> bool: ...

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from typing import TypeVar, cast
 
 from bureau.errors import BureauError, Code
+from bureau.intake import links
+from bureau.intake.links import AnchorKind, is_favourable
 from bureau.intake.records import (
     ADMIT,
     AdmissionState,
@@ -66,21 +68,15 @@ def rule(model: type[P]) -> Callable[[Rule[P]], Rule[P]]:
 # --------------------------------------------------------------------------- links
 
 
-def _anchors_linked(kind_a: str, value_a: str, kind_b: str, value_b: str) -> bool:
-    a, b = value_a.lower(), value_b.lower()
-    if kind_a == kind_b:
-        return a == b
-    email, domain = (a, b) if kind_a == "email" else (b, a)
-    return email.rpartition("@")[2] == domain
-
-
 def linked(a: AgentRecord, b: AgentRecord) -> bool:
-    """Do these two agents share an operator or an anchor (SPEC §5, self-dealing)?"""
-    if a.key == b.key:
-        return True
-    if a.operator.strip().lower() == b.operator.strip().lower():
-        return True
-    return _anchors_linked(a.anchor_kind, a.anchor_value, b.anchor_kind, b.anchor_value)
+    """Do these two agents share a key, an operator or an anchor (SPEC §5, compared as
+    :mod:`bureau.intake.links` normalises them)?"""
+    return links.linked(a.key, a.operator, (_anchor_kind(a), a.anchor_value),
+                        b.key, b.operator, (_anchor_kind(b), b.anchor_value))
+
+
+def _anchor_kind(a: AgentRecord) -> AnchorKind:
+    return "email" if a.anchor_kind == "email" else "domain"
 
 
 # --------------------------------------------------------------------------- authorize
@@ -213,12 +209,19 @@ def _admit_probe(p: ProbePayload, signer: str, key: str, now: dt.datetime,
     return ADMIT
 
 
-def _check_not_self_dealing(evaluator: str, subject: str, state: AdmissionState) -> None:
+def _check_not_self_dealing(kind: Kind, verdict: str, evaluator: str, subject: str,
+                            state: AdmissionState) -> None:
+    """SPEC §5: a *favourable* verdict between linked parties is refused. An
+    unfavourable one never is: it is against the linked evaluator's interest, and
+    refusing it would let a subject escape evidence against it by claiming a link."""
+    if not is_favourable(kind.name, verdict):
+        return
     ev = state.agent(evaluator)
     sub = state.agent(subject)
     if evaluator == subject or (ev is not None and sub is not None and linked(ev, sub)):
         raise BureauError(Code.SELF_DEALING, "/subject",
-                          "evaluator and subject share an operator or an anchor")
+                          "evaluator and subject share an operator or an anchor, and the "
+                          "verdict is favourable")
 
 
 def _check_one_verdict(kind: Kind, signer: str, reporter: str, ref: str, key: str,
@@ -241,7 +244,7 @@ def _admit_attestation(p: AttestationPayload, signer: str, key: str, now: dt.dat
         raise BureauError(Code.UNWITNESSED, "/subject", "the fact is about another subject")
     if fact.caller != signer:
         raise BureauError(Code.UNWITNESSED, "", "the fact names another caller than the signer")
-    _check_not_self_dealing(signer, p.subject, state)
+    _check_not_self_dealing(ATTESTATION, p.outcome, signer, p.subject, state)
     _check_one_verdict(ATTESTATION, signer, p.reporter, p.interaction, key, state,
                        "/interaction")
     return ADMIT
@@ -269,17 +272,19 @@ def _admit_value_judgment(p: ValueJudgmentPayload, signer: str, key: str, now: d
     units = tuple(sorted((u.unit, u.quantity) for u in p.units))
     if units != tuple(sorted(fact.units)):
         raise BureauError(Code.AMOUNT_MISMATCH, "/units", "units differ from the fact's")
-    _check_not_self_dealing(signer, p.subject, state)
+    _check_not_self_dealing(VALUE_JUDGMENT, p.judgment, signer, p.subject, state)
     _check_one_verdict(VALUE_JUDGMENT, signer, p.reporter, p.engagement, key, state,
                        "/engagement")
     return ADMIT
 
 
 def _revealed_links(me: AgentRecord, state: AdmissionState) -> tuple[tuple[str, str], ...]:
-    """Earlier verdicts that an enrollment or amendment shows to be self-dealing."""
+    """Earlier favourable verdicts that an enrollment or amendment shows to be
+    self-dealing. Unfavourable ones stay: an agent that amends its operator until it
+    "matches" the one who rated it badly must not erase that rating (SPEC §5)."""
     out: list[tuple[str, str]] = []
     for v in state.verdicts_involving(me.key):
-        if state.is_excluded(v.entry_id):
+        if not v.favourable or state.is_excluded(v.entry_id):
             continue
         other_key = v.subject if v.evaluator == me.key else v.evaluator
         other = state.agent(other_key)

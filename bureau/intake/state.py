@@ -327,13 +327,14 @@ class GroupState:
         self.involving.update({a: [] for a in agents})
         if not agents:
             return set()
+        # Only favourable verdicts can be self-dealing (SPEC §5): the others stay put.
         rows = await conn.fetch(
             "SELECT entry_id, kind, evaluator, subject FROM verdicts"
-            " WHERE evaluator = ANY($1::text[]) OR subject = ANY($1::text[]) ORDER BY seq",
-            sorted(agents))
+            " WHERE (evaluator = ANY($1::text[]) OR subject = ANY($1::text[])) AND favourable"
+            " ORDER BY seq", sorted(agents))
         ids: set[str] = set()
         for r in rows:
-            v = VerdictRecord(r["entry_id"], r["kind"], r["evaluator"], r["subject"])
+            v = VerdictRecord(r["entry_id"], r["kind"], r["evaluator"], r["subject"], True)
             ids.add(v.entry_id)
             # a retroactive exclusion of this verdict is about the verdict's subject
             self.entries[v.entry_id] = EntryRecord(v.entry_id, v.kind, v.subject)

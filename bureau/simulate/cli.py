@@ -10,6 +10,7 @@ import os
 import sys
 from pathlib import Path
 
+from bureau.scoring.policy import DEFAULT_POLICY_NAME, KNOWN_POLICIES
 from bureau.simulate.driver import Options, Target, simulate
 from bureau.simulate.progress import Progress
 from bureau.simulate.render import findings, render
@@ -30,10 +31,48 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--seed", type=int, default=1, help="fixes every random choice")
     p.add_argument("--epoch-seconds", type=int, default=3,
                    help="epoch length of the in-process bureau")
+    p.add_argument("--adversarial", action="store_true",
+                   help="play every attack of the adversarial suite instead, and print per "
+                   "attack baseline -> attacked, the change, its goal and whether it held")
+    p.add_argument("--policy", action="append", choices=sorted(KNOWN_POLICIES),
+                   help="the in-process bureau's scoring policy (repeat for several; "
+                   f"default: {DEFAULT_POLICY_NAME}, and with --adversarial every policy "
+                   "the bureau knows, one bureau each)")
     p.set_defaults(func=run)
 
 
+def _policies(args: argparse.Namespace) -> list[str]:
+    if args.url and args.policy:
+        raise ValueError("--policy is for the in-process bureau: a running bureau scores "
+                         "with its own ledger's policy")
+    if args.policy:
+        return list(dict.fromkeys(args.policy))
+    return sorted(KNOWN_POLICIES) if args.adversarial else [DEFAULT_POLICY_NAME]
+
+
+async def _adversarial(args: argparse.Namespace) -> int:
+    from bureau.simulate.adversarial import play, play_policies, render_runs
+
+    policies = _policies(args)
+    if args.url:
+        home = Path(os.environ.get("BUREAU_HOME", ".bureau"))
+        admin = load_key(args.admin_key or home / "admin.key")
+        runs = [await play(Target(args.url.rstrip("/"), admin))]
+    else:
+        runs = await play_policies(policies, args.epoch_seconds)
+    print(render_runs(runs))
+    # The goals are set for the default policy; other policies are shown beside it.
+    judged = [r for r in runs if r.policy == DEFAULT_POLICY_NAME] or runs
+    return 0 if all(row.held for r in judged for row in r.rows) else 1
+
+
 async def _main(args: argparse.Namespace) -> int:
+    if args.adversarial:
+        return await _adversarial(args)
+    policies = _policies(args)
+    if len(policies) > 1:
+        raise ValueError("the simulation runs one policy at a time (--adversarial runs "
+                         "several)")
     options = Options(agents=args.agents, interactions=args.interactions,
                       epochs=args.epochs, seed=args.seed)
     progress = Progress()
@@ -45,7 +84,7 @@ async def _main(args: argparse.Namespace) -> int:
         else:
             from bureau.simulate.local import local_bureau
 
-            async with local_bureau(args.epoch_seconds) as target:
+            async with local_bureau(args.epoch_seconds, policies[0]) as target:
                 result = await simulate(options, target, progress)
     finally:
         progress.finish()

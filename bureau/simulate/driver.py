@@ -4,10 +4,8 @@ the evaluators attest and the prober probe, seal each epoch, and read the result
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import tempfile
-import time
 from collections import Counter
 from collections.abc import Awaitable
 from contextlib import AsyncExitStack
@@ -20,13 +18,17 @@ import nacl.signing
 from aiohttp import web
 
 from bureau.scoring import EvaluatorStats
+from bureau.scoring.policy import KNOWN_POLICIES, policy_by_hash, policy_named
 from bureau.simulate import ledger_view
+from bureau.simulate.epochs import seal_current
 from bureau.simulate.population import Member, Session, enroll_all, next_agent, plan
 from bureau.simulate.progress import Progress
 from bureau.simulate.world import (
     EVALUATOR_KINDS,
+    HONEST_EVALUATORS,
     SimAgent,
     Task,
+    chance,
     deliverable_check,
     seen,
     verdict,
@@ -50,6 +52,9 @@ class Options:
     check_share: float = 0.5
     #: known-answer probes per agent per epoch
     probes: int = 2
+    #: share of the evaluators' calls the gateway re-checks after they attested and
+    #: reports as (covert) probes: the blind ground truth evaluators are graded on
+    covert_share: float = 0.5
     #: the proxy's windows: short, so an epoch settles quickly, but far longer than the
     #: gap between a failed call and its retry even on a loaded machine
     settle_seconds: float = 0.5
@@ -88,6 +93,11 @@ class Result:
     derived: Counter[str]
     calls: int
     epochs_sealed: list[int] = field(default_factory=list)
+    #: the name of the policy that scored the reports
+    policy: str = ""
+    #: policy name -> how much the honest evaluators' verdicts weigh under it, the same
+    #: ledger scored by every policy the bureau knows
+    honest_weight: dict[str, ledger_view.VerdictWeight] = field(default_factory=dict)
 
     def score(self, kind: str) -> list[float]:
         return [r.report["score"]["value"] for r in self.agents
@@ -108,6 +118,7 @@ class _Attestation:
     interaction: str
     subject: str
     what: str
+    task: str
 
 
 class Simulation:
@@ -158,7 +169,11 @@ class Simulation:
                            upstreams: list[str]) -> tuple[Proxy, str]:
         key = wire.generate_key()
         await self.admin.register_reporter(wire.signing_key_id(key), "sim-gateway",
-                                           "Gateway Co", ["facts"])
+                                           "Gateway Co", ["facts", "probes"])
+        # The gateway's own probes (re-checks of calls it carried) go through a spool of
+        # their own; the proxy holds the key's other spool.
+        self.rechecks = await stack.enter_async_context(
+            Reporter(key, self.target.url, tmp / "recheck-spool"))
         config = from_mapping({
             "bureau_url": self.target.url, "key_file": "-", "spool_dir": str(tmp / "spool"),
             "proxy_id": f"sim-{self.o.seed}", "settle_seconds": self.o.settle_seconds,
@@ -194,6 +209,7 @@ class Simulation:
         await self.prober.flush()
         self.progress.label(f"epoch {epoch + 1}/{self.o.epochs}: attestations")
         await asyncio.gather(*(_limited(sem, self._attest(a)) for a in attestations))
+        await self._recheck(attestations)
         self.progress.label(f"epoch {epoch + 1}/{self.o.epochs}: sealing")
         self.sealed.append(await self._seal())
         self.progress.advance()
@@ -211,7 +227,7 @@ class Simulation:
                     if s.caller == "user":
                         return None
                     return _Attestation(self.callers[s.caller], interaction,
-                                        self.agents[agent].kid, what)
+                                        self.agents[agent].kid, what, s.task.id)
                 nxt = next_agent(self.o.seed, s, attempt, agent, len(self.agents))
                 if nxt is None:
                     return None
@@ -259,28 +275,23 @@ class Simulation:
             except Rejected as err:
                 self.refused[a.evaluator.kind][err.code] += 1
 
+    async def _recheck(self, attestations: list[_Attestation]) -> None:
+        """After the evaluators attested, the gateway re-checks a sample of their calls
+        (chosen by task id) and reports each as a probe of that interaction: the callers
+        could not know which calls would be probed, so these grade them blind (SPEC §7.1).
+        A declined call has nothing to re-check."""
+        for a in attestations:
+            if a.what in ("correct", "wrong") and \
+                    chance(self.o.seed, "covert", a.task) < self.o.covert_share:
+                await self.rechecks.send(self.rechecks.probe(
+                    a.interaction, a.subject, "recheck", a.what == "correct"))
+        await self.rechecks.flush()
+
     async def _seal(self) -> int:
         """Wait for the bureau's current epoch to end, ask for a seal, and wait until
         that epoch's reports are out. Returns the epoch."""
-        now = time.time()
-        current = int(now // self.epoch_seconds)
-        await asyncio.sleep((current + 1) * self.epoch_seconds - now + 0.05)
-        deadline = time.monotonic() + self.o.max_epoch_wait
-        while time.monotonic() < deadline:
-            await self.admin.seal()
-            for _ in range(10):
-                if (await self._checkpoint_epoch() or -1) >= current:
-                    return current
-                await asyncio.sleep(0.2)
-        raise TimeoutError(f"epoch {current} was not sealed and reported in time")
-
-    async def _checkpoint_epoch(self) -> int | None:
-        async with self.http.get(self.target.url + "/v1/checkpoints/latest") as resp:
-            if resp.status != 200:
-                return None
-            envelope = json.loads(await resp.read())
-        epoch: int = json.loads(base64.b64decode(envelope["payload"]))["epoch"]
-        return epoch
+        return await seal_current(self.http, self.target.url, self.admin, self.epoch_seconds,
+                                  self.o.max_epoch_wait)
 
     # ------------------------------------------------------------------ results
 
@@ -290,19 +301,24 @@ class Simulation:
                  for m in [*self.agents, *self.evaluators]}
         evidence = ledger_view.evidence_of(
             e for m in self.agents for e in files[m.kid].entries)
-        table = ledger_view.evaluators(evidence)
-        rows = []
-        for m in self.agents:
-            report = await ledger_view.latest_report(self.http, self.target.url, m.kid,
-                                                     bureau["key"])
-            rows.append(AgentRow(m, report if report is not None
-                                 else ledger_view.computed_report(m.kid, evidence, table)))
+        reports = {m.kid: await ledger_view.latest_report(self.http, self.target.url, m.kid,
+                                                          bureau["key"]) for m in self.agents}
+        # The policy that scored the reports (each names its own), else the bureau's.
+        digest = next((r["policy"] for r in reports.values() if r), bureau["policy"])
+        policy, name = policy_by_hash(digest)
+        table = ledger_view.evaluators(evidence, policy)
+        rows = [AgentRow(m, reports[m.kid] or ledger_view.computed_report(
+            m.kid, evidence, table, policy)) for m in self.agents]
         evaluators = [
             EvaluatorRow(m, table.get(m.kid), self.attempted[m.kind],
                          Counter(r["code"] for r in files[m.kid].refusals))
             for m in self.evaluators]
         derived = Counter(f.derived for f in evidence.facts if f.derived is not None)
-        return Result(rows, evaluators, derived, self.calls, self.sealed)
+        honest = {m.kid for m in self.evaluators if m.kind in HONEST_EVALUATORS}
+        weights = {other: ledger_view.verdict_weight(
+            [m.kid for m in self.agents], evidence, policy_named(other), honest)
+            for other in KNOWN_POLICIES}
+        return Result(rows, evaluators, derived, self.calls, self.sealed, name, weights)
 
 
 async def simulate(options: Options, target: Target,

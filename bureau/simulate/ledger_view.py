@@ -1,6 +1,7 @@
 """What the simulation reads back: each agent's signed report, and — for the
 evaluators, whom reports never name — their weights and offsets computed with
-:mod:`bureau.scoring` from the ledger's own entries.
+:mod:`bureau.scoring` from the ledger's own entries, under the policy the bureau scores
+with (and, for comparison, under any other policy it knows).
 
 The entries are read the way any party reads its file (SPEC §9: RFC 9421-signed
 ``GET /v1/agents/{agent}/entries``), signed with the simulated agents' own keys, so
@@ -26,10 +27,10 @@ from bureau.scoring import (
     Evidence,
     Exclusion,
     Fact,
+    Policy,
     Probe,
     ValueJudgment,
     evaluator_table,
-    policy_v1,
     score_agent,
 )
 from bureau.views.evidence import decode_entry
@@ -95,8 +96,36 @@ def evidence_of(entries: Iterable[dict[str, Any]]) -> Evidence:
     return Evidence(tuple(facts), tuple(probes), tuple(atts), tuple(vjs), tuple(excl))
 
 
-def evaluators(evidence: Evidence) -> dict[str, EvaluatorStats]:
-    return evaluator_table(evidence, policy_v1())
+def evaluators(evidence: Evidence, policy: Policy) -> dict[str, EvaluatorStats]:
+    return evaluator_table(evidence, policy)
+
+
+@dataclass(frozen=True)
+class VerdictWeight:
+    """How much the verdicts of some evaluators weigh in the scores, under one policy:
+    ``theirs`` is the sum, over every agent's score, of the settled weights (SPEC §7.1,
+    after the per-evaluator and provisional caps) of the interactions those evaluators'
+    verdicts decided; ``total`` the sum of all settled weights."""
+
+    theirs: float
+    total: float
+
+    @property
+    def share(self) -> float:
+        return self.theirs / self.total if self.total else 0.0
+
+
+def verdict_weight(agents: Iterable[str], evidence: Evidence, policy: Policy,
+                   evaluators_of_interest: set[str]) -> VerdictWeight:
+    table = evaluator_table(evidence, policy)
+    theirs = total = 0.0
+    for agent in agents:
+        result = score_agent(agent, evidence, policy, table)
+        for r, weight in zip(result.resolutions, result.settled, strict=True):
+            total += weight
+            if r.evaluator in evaluators_of_interest:
+                theirs += weight
+    return VerdictWeight(theirs, total)
 
 
 async def bureau_key(session: aiohttp.ClientSession, base_url: str) -> dict[str, Any]:
@@ -120,11 +149,11 @@ async def latest_report(session: aiohttp.ClientSession, base_url: str, agent: st
         raise RuntimeError(f"the report for {agent} does not verify: {exc.code}") from exc
 
 
-def computed_report(agent: str, evidence: Evidence,
-                    table: dict[str, EvaluatorStats]) -> dict[str, Any]:
+def computed_report(agent: str, evidence: Evidence, table: dict[str, EvaluatorStats],
+                    policy: Policy) -> dict[str, Any]:
     """Fallback when the bureau serves no report: the score and outcome counts, by
     :func:`bureau.scoring.score_agent` over the same evidence."""
-    result = score_agent(agent, evidence, policy_v1(), table)
+    result = score_agent(agent, evidence, policy, table)
     outcomes = Counter(r.code for r in result.resolutions if r.scored)
     return {"agent": agent, "epoch": None, "score": result.score,
             "outcomes": dict(sorted(outcomes.items())), "computed": True}

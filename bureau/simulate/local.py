@@ -15,6 +15,7 @@ from aiohttp import web
 
 from bureau.config import Config
 from bureau.http.app import create_app
+from bureau.scoring.policy import DEFAULT_POLICY_NAME
 from bureau.simulate.driver import Target
 from reporters import wire
 
@@ -28,7 +29,10 @@ def _start_postgres(home: Path) -> Any:
 
 
 @asynccontextmanager
-async def local_bureau(epoch_seconds: int) -> AsyncIterator[Target]:
+async def local_bureau(epoch_seconds: int, policy: str | None = None
+                       ) -> AsyncIterator[Target]:
+    """A bureau on a new embedded database; ``policy`` names the policy its ledger is
+    created with (``bureau.scoring.policy.KNOWN_POLICIES``; None: the default)."""
     with tempfile.TemporaryDirectory(prefix="bureau-sim-home-") as tmp:
         home = Path(tmp)
         server = await asyncio.to_thread(_start_postgres, home)
@@ -38,7 +42,8 @@ async def local_bureau(epoch_seconds: int) -> AsyncIterator[Target]:
             config = Config(home=home, database_url=url,
                             admin_keys=frozenset({wire.signing_key_id(admin)}),
                             epoch_seconds=epoch_seconds,
-                            settle_interval=min(1.0, epoch_seconds / 4))
+                            settle_interval=min(1.0, epoch_seconds / 4),
+                            policy=policy or DEFAULT_POLICY_NAME)
             runner = web.AppRunner(create_app(config, url, signing), access_log=None)
             await runner.setup()
             site = web.TCPSite(runner, "127.0.0.1", 0)

@@ -20,7 +20,7 @@ from bureau.simulate.world import (
 from reporters import Agent, wire
 
 #: The operator the self-dealing evaluator shares with the agent it rates (spelt
-#: differently on each side: the bureau compares trimmed and lowercased).
+#: differently on each side: the bureau compares them normalised, bureau.intake.links).
 SHADY_OPERATOR = "Shady Ops"
 #: One session in this many is made by a one-off user instead of an evaluator.
 USER_EVERY = 6
@@ -85,7 +85,10 @@ def next_agent(seed: int, session: Session, attempt: int, current: int,
 
 async def enroll_all(url: str, seed: int, n_agents: int) -> tuple[list[Member], list[Member]]:
     """Enroll the agents and the evaluators; returns (agents, evaluators)."""
-    tag = secrets.token_hex(3)  # anchors unique per run, even on a bureau reused by --url
+    # Anchors unique per run, even on a bureau reused by --url, and each a registrable
+    # domain of its own (no public suffix rule covers .example: the implicit "*" makes
+    # <x>.example registrable), so that no two parties are linked by their anchors.
+    tag = secrets.token_hex(3)
     agents: list[Member] = []
     counts: dict[str, int] = {}
     partner_done = False
@@ -97,7 +100,7 @@ async def enroll_all(url: str, seed: int, n_agents: int) -> tuple[list[Member], 
         if kind == "bluffer" and not partner_done:
             operator, partner_done = SHADY_OPERATOR, True
         async with Agent(member.key, url) as a:
-            await a.enroll(member.name, f"{member.name}.{tag}.sim.example", operator,
+            await a.enroll(member.name, f"{member.name}-{tag}.example", operator,
                            {"p95-under-2s": "95% of answers within 2 s"})
         agents.append(member)
     evaluators: list[Member] = []
@@ -106,6 +109,6 @@ async def enroll_all(url: str, seed: int, n_agents: int) -> tuple[list[Member], 
         member = Member(ev, ev, wire.generate_key())
         operator = f"  {SHADY_OPERATOR.lower()} " if ev == "self-dealing" else f"{ev} Co"
         async with Agent(member.key, url) as a:
-            await a.enroll(f"{ev} evaluator", f"{ev}@{tag}.eval.example", operator)
+            await a.enroll(f"{ev} evaluator", f"{ev}@{ev}-{tag}.example", operator)
         evaluators.append(member)
     return agents, evaluators

@@ -3,30 +3,70 @@ the findings the simulation exists to show."""
 
 from __future__ import annotations
 
+from bureau.scoring.policy import policy_named
 from bureau.simulate.driver import AgentRow, Result
+from bureau.simulate.world import HONEST_EVALUATORS
 
 
 def _num(x: float | None, width: int = 6) -> str:
     return f"{x:.3f}".rjust(width) if x is not None else "-".rjust(width)
 
 
+def _constant_rater(result: Result) -> tuple[str, bool]:
+    """Under v1 the constant-rater rule zeroes any evaluator that always says the same
+    thing. Under a policy with calibrated evaluators (v2, SPEC §7.1.4) the rule is for
+    provisional ones: a calibrated evaluator is weighed by its informedness J against
+    blind probes, which for a constant rater is near 0 — so it must weigh less than
+    every honest evaluator (its exact weight is printed in the table)."""
+    constant = result.evaluator("constant").stats
+    if constant is None:
+        return "constant rater weighs 0", False
+    calibrated = (policy_named(result.policy).evaluators.calibration_samples > 0
+                  and not constant.provisional)
+    if not calibrated:
+        return "constant rater weighs 0", constant.weight == 0
+    honest = [result.evaluator(k).stats for k in HONEST_EVALUATORS]
+    return ("constant rater, calibrated, weighs less than every honest evaluator",
+            all(h is not None and constant.weight < h.weight for h in honest))
+
+
 def findings(result: Result) -> dict[str, bool]:
     """What should hold; each is printed and tested."""
     honest, bluffer = result.score("honest"), result.score("bluffer")
     harsh, generous = result.evaluator("harsh").stats, result.evaluator("generous").stats
-    constant = result.evaluator("constant").stats
+    constant_text, constant_ok = _constant_rater(result)
     selfish = result.evaluator("self-dealing")
     return {
         "honest agents score above bluffers": bool(honest and bluffer)
         and min(honest) > max(bluffer),
-        "harsh evaluator recentred upwards (offset < 0)": harsh is not None
-        and harsh.offset < 0,
-        "generous evaluator recentred downwards (offset > 0)": generous is not None
-        and generous.offset > 0,
-        "constant rater weighs 0": constant is not None and constant.weight == 0,
+        "harsh evaluator's good verdicts recentred upwards (offset < 0)": harsh is not None
+        and harsh.offset_positive < 0,
+        "generous evaluator's bad verdicts recentred downwards (offset > 0)":
+        generous is not None and generous.offset_negative > 0,
+        constant_text: constant_ok,
         "self-dealing attestations all refused": selfish.attempted > 0
         and selfish.refused["SELF_DEALING"] == selfish.attempted and selfish.stats is None,
     }
+
+
+#: the policy the honest evaluators' weight under the others is compared with
+REFERENCE_POLICY = "v1"
+
+
+def _honest_weight(result: Result) -> list[str]:
+    """The honest evaluators' verdicts (fair, harsh, generous): how much they weigh in
+    the scores under each policy the bureau knows, the same ledger scored by each, and
+    how much of their weight under v1 each other policy keeps."""
+    out = ["honest evaluators' verdicts in the scores (settled weight; the same ledger "
+           "scored under each policy):"]
+    reference = result.honest_weight.get(REFERENCE_POLICY)
+    for name, w in sorted(result.honest_weight.items()):
+        kept = (f", {w.theirs / reference.theirs:.0%} of their weight under "
+                f"{REFERENCE_POLICY}" if reference and reference.theirs
+                and name != REFERENCE_POLICY else "")
+        mark = " (the bureau's)" if name == result.policy else ""
+        out.append(f"  {name}{mark}: {w.theirs:.3f} of {w.total:.3f} ({w.share:.1%}){kept}")
+    return out
 
 
 def render(result: Result) -> str:
@@ -60,16 +100,23 @@ def render(result: Result) -> str:
     lines.append("")
     lines.append("evaluators (from the ledger's entries, by bureau.scoring; "
                  "reports never name them)")
-    lines.append(f"{'evaluator':<13} {'attested':>8} {'truth n':>7} {'J':>6} {'offset':>7} "
-                 f"{'weight':>7}  refused")
+    lines.append(f"{'evaluator':<13} {'attested':>8} {'truth n':>7} {'J':>6} {'off+':>7} "
+                 f"{'off-':>7} {'weight':>7}  refused")
     for ev in result.evaluators:
         st = ev.stats
         refused = ", ".join(f"{k} {v}" for k, v in sorted(ev.refused.items())) or "-"
+        flags = [] if st is None else [f for f, on in (
+            ("constant rater", st.constant), ("uninformative", st.uninformative),
+            ("provisional", st.provisional)) if on]
         lines.append(
             f"{ev.member.name:<13} {ev.attempted:>8} {st.n if st else 0:>7} "
-            f"{_num(st.informedness if st else None)} {_num(st.offset if st else None, 7)} "
+            f"{_num(st.informedness if st else None)} "
+            f"{_num(st.offset_positive if st else None, 7)} "
+            f"{_num(st.offset_negative if st else None, 7)} "
             f"{_num(st.weight if st else None, 7)}  {refused}"
-            + ("  (constant rater)" if st and st.constant else ""))
+            + (f"  ({', '.join(flags)})" if flags else ""))
+    lines.append("")
+    lines += _honest_weight(result)
     lines.append("")
     for text, ok in findings(result).items():
         lines.append(f"[{'ok' if ok else 'NO'}] {text}")

@@ -24,6 +24,8 @@ AGENT_KINDS: tuple[AgentKind, ...] = ("honest", "bluffer", "flaky", "decliner")
 EvaluatorKind = Literal["fair", "harsh", "generous", "constant", "self-dealing"]
 EVALUATOR_KINDS: tuple[EvaluatorKind, ...] = ("fair", "harsh", "generous", "constant",
                                               "self-dealing")
+#: The evaluators whose verdicts carry information (right polarity, biased or not)
+HONEST_EVALUATORS: tuple[EvaluatorKind, ...] = ("fair", "harsh", "generous")
 #: What the caller saw of its final attempt.
 Seen = Literal["correct", "wrong", "declined", "none"]
 

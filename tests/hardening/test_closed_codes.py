@@ -102,6 +102,7 @@ def _other_vocabularies() -> set[str]:
     words |= _upper_strings(policy)
     words |= {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"}
     words |= {"COMMIT", "ROLLBACK"}
+    words |= {"NFC", "NFD", "NFKC", "NFKD"}  # Unicode normalisation forms (unicodedata)
     return words
 
 

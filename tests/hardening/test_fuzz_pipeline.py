@@ -108,7 +108,7 @@ class MemoryState:
         return self.verdicts.get((kind, evaluator, reporter, ref))
 
     def verdicts_involving(self, agent: str) -> Iterable[VerdictRecord]:
-        return [VerdictRecord("c" * 64, "attestation", kid(CALLER), kid(SUBJECT))] \
+        return [VerdictRecord("c" * 64, "attestation", kid(CALLER), kid(SUBJECT), True)] \
             if agent in (kid(CALLER), kid(SUBJECT)) else []
 
     def entry(self, entry_id: str) -> EntryRecord | None:

@@ -1,22 +1,29 @@
-"""The simulation at a small size against the real bureau: its findings must hold."""
+"""The simulation at a small size against the real bureau, under each policy the bureau
+knows: its findings must hold (honest agents above bluffers among them)."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
+import pytest
+
+from bureau.scoring.policy import KNOWN_POLICIES
 from bureau.simulate import Options, Target, findings, render, simulate
 from tests.support import start_bureau
 
 
-async def test_small_simulation_ranks_as_it_should(database_url: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("policy", sorted(KNOWN_POLICIES))
+async def test_small_simulation_ranks_as_it_should(database_url: str, tmp_path: Path,
+                                                   policy: str) -> None:
     started = time.monotonic()
     async with start_bureau(database_url, tmp_path, epoch_seconds=2,
-                            settle_interval=0.2) as bureau:
+                            settle_interval=0.2, policy=policy) as bureau:
         result = await simulate(Options(agents=4, interactions=150, epochs=2, seed=7),
                                 Target(bureau.url, bureau.admin))
     text = render(result)
     print(text)
+    assert result.policy == policy
     assert all(findings(result).values()), text
     assert result.derived["RETRY_ACCEPTED"] > 0 and result.derived["SWITCHED_AGENT"] > 0
     assert result.derived["ABANDONED"] > 0

@@ -1,0 +1,39 @@
+"""The adversarial runs as text: per policy, per attack, baseline → attacked, the
+change, the goal and whether it held."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bureau.simulate.adversarial.run import PolicyRun, Row
+
+_HEADER = (f"{'attack':<40} {'victim':<18} {'baseline → attacked':>20} {'change':>7}  "
+           f"{'goal':<11} {'held':<4}  note")
+
+
+def _row(row: Row) -> str:
+    a = row.attack
+    notes = []
+    if row.before_later is not None:
+        notes.append(f"{row.before_later:.3f} before the distrust")
+    if a.metric == "low":
+        notes.append("score.low")
+    if a.v1 is not None:
+        notes.append(f"first measured under v1: {a.v1[0]:.3f} → {a.v1[1]:.3f}")
+    moved = f"{row.baseline:.3f} → {row.attacked:.3f}"
+    return (f"{a.name:<40} {a.victim:<18} {moved:>20} {row.change:>+7.3f}  "
+            f"{a.goal.text:<11} {'yes' if row.held else 'NO':<4}  {'; '.join(notes)}")
+
+
+def render_run(run: PolicyRun) -> str:
+    held = sum(r.held for r in run.rows)
+    sealed = ("" if run.sealed_reports_unchanged
+              else "; A REPORT SEALED IN THE FIRST EPOCH CHANGED")
+    lines = [f"policy {run.policy}: epochs {run.epochs[0]}..{run.epochs[1]}, "
+             f"{run.seconds:.0f} s; {held} of {len(run.rows)} goals held{sealed}", _HEADER]
+    lines += [_row(r) for r in run.rows]
+    return "\n".join(lines)
+
+
+def render_runs(runs: Sequence[PolicyRun]) -> str:
+    return "\n\n".join(render_run(r) for r in runs)
