@@ -138,7 +138,13 @@ async def is_reachable(pool: asyncpg.Pool) -> bool:
     return True
 
 def is_connection_error(exc: BaseException) -> bool:
-    """True for failures that mean 'the database is not there right now'."""
+    """True for failures that mean 'the database is not there right now'.
+
+    asyncpg's client-side ``DataError`` ("invalid input for query argument": a value it
+    cannot encode) is an ``InterfaceError`` and a ``ValueError``: it says something about
+    the data, not the connection, so it is not one of these."""
+    if isinstance(exc, asyncpg.InterfaceError) and isinstance(exc, ValueError):
+        return False
     return isinstance(
         exc,
         OSError | TimeoutError | asyncpg.InterfaceError | asyncpg.PostgresConnectionError
