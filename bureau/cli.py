@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+import nacl.signing
 from aiohttp import web
 
 from bureau import db, keyfiles
@@ -48,7 +49,6 @@ def _with_default_keys(config: Config) -> Config:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from bureau.http.app import create_app
     from bureau.intake.genesis import StartRefused
 
     config = _with_default_keys(Config.from_env())
@@ -61,14 +61,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(f"bureau key: {wire.signing_key_id(signing_key)}", flush=True)
     url = database_url(config)
     workers = _start_workers(args, config, url) if args.workers > 1 else []
-    app = create_app(config, url, signing_key)
-    print(f"serving on http://{args.host}:{args.port}"
-          + (f" with {args.workers} processes" if workers else ""), flush=True)
     try:
-        web.run_app(app, host=args.host, port=args.port, print=None, access_log=None,
-                    handle_signals=True, reuse_port=args.workers > 1 or args.reuse_port)
+        asyncio.run(_serve(args, config, url, signing_key, reuse_port=args.workers > 1
+                           or args.reuse_port, processes=args.workers))
     except StartRefused as refused:  # the ledger's settings rule (bureau.intake.genesis)
         print(f"bureau serve: refusing to start: {refused.detail}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a port taken, an address not ours
+        print(f"bureau serve: cannot listen: {exc}", file=sys.stderr)
         return 2
     finally:
         for proc in workers:
@@ -76,6 +76,45 @@ def cmd_serve(args: argparse.Namespace) -> int:
         for proc in workers:
             proc.wait(10)
     return 0
+
+
+def _bound(runner: web.AppRunner) -> str:
+    """host:port a runner's first site listens on (the port an ``0`` asked for)."""
+    host, port = runner.addresses[0][:2]
+    return f"{host}:{port}"
+
+
+async def _serve(args: argparse.Namespace, config: Config, url: str,
+                 signing_key: nacl.signing.SigningKey, *, reuse_port: bool,
+                 processes: int) -> None:
+    """The service on ``--host``/``--port`` and the operator listener on
+    ``--ops-host``/``--ops-port`` (SPEC §9: ``/metrics`` only there), until SIGTERM or
+    SIGINT. With ``--workers N`` every process opens both with SO_REUSEPORT."""
+    from bureau.http.app import create_app, create_ops_app
+
+    app = create_app(config, url, signing_key)
+    runner = web.AppRunner(app, access_log=None)
+    ops_runner = web.AppRunner(create_ops_app(app), access_log=None)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await runner.setup()  # the cleanup contexts: pool, genesis, ledger, settler
+    try:
+        await web.TCPSite(runner, args.host, args.port, reuse_port=reuse_port).start()
+        await ops_runner.setup()
+        try:
+            await web.TCPSite(ops_runner, args.ops_host, args.ops_port,
+                              reuse_port=reuse_port).start()
+            print(f"serving on http://{_bound(runner)}"
+                  + (f" with {processes} processes" if processes > 1 else "")
+                  + f", operator listener (/metrics) on http://{_bound(ops_runner)}",
+                  flush=True)
+            await stop.wait()
+        finally:
+            await ops_runner.cleanup()
+    finally:
+        await runner.cleanup()
 
 
 def _die_with_parent() -> None:
@@ -101,7 +140,8 @@ def _start_workers(args: argparse.Namespace, config: Config,
                BUREAU_SIGNING_KEY=str(config.signing_key_path.resolve()),
                BUREAU_HOME=str(config.home.resolve()))
     cmd = [sys.executable, "-m", "bureau.cli", "serve", "--host", args.host,
-           "--port", str(args.port), "--reuse-port",
+           "--port", str(args.port), "--ops-host", args.ops_host,
+           "--ops-port", str(args.ops_port), "--reuse-port",
            *(["--max-pending", str(args.max_pending)] if args.max_pending is not None else []),
            "--report-workers", str(config.report_workers)]
     return [subprocess.Popen(cmd, env=env, preexec_fn=_die_with_parent)
@@ -250,6 +290,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the HTTP service")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
     serve.add_argument("--port", type=int, default=8080, help="port to listen on")
+    serve.add_argument("--ops-host", default="127.0.0.1",
+                       help="address of the operator listener: /metrics, /healthz, /readyz "
+                       "(default 127.0.0.1)")
+    serve.add_argument("--ops-port", type=int, default=9464,
+                       help="port of the operator listener (default 9464; 0: any free port, "
+                       "printed at start)")
     serve.add_argument("--workers", type=int, default=1,
                        help="processes serving the same port (default 1)")
     serve.add_argument("--reuse-port", action="store_true",

@@ -10,6 +10,7 @@ ledger's refuses the start, an unpinned one is replaced by the ledger's.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +42,9 @@ class Config:
     settle_interval: float = 5.0
     #: processes that derive and sign reports (1: in the serving process itself)
     report_workers: int = 1
+    #: the bureau's public address (``BUREAU_PUBLIC_URL``), written into the pages'
+    #: verification snippet; None: the pages name no address (they never echo ``Host``)
+    public_url: str | None = None
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Config:
@@ -66,6 +70,7 @@ class Config:
         if not settle > 0:
             raise ValueError("BUREAU_SETTLE_INTERVAL must be a positive number of seconds")
         return cls(
+            public_url=public_url(env.get("BUREAU_PUBLIC_URL") or None),
             settle_interval=settle,
             home=Path(env.get("BUREAU_HOME", ".bureau")),
             database_url=env.get("BUREAU_DATABASE_URL") or None,
@@ -77,6 +82,21 @@ class Config:
             pinned=pinned,
             report_workers=workers,
         )
+
+
+_PUBLIC_URL = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~/-]*)?$")
+
+
+def public_url(text: str | None) -> str | None:
+    """``BUREAU_PUBLIC_URL``, checked: an http(s) URL of a host, an optional port and an
+    optional path, nothing that would need quoting in HTML or in Python; no trailing
+    slash."""
+    if text is None:
+        return None
+    if not _PUBLIC_URL.match(text):
+        raise ValueError("BUREAU_PUBLIC_URL must be http(s)://host[:port][/path], e.g. "
+                         f"https://bureau.example, not {text!r}")
+    return text.rstrip("/")
 
 
 def default_report_workers() -> int:

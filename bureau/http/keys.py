@@ -26,3 +26,5 @@ NONCES = web.AppKey("nonces", NonceStore)
 OPENAPI = web.AppKey("openapi", bytes)
 # The settler: seals elapsed epochs and has their reports built (bureau.views.settle).
 SETTLER = web.AppKey("settler", Settler)
+# On the operator listener's application: the service application it reports on.
+SERVICE = web.AppKey("service", web.Application)

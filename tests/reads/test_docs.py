@@ -6,6 +6,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from bureau.http.params import template
 from bureau.http.routes import reads as read_routes
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "reading.md"
@@ -15,7 +16,7 @@ def test_every_read_route_is_documented() -> None:
     text = DOC.read_text()
     for route in read_routes.routes:
         assert isinstance(route, web.RouteDef)
-        assert f"`{route.method} {route.path}`" in text, route.path
+        assert f"`{route.method} {template(route.path)}`" in text, route.path
 
 
 def test_every_query_parameter_is_documented() -> None:

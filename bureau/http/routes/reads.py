@@ -5,10 +5,11 @@
 * ``GET /v1/reporters/{reporter}/entries`` — that reporter, or an admin.
 * ``GET /v1/agents/{agent}/explain[?epoch=E]`` — that agent, or an admin.
 
-Authenticated reads check, in this order: the signature (401), the reader (403), the
-key in the path (404 when it is not a key id; only an admin gets that far with one),
-then the query (422 ``SCHEMA``, ``path`` naming the parameter). docs/reading.md
-describes the shapes.
+Authenticated reads check, in this order: the shape of the key in the path (the
+route's pattern, :mod:`bureau.http.params`: 404 from the router), the signature (401),
+the reader (403), the key in the path being a valid point (404; only an admin gets that
+far with one that is not), then the query (422 ``SCHEMA``, ``path`` naming the
+parameter). docs/reading.md describes the shapes.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from bureau.errors import BureauError, Code, pointer
 from bureau.http.auth import require_party
 from bureau.http.errors import error_response
 from bureau.http.keys import CONFIG, OPENAPI, POOL, SIGNING_KEY
+from bureau.http.params import KEY_ID
 from bureau.scoring.policy import policy_bytes, policy_hash
 from bureau.views import reads
 from bureau.views.explain import explain
@@ -100,19 +102,19 @@ async def _file(request: web.Request, name: str, read: Reader) -> web.Response:
     return web.json_response(page.as_body(), headers=_PRIVATE)
 
 
-@routes.get("/v1/agents/{agent}/entries")
+@routes.get(f"/v1/agents/{{agent:{KEY_ID}}}/entries")
 async def agent_entries(request: web.Request) -> web.Response:
     """Every entry about the agent, and its refusals (that agent or an admin)."""
     return await _file(request, "agent", reads.agent_page)
 
 
-@routes.get("/v1/reporters/{reporter}/entries")
+@routes.get(f"/v1/reporters/{{reporter:{KEY_ID}}}/entries")
 async def reporter_entries(request: web.Request) -> web.Response:
     """What the reporter submitted, and its refusals (that reporter or an admin)."""
     return await _file(request, "reporter", reads.reporter_page)
 
 
-@routes.get("/v1/agents/{agent}/explain")
+@routes.get(f"/v1/agents/{{agent:{KEY_ID}}}/explain")
 async def agent_explain(request: web.Request) -> web.Response:
     """How the agent's score was made (that agent or an admin)."""
     agent = await _party(request, "agent")
