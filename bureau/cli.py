@@ -182,7 +182,8 @@ async def _verify(url: str) -> int:
         return 1
     finally:
         await conn.close()
-    print(f"bureau verify: ok, {count} entries, every id, link and signature checked")
+    print(f"bureau verify: ok, {count} entries, every id, link, signature and indexed column "
+          "checked")
     return 0
 
 
@@ -319,7 +320,8 @@ def build_parser() -> argparse.ArgumentParser:
     sign.add_argument("--type", required=True, help="payload name, e.g. fact, reporter")
     sign.add_argument("payload", help="payload file, or - for standard input")
     sign.set_defaults(func=cmd_sign)
-    verify = sub.add_parser("verify", help="recompute every id, link and signature")
+    verify = sub.add_parser("verify", help="recompute every id, link and signature, and check "
+                            "every indexed column against the entry")
     verify.set_defaults(func=cmd_verify)
     rebuild = sub.add_parser("rebuild", help="re-derive every view and report from the "
                              "entries; exit 0 when every byte came out identical")
