@@ -8,18 +8,22 @@ import binascii
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+import asyncpg
 import nacl.signing
 from aiohttp import web
 
 from bureau import db, keyfiles
 from bureau.config import Config
+from bureau.http.params import KEY_ID
 from bureau.verify import BadEntry, terminal_progress, verify_database
 from reporters import wire
 
@@ -31,6 +35,45 @@ def database_url(config: Config) -> str:
     if config.database_url:
         return config.database_url
     return db.embedded_database_url(config.home.resolve())
+
+
+class NoBureau(Exception):
+    """A command that only reads was run where there is no bureau to read."""
+
+
+def existing_database_url(config: Config) -> str:
+    """For commands that only read: the configured database, or the embedded one of an
+    existing bureau home — never a new one. Raises :class:`NoBureau` (creating nothing,
+    starting nothing) when there is neither."""
+    if config.database_url:
+        return config.database_url
+    home = config.home.resolve()
+    if not db.has_embedded_database(home):
+        raise NoBureau(f"no bureau here: {home} holds no bureau database and "
+                       "BUREAU_DATABASE_URL is not set (set BUREAU_HOME to a bureau's home, "
+                       "or BUREAU_DATABASE_URL to its database)")
+    return db.embedded_database_url(home)
+
+
+ReadOnly = Callable[[argparse.Namespace, str], Coroutine[Any, Any, int]]
+
+
+def read_only(run: ReadOnly) -> Callable[[argparse.Namespace], int]:
+    """A command that only reads the ledger: where there is no bureau, or its database
+    cannot be reached, it says so in one line and exits 2 — no traceback, nothing made."""
+    def command(args: argparse.Namespace) -> int:
+        name = f"bureau {args.command}"
+        try:
+            url = existing_database_url(Config.from_env())
+            return asyncio.run(run(args, url))
+        except NoBureau as exc:
+            print(f"{name}: {exc}", file=sys.stderr)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            print(f"{name}: cannot read the bureau's database: {exc}".replace("\n", " "),
+                  file=sys.stderr)
+        return 2
+    command.__doc__ = run.__doc__
+    return command
 
 
 def _with_default_keys(config: Config) -> Config:
@@ -173,7 +216,8 @@ def cmd_keyid(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _verify(url: str) -> int:
+async def _verify(args: argparse.Namespace, url: str) -> int:
+    """Re-read the whole ledger and check every entry (bureau.verify)."""
     conn = await db.connect(url)
     try:
         count = await verify_database(conn, terminal_progress)
@@ -187,8 +231,7 @@ async def _verify(url: str) -> int:
     return 0
 
 
-def cmd_verify(args: argparse.Namespace) -> int:
-    return asyncio.run(_verify(database_url(Config.from_env())))
+cmd_verify = read_only(_verify)
 
 
 async def _rebuild(url: str, signing_path: Path) -> int:
@@ -211,18 +254,25 @@ async def _rebuild(url: str, signing_path: Path) -> int:
     return 0
 
 
-def cmd_rebuild(args: argparse.Namespace) -> int:
+async def _rebuild_checked(args: argparse.Namespace, url: str) -> int:
+    """Re-derive every view from the entries, once the bureau's signing key is found."""
     config = Config.from_env()
     signing = config.signing_key_path or config.home / "signing.key"
     if not signing.exists():
         print(f"bureau rebuild: no signing key at {signing} (set BUREAU_SIGNING_KEY): "
               "reports are signed with the bureau's own key", file=sys.stderr)
         return 2
-    return asyncio.run(_rebuild(database_url(config), signing))
+    return await _rebuild(url, signing)
 
 
-async def _report(url: str, agent: str, epoch: int | None) -> int:
+cmd_rebuild = read_only(_rebuild_checked)
+
+
+async def _report(args: argparse.Namespace, url: str) -> int:
+    """Print an agent's signed report."""
     from bureau.views.store import report_envelope
+
+    agent, epoch = args.agent, args.epoch
 
     conn = await db.connect(url)
     try:
@@ -274,8 +324,13 @@ def render_report(envelope: bytes) -> str:
     return "\n".join(lines)
 
 
-def cmd_report(args: argparse.Namespace) -> int:
-    return asyncio.run(_report(database_url(Config.from_env()), args.agent, args.epoch))
+cmd_report = read_only(_report)
+
+
+def _key_id(text: str) -> str:
+    if re.fullmatch(KEY_ID, text) is None:
+        raise argparse.ArgumentTypeError("not a key id (ed25519: and 43 base64url characters)")
+    return text
 
 
 def _positive(text: str) -> int:
@@ -327,7 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "entries; exit 0 when every byte came out identical")
     rebuild.set_defaults(func=cmd_rebuild)
     report = sub.add_parser("report", help="print an agent's signed report, readably")
-    report.add_argument("agent", help="the agent's key id")
+    report.add_argument("agent", type=_key_id, help="the agent's key id")
     report.add_argument("--epoch", type=int, default=None,
                         help="a sealed epoch (default: the latest)")
     report.set_defaults(func=cmd_report)
