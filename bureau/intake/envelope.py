@@ -127,12 +127,19 @@ def verify_envelope(env: Envelope) -> None:
                           "signature does not verify over the DSSE PAE of the payload")
 
 
-#: What a payload's bytes must contain for one of its strings to hold a control
-#: character: a backslash (every escape, ``\u0000`` among them), DEL, or a C1 control
-#: (U+0080–U+009F, ``C2 80``–``C2 9F`` in UTF-8). Raw C0 controls cannot be in a JSON
-#: string (the strict decoder refuses them: MALFORMED_PAYLOAD). Without any of these, the
-#: walk over every string is skipped: a gateway's facts rarely hold one.
-_MAY_HOLD_CONTROLS = re.compile(rb"[\\\x7f]|\xc2[\x80-\x9f]")
+_C1_CONTROL = re.compile(rb"\xc2[\x80-\x9f]")
+
+
+def _may_hold_controls(body: bytes) -> bool:
+    """Can one of the payload's strings hold a control character? Only if its bytes hold a
+    backslash (every escape, ``\\u0000`` among them), DEL, or a C1 control (U+0080–U+009F,
+    ``C2 80``–``C2 9F`` in UTF-8): raw C0 controls cannot be in a JSON string (the strict
+    decoder refuses them: MALFORMED_PAYLOAD). Without any of these the walk over every
+    string is skipped — a gateway's facts rarely hold one. Three byte searches take ~1 µs
+    for a fact, where one regular expression with the two-byte branch took 5 µs, half of
+    what decoding a fact cost before the rule (docs/benchmarks.md, "Decoding")."""
+    return b"\\" in body or b"\x7f" in body or (
+        b"\xc2" in body and _C1_CONTROL.search(body) is not None)
 
 
 def decode_payload(env: Envelope) -> Payload:
@@ -147,6 +154,6 @@ def decode_payload(env: Envelope) -> Payload:
         raise BureauError(Code.MALFORMED_PAYLOAD, "", "a payload is a JSON object")
     try:
         return validate_payload(PAYLOAD_MODELS[env.name], doc,
-                                maybe_controls=_MAY_HOLD_CONTROLS.search(env.body) is not None)
+                                maybe_controls=_may_hold_controls(env.body))
     except PayloadInvalid as exc:
         raise BureauError(Code.SCHEMA, exc.path, exc.detail) from None
