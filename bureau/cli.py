@@ -23,6 +23,7 @@ from aiohttp import web
 
 from bureau import db, keyfiles
 from bureau.config import Config
+from bureau.errors import InternalError
 from bureau.http.params import KEY_ID
 from bureau.verify import BadEntry, terminal_progress, verify_database
 from reporters import wire
@@ -37,8 +38,9 @@ def database_url(config: Config) -> str:
     return db.embedded_database_url(config.home.resolve())
 
 
-class NoBureau(Exception):
-    """A command that only reads was run where there is no bureau to read."""
+class NoBureau(InternalError):
+    """A command that only reads was run where there is no bureau to read (``str()`` is
+    the one line that says so)."""
 
 
 def existing_database_url(config: Config) -> str:
