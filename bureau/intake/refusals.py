@@ -57,7 +57,7 @@ async def bound_envelopes(conn: asyncpg.Connection, rows: list[Any],
     """Strip the envelope and detail from the rows past each signer's budget for the
     epoch that began at ``epoch_start`` (``rows`` is a group's, changed in place). One
     query, and only in a group with a refusal that would keep its envelope; the partial
-    index of migration 0008 makes it read at most the budget's rows per signer."""
+    index of migration 0009 makes it read at most the budget's rows per signer."""
     signers = sorted({row[1] for row in rows if row[7] is not None})
     if not signers:
         return
