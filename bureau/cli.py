@@ -8,17 +8,23 @@ import binascii
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+import asyncpg
+import nacl.signing
 from aiohttp import web
 
 from bureau import db, keyfiles
 from bureau.config import Config
+from bureau.errors import InternalError
+from bureau.http.params import KEY_ID
 from bureau.verify import BadEntry, BadTree, terminal_progress, verify_database
 from reporters import wire
 
@@ -30,6 +36,46 @@ def database_url(config: Config) -> str:
     if config.database_url:
         return config.database_url
     return db.embedded_database_url(config.home.resolve())
+
+
+class NoBureau(InternalError):
+    """A command that only reads was run where there is no bureau to read (``str()`` is
+    the one line that says so)."""
+
+
+def existing_database_url(config: Config) -> str:
+    """For commands that only read: the configured database, or the embedded one of an
+    existing bureau home — never a new one. Raises :class:`NoBureau` (creating nothing,
+    starting nothing) when there is neither."""
+    if config.database_url:
+        return config.database_url
+    home = config.home.resolve()
+    if not db.has_embedded_database(home):
+        raise NoBureau(f"no bureau here: {home} holds no bureau database and "
+                       "BUREAU_DATABASE_URL is not set (set BUREAU_HOME to a bureau's home, "
+                       "or BUREAU_DATABASE_URL to its database)")
+    return db.embedded_database_url(home)
+
+
+ReadOnly = Callable[[argparse.Namespace, str], Coroutine[Any, Any, int]]
+
+
+def read_only(run: ReadOnly) -> Callable[[argparse.Namespace], int]:
+    """A command that only reads the ledger: where there is no bureau, or its database
+    cannot be reached, it says so in one line and exits 2 — no traceback, nothing made."""
+    def command(args: argparse.Namespace) -> int:
+        name = f"bureau {args.command}"
+        try:
+            url = existing_database_url(Config.from_env())
+            return asyncio.run(run(args, url))
+        except NoBureau as exc:
+            print(f"{name}: {exc}", file=sys.stderr)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            print(f"{name}: cannot read the bureau's database: {exc}".replace("\n", " "),
+                  file=sys.stderr)
+        return 2
+    command.__doc__ = run.__doc__
+    return command
 
 
 def _with_default_keys(config: Config) -> Config:
@@ -48,7 +94,6 @@ def _with_default_keys(config: Config) -> Config:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from bureau.http.app import create_app
     from bureau.intake.genesis import StartRefused
 
     config = _with_default_keys(Config.from_env())
@@ -61,14 +106,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(f"bureau key: {wire.signing_key_id(signing_key)}", flush=True)
     url = database_url(config)
     workers = _start_workers(args, config, url) if args.workers > 1 else []
-    app = create_app(config, url, signing_key)
-    print(f"serving on http://{args.host}:{args.port}"
-          + (f" with {args.workers} processes" if workers else ""), flush=True)
     try:
-        web.run_app(app, host=args.host, port=args.port, print=None, access_log=None,
-                    handle_signals=True, reuse_port=args.workers > 1 or args.reuse_port)
+        asyncio.run(_serve(args, config, url, signing_key, reuse_port=args.workers > 1
+                           or args.reuse_port, processes=args.workers))
     except StartRefused as refused:  # the ledger's settings rule (bureau.intake.genesis)
         print(f"bureau serve: refusing to start: {refused.detail}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a port taken, an address not ours
+        print(f"bureau serve: cannot listen: {exc}", file=sys.stderr)
         return 2
     finally:
         for proc in workers:
@@ -76,6 +121,45 @@ def cmd_serve(args: argparse.Namespace) -> int:
         for proc in workers:
             proc.wait(10)
     return 0
+
+
+def _bound(runner: web.AppRunner) -> str:
+    """host:port a runner's first site listens on (the port an ``0`` asked for)."""
+    host, port = runner.addresses[0][:2]
+    return f"{host}:{port}"
+
+
+async def _serve(args: argparse.Namespace, config: Config, url: str,
+                 signing_key: nacl.signing.SigningKey, *, reuse_port: bool,
+                 processes: int) -> None:
+    """The service on ``--host``/``--port`` and the operator listener on
+    ``--ops-host``/``--ops-port`` (SPEC §9: ``/metrics`` only there), until SIGTERM or
+    SIGINT. With ``--workers N`` every process opens both with SO_REUSEPORT."""
+    from bureau.http.app import create_app, create_ops_app
+
+    app = create_app(config, url, signing_key)
+    runner = web.AppRunner(app, access_log=None)
+    ops_runner = web.AppRunner(create_ops_app(app), access_log=None)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await runner.setup()  # the cleanup contexts: pool, genesis, ledger, settler
+    try:
+        await web.TCPSite(runner, args.host, args.port, reuse_port=reuse_port).start()
+        await ops_runner.setup()
+        try:
+            await web.TCPSite(ops_runner, args.ops_host, args.ops_port,
+                              reuse_port=reuse_port).start()
+            print(f"serving on http://{_bound(runner)}"
+                  + (f" with {processes} processes" if processes > 1 else "")
+                  + f", operator listener (/metrics) on http://{_bound(ops_runner)}",
+                  flush=True)
+            await stop.wait()
+        finally:
+            await ops_runner.cleanup()
+    finally:
+        await runner.cleanup()
 
 
 def _die_with_parent() -> None:
@@ -101,7 +185,8 @@ def _start_workers(args: argparse.Namespace, config: Config,
                BUREAU_SIGNING_KEY=str(config.signing_key_path.resolve()),
                BUREAU_HOME=str(config.home.resolve()))
     cmd = [sys.executable, "-m", "bureau.cli", "serve", "--host", args.host,
-           "--port", str(args.port), "--reuse-port",
+           "--port", str(args.port), "--ops-host", args.ops_host,
+           "--ops-port", str(args.ops_port), "--reuse-port",
            *(["--max-pending", str(args.max_pending)] if args.max_pending is not None else []),
            "--report-workers", str(config.report_workers)]
     return [subprocess.Popen(cmd, env=env, preexec_fn=_die_with_parent)
@@ -133,7 +218,8 @@ def cmd_keyid(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _verify(url: str) -> int:
+async def _verify(args: argparse.Namespace, url: str) -> int:
+    """Re-read the whole ledger and check every entry (bureau.verify)."""
     conn = await db.connect(url)
     try:
         count = await verify_database(conn, terminal_progress)
@@ -145,13 +231,12 @@ async def _verify(url: str) -> int:
         return 1
     finally:
         await conn.close()
-    print(f"bureau verify: ok, {count} entries, every id, link and signature checked, "
-          "every tree node and signed tree head recomputed")
+    print(f"bureau verify: ok, {count} entries, every id, link, signature and indexed column "
+          "checked, every tree node and signed tree head recomputed")
     return 0
 
 
-def cmd_verify(args: argparse.Namespace) -> int:
-    return asyncio.run(_verify(database_url(Config.from_env())))
+cmd_verify = read_only(_verify)
 
 
 async def _rebuild(url: str, signing_path: Path) -> int:
@@ -180,18 +265,25 @@ async def _rebuild(url: str, signing_path: Path) -> int:
     return 0
 
 
-def cmd_rebuild(args: argparse.Namespace) -> int:
+async def _rebuild_checked(args: argparse.Namespace, url: str) -> int:
+    """Re-derive every view from the entries, once the bureau's signing key is found."""
     config = Config.from_env()
     signing = config.signing_key_path or config.home / "signing.key"
     if not signing.exists():
         print(f"bureau rebuild: no signing key at {signing} (set BUREAU_SIGNING_KEY): "
               "reports are signed with the bureau's own key", file=sys.stderr)
         return 2
-    return asyncio.run(_rebuild(database_url(config), signing))
+    return await _rebuild(url, signing)
 
 
-async def _report(url: str, agent: str, epoch: int | None) -> int:
+cmd_rebuild = read_only(_rebuild_checked)
+
+
+async def _report(args: argparse.Namespace, url: str) -> int:
+    """Print an agent's signed report."""
     from bureau.views.store import report_envelope
+
+    agent, epoch = args.agent, args.epoch
 
     conn = await db.connect(url)
     try:
@@ -258,8 +350,13 @@ def render_report(envelope: bytes) -> str:
     return "\n".join(lines)
 
 
-def cmd_report(args: argparse.Namespace) -> int:
-    return asyncio.run(_report(database_url(Config.from_env()), args.agent, args.epoch))
+cmd_report = read_only(_report)
+
+
+def _key_id(text: str) -> str:
+    if re.fullmatch(KEY_ID, text) is None:
+        raise argparse.ArgumentTypeError("not a key id (ed25519: and 43 base64url characters)")
+    return text
 
 
 def _positive(text: str) -> int:
@@ -275,6 +372,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the HTTP service")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
     serve.add_argument("--port", type=int, default=8080, help="port to listen on")
+    serve.add_argument("--ops-host", default="127.0.0.1",
+                       help="address of the operator listener: /metrics, /healthz, /readyz "
+                       "(default 127.0.0.1)")
+    serve.add_argument("--ops-port", type=int, default=9464,
+                       help="port of the operator listener (default 9464; 0: any free port, "
+                       "printed at start)")
     serve.add_argument("--workers", type=int, default=1,
                        help="processes serving the same port (default 1)")
     serve.add_argument("--reuse-port", action="store_true",
@@ -298,13 +401,14 @@ def build_parser() -> argparse.ArgumentParser:
     sign.add_argument("--type", required=True, help="payload name, e.g. fact, reporter")
     sign.add_argument("payload", help="payload file, or - for standard input")
     sign.set_defaults(func=cmd_sign)
-    verify = sub.add_parser("verify", help="recompute every id, link and signature")
+    verify = sub.add_parser("verify", help="recompute every id, link and signature, and check "
+                            "every indexed column against the entry")
     verify.set_defaults(func=cmd_verify)
     rebuild = sub.add_parser("rebuild", help="re-derive every view and report from the "
                              "entries; exit 0 when every byte came out identical")
     rebuild.set_defaults(func=cmd_rebuild)
     report = sub.add_parser("report", help="print an agent's signed report, readably")
-    report.add_argument("agent", help="the agent's key id")
+    report.add_argument("agent", type=_key_id, help="the agent's key id")
     report.add_argument("--epoch", type=int, default=None,
                         help="a sealed epoch (default: the latest)")
     report.set_defaults(func=cmd_report)

@@ -10,6 +10,7 @@ ledger's refuses the start, an unpinned one is replaced by the ledger's.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +50,9 @@ class Config:
     witnesses: tuple[Witness, ...] = ()
     #: how often a new tree head is published while the ledger grows, in seconds
     checkpoint_interval: float = 5.0
+    #: the bureau's public address (``BUREAU_PUBLIC_URL``), written into the pages'
+    #: verification snippet; None: the pages name no address (they never echo ``Host``)
+    public_url: str | None = None
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Config:
@@ -82,6 +86,7 @@ class Config:
             raise ValueError("BUREAU_CHECKPOINT_INTERVAL must be more than 0 and at most "
                              f"{MAX_CHECKPOINT_INTERVAL:g} seconds")
         return cls(
+            public_url=public_url(env.get("BUREAU_PUBLIC_URL") or None),
             settle_interval=settle,
             home=Path(env.get("BUREAU_HOME", ".bureau")),
             database_url=env.get("BUREAU_DATABASE_URL") or None,
@@ -95,6 +100,21 @@ class Config:
             witnesses=witnesses,
             checkpoint_interval=interval,
         )
+
+
+_PUBLIC_URL = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~/-]*)?$")
+
+
+def public_url(text: str | None) -> str | None:
+    """``BUREAU_PUBLIC_URL``, checked: an http(s) URL of a host, an optional port and an
+    optional path, nothing that would need quoting in HTML or in Python; no trailing
+    slash."""
+    if text is None:
+        return None
+    if not _PUBLIC_URL.match(text):
+        raise ValueError("BUREAU_PUBLIC_URL must be http(s)://host[:port][/path], e.g. "
+                         f"https://bureau.example, not {text!r}")
+    return text.rstrip("/")
 
 
 def default_report_workers() -> int:

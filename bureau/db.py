@@ -43,6 +43,10 @@ def embedded_database_url(home: Path) -> str:
     url: str = server.get_uri()
     return url
 
+def has_embedded_database(home: Path) -> bool:
+    """Does ``home`` hold an embedded PostgreSQL's data (made by an earlier start)?"""
+    return (home / "pgdata" / "PG_VERSION").is_file()
+
 async def create_pool(url: str, *, min_size: int = 2, max_size: int = 10) -> asyncpg.Pool:
     pool = await asyncpg.create_pool(
         url, min_size=min_size, max_size=max_size, command_timeout=60,
@@ -138,7 +142,13 @@ async def is_reachable(pool: asyncpg.Pool) -> bool:
     return True
 
 def is_connection_error(exc: BaseException) -> bool:
-    """True for failures that mean 'the database is not there right now'."""
+    """True for failures that mean 'the database is not there right now'.
+
+    asyncpg's client-side ``DataError`` ("invalid input for query argument": a value it
+    cannot encode) is an ``InterfaceError`` and a ``ValueError``: it says something about
+    the data, not the connection, so it is not one of these."""
+    if isinstance(exc, asyncpg.InterfaceError) and isinstance(exc, ValueError):
+        return False
     return isinstance(
         exc,
         OSError | TimeoutError | asyncpg.InterfaceError | asyncpg.PostgresConnectionError

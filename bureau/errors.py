@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import enum
 
+from reporters.models import json_pointer
+
 
 class Stage(enum.StrEnum):
     """The pipeline stage a code belongs to; each code belongs to exactly one."""
@@ -145,5 +147,8 @@ class InternalError(BureauError):
 
 
 def pointer(*parts: str | int) -> str:
-    """A JSON Pointer (RFC 6901) from path parts."""
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+    """A ``path``: a JSON Pointer (RFC 6901) from path parts, each segment escaped as
+    SPEC §3 r2 says (``reporters.models.json_pointer``): a name the caller chose — an
+    unknown key, a query parameter — reaches a body or the refusals table only as
+    printable ASCII, at most 128 characters a segment."""
+    return json_pointer(*parts)

@@ -148,6 +148,31 @@ def subject_of(kind: Kind, payload: Payload, signer: str) -> str | None:
     return None if kind.subject is None else kind.subject(payload, signer)
 
 
+class _StoredFields:
+    """A stored payload's JSON, read by attribute as the ``subject`` functions read a
+    payload model: so that ``bureau verify`` applies the very functions of this table to
+    the bytes in the ledger, without validating them against today's models."""
+
+    __slots__ = ("_doc",)
+
+    def __init__(self, doc: dict[str, Any]) -> None:
+        self._doc = doc
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._doc[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def subject_of_document(kind: Kind, doc: dict[str, Any], signer: str) -> str | None:
+    """The ``subject`` column of a stored entry of a submitted ``kind``, from its
+    decoded payload JSON: the same rule as :func:`subject_of`."""
+    if kind.subject is None:
+        return None
+    return kind.subject(cast(Payload, _StoredFields(doc)), signer)
+
+
 def _payload_subject(p: Payload, signer: str) -> str:
     # Every payload model with a subject names it ``subject`` (a test checks).
     return cast(FactPayload, p).subject

@@ -45,6 +45,16 @@ COMMIT_GROUP_SIZE = Histogram(
     "Envelopes judged per group-commit transaction.",
     buckets=(1, 2, 5, 10, 50, 100, 500, 1000, 2500, 5000),
 )
+GROUP_SPLITS_TOTAL = Counter(
+    "bureau_commit_group_splits_total",
+    "Group commits the database refused (not by going away), committed again in halves "
+    "to find the submission it cannot store.",
+)
+ISOLATED_TOTAL = Counter(
+    "bureau_commit_isolated_total",
+    "Submissions (or pieces of locked work) refused alone because a group holding only "
+    "them failed: each is answered 500 UNAVAILABLE (internal_error) and logged.",
+)
 INTAKE_QUEUE_DEPTH = Gauge(
     "bureau_intake_queue_envelopes",
     "Envelopes waiting for the group committer.",

@@ -1,5 +1,6 @@
 """``bureau verify``: recompute every entry id, link and signature of the ledger, and
-the Merkle tree over it.
+check every indexed column of ``entries`` against the entry's bytes, and
+recompute the Merkle tree over it.
 
 :class:`ChainVerifier` is pure: feed it stored rows in seq order and it says what, if
 anything, is wrong with the first bad one. :func:`verify_database` drives it over a
@@ -7,23 +8,33 @@ database with a cursor, so memory stays flat however long the ledger is, and rec
 the tree's nodes from the entry ids as it goes (:class:`~bureau.transparency.tree.TreeCheck`):
 every stored node must be the one the entries give, and every tree head the bureau
 signed must have the root the entries give at its size, and say so in its note.
+
+The indexed columns (``seq``, ``id``, ``prev``, ``kind``, ``recorded_at``, ``epoch``,
+``signer``, ``subject``, ``content_key``) are what reads, sealing and admission look
+entries up by; a column that disagrees with the bytes would make them answer for an
+entry that says otherwise. Each is recomputed the way intake wrote it — ``subject`` by
+the kinds table's own rule (:func:`bureau.kinds.subject_of_document`), an exclusion's by
+the entry it excludes — and a disagreement names the column and the seq.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import asyncpg
 
 from bureau import db
 from bureau.errors import InternalError
-from bureau.kinds import GENESIS
+from bureau.kinds import EXCLUSION, GENESIS, SUBMITTED, subject_of_document
 from bureau.transparency.tree import TreeCheck
 from reporters import wire
+from reporters.models import parse_timestamp
 from reporters.tlog.checkpoint import Checkpoint
 from reporters.tlog.errors import TlogError
 from reporters.tlog.note import parse_note
@@ -50,26 +61,55 @@ class BadTree(InternalError):
 
 @dataclass(frozen=True, slots=True)
 class StoredRow:
+    """A row of ``entries``: the indexed columns, and the entry's canonical bytes."""
+
     seq: int
     id: str
     prev: str
     kind: str
     entry: bytes
+    recorded_at: dt.datetime | None = None
+    epoch: int | None = None
+    signer: str | None = None
+    subject: str | None = None
+    content_key: str | None = None
 
 
-def _check_signature(seq: int, envelope: dict[str, object]) -> str | None:
+def _disagrees(column: str, stored: object, says: object) -> str:
+    return f"column {column} disagrees with the entry (stored {stored!r}, the entry says {says!r})"
+
+
+def _check_envelope(row: StoredRow, envelope: dict[str, Any]) -> str | None:
+    """The signature, and the columns only the envelope can tell: signer, content_key,
+    and subject (by the kinds table's rule); what is wrong, or None."""
     try:
         sigs = envelope["signatures"]
         assert isinstance(sigs, list) and len(sigs) == 1
-        ptype, payload = envelope["payloadType"], envelope["payload"]
-        assert isinstance(ptype, str) and isinstance(payload, str)
-        key = wire.public_key_from_key_id(sigs[0]["keyid"])
+        ptype, payload, keyid = envelope["payloadType"], envelope["payload"], sigs[0]["keyid"]
+        assert isinstance(ptype, str) and isinstance(payload, str) and isinstance(keyid, str)
+        key = wire.public_key_from_key_id(keyid)
         body = wire.b64decode_canonical(payload)
         sig = wire.b64decode_canonical(sigs[0]["sig"])
     except (AssertionError, KeyError, TypeError, wire.WireError) as exc:
         return f"envelope is malformed ({exc})"
     if not wire.verify_signature(key, ptype, body, sig):
         return "signature does not verify"
+    name = ptype.removeprefix(wire.PAYLOAD_TYPE_PREFIX).removesuffix(wire.PAYLOAD_TYPE_SUFFIX)
+    kind = SUBMITTED.get(name)
+    if kind is None or kind.name != row.kind:
+        return _disagrees("kind", row.kind, ptype)
+    if row.signer != keyid:
+        return _disagrees("signer", row.signer, keyid)
+    content_key = wire.content_key(keyid, ptype, body)
+    if row.content_key != content_key:
+        return _disagrees("content_key", row.content_key, content_key)
+    try:
+        doc = json.loads(body)
+        subject = subject_of_document(kind, doc, keyid)
+    except (ValueError, TypeError, AttributeError) as exc:
+        return f"the payload does not name what its kind is about ({exc!r})"
+    if row.subject != subject:
+        return _disagrees("subject", row.subject, subject)
     return None
 
 
@@ -82,7 +122,9 @@ def _is_genesis_body(body: object) -> bool:
 class ChainVerifier:
     """Checks, entry by entry: seq contiguous from 1; stored bytes are canonical JSON of
     the entry; id = BLAKE3 of those bytes; prev = the previous id; recorded_at and epoch
-    never go back; every envelope's signature verifies."""
+    never go back; the columns seq, id, prev, kind, recorded_at and epoch say what the
+    bytes say (the envelope's columns and signature are checked by
+    :func:`_check_envelope`, off the event loop)."""
 
     def __init__(self) -> None:
         self.seq = 0
@@ -90,7 +132,7 @@ class ChainVerifier:
         self.recorded_at = ""
         self.epoch = -1
 
-    def check_links(self, row: StoredRow) -> dict[str, object]:
+    def check_links(self, row: StoredRow) -> dict[str, Any]:
         if row.seq != self.seq + 1:
             raise BadEntry(row.seq, f"seq should be {self.seq + 1}")
         try:
@@ -101,15 +143,20 @@ class ChainVerifier:
             raise BadEntry(row.seq, "stored entry is not canonical JSON")
         if wire.blake3_hex(row.entry) != row.id:
             raise BadEntry(row.seq, "id is not the BLAKE3 of the entry")
-        if entry.get("seq") != row.seq or entry.get("kind") != row.kind:
-            raise BadEntry(row.seq, "indexed columns disagree with the entry")
-        if entry.get("prev") != self.head or row.prev != self.head:
+        if entry.get("seq") != row.seq:
+            raise BadEntry(row.seq, _disagrees("seq", row.seq, entry.get("seq")))
+        if entry.get("kind") != row.kind:
+            raise BadEntry(row.seq, _disagrees("kind", row.kind, entry.get("kind")))
+        if entry.get("prev") != self.head:
             raise BadEntry(row.seq, "prev does not link to the previous entry")
+        if row.prev != self.head:
+            raise BadEntry(row.seq, _disagrees("prev", row.prev, entry.get("prev")))
         recorded_at, epoch = entry.get("recorded_at"), entry.get("epoch")
         if not isinstance(recorded_at, str) or recorded_at < self.recorded_at:
             raise BadEntry(row.seq, "recorded_at goes back in time")
         if not isinstance(epoch, int) or epoch < self.epoch:
             raise BadEntry(row.seq, "epoch goes back")
+        self._check_columns(row, entry, recorded_at, epoch)
         if ("envelope" in entry) == ("body" in entry):
             raise BadEntry(row.seq, "an entry has an envelope or a body, not both")
         if (row.seq == 1) != (entry.get("kind") == GENESIS.name):
@@ -122,15 +169,57 @@ class ChainVerifier:
         self.recorded_at, self.epoch = recorded_at, epoch
         return entry
 
+    @staticmethod
+    def _check_columns(row: StoredRow, entry: dict[str, object], recorded_at: str,
+                       epoch: int) -> None:
+        """recorded_at and epoch; for what the bureau wrote, signer and content_key are
+        empty and subject too (an exclusion's is checked against its target, later)."""
+        try:
+            when = parse_timestamp(recorded_at)
+        except ValueError:
+            raise BadEntry(row.seq, f"recorded_at {recorded_at!r} is not a timestamp") from None
+        if row.recorded_at is not None and row.recorded_at != when:
+            raise BadEntry(row.seq, _disagrees("recorded_at", row.recorded_at, recorded_at))
+        if row.epoch is not None and row.epoch != epoch:
+            raise BadEntry(row.seq, _disagrees("epoch", row.epoch, epoch))
+        if "body" in entry:
+            for column in ("signer", "content_key"):
+                if getattr(row, column) is not None:
+                    raise BadEntry(row.seq, _disagrees(column, getattr(row, column), None))
+            if row.kind != EXCLUSION.name and row.subject is not None:
+                raise BadEntry(row.seq, _disagrees("subject", row.subject, None))
 
-def _signature_failures(entries: list[tuple[int, dict[str, object]]]) -> list[tuple[int, str]]:
+
+def _envelope_failures(rows: list[tuple[StoredRow, dict[str, Any]]]) -> list[tuple[int, str]]:
     out = []
-    for seq, entry in entries:
+    for row, entry in rows:
         env = entry.get("envelope")
         if isinstance(env, dict):
-            problem = _check_signature(seq, env)
+            problem = _check_envelope(row, env)
             if problem:
-                out.append((seq, problem))
+                out.append((row.seq, problem))
+    return out
+
+
+async def _exclusion_failures(conn: asyncpg.Connection,
+                              rows: list[tuple[StoredRow, dict[str, Any]]]
+                              ) -> list[tuple[int, str]]:
+    """An exclusion is about the subject of the entry it excludes, an earlier one (as
+    bureau.intake.ledger writes it); that entry's own subject was checked already."""
+    exclusions = [(row, entry["body"].get("entry")) for row, entry in rows
+                  if row.kind == EXCLUSION.name and isinstance(entry.get("body"), dict)]
+    if not exclusions:
+        return []
+    targets = {r["id"]: (r["seq"], r["subject"]) for r in await conn.fetch(
+        "SELECT id, seq, subject FROM entries WHERE id = ANY($1::text[])",
+        sorted({t for _, t in exclusions if isinstance(t, str)}))}
+    out = []
+    for row, target in exclusions:
+        found = targets.get(target) if isinstance(target, str) else None
+        if found is None or found[0] >= row.seq:
+            out.append((row.seq, f"the exclusion's entry {target!r} is not an earlier entry"))
+        elif row.subject != found[1]:
+            out.append((row.seq, _disagrees("subject", row.subject, found[1])))
     return out
 
 
@@ -181,24 +270,28 @@ async def verify_database(conn: asyncpg.Connection, progress: Progress | None = 
             head_rows = await conn.fetch("SELECT size, root, note FROM tree_heads ORDER BY size")
             tree = TreeCheck(frozenset(r["size"] for r in head_rows))
             cursor = await conn.cursor(
-                "SELECT seq, id, prev, kind, entry FROM entries ORDER BY seq")
+                "SELECT seq, id, prev, kind, recorded_at, epoch, signer, subject,"
+                " content_key, entry FROM entries ORDER BY seq")
             while True:
                 rows = await cursor.fetch(_BATCH)
                 if not rows:
                     break
-                checked: list[tuple[int, dict[str, object]]] = []
+                checked: list[tuple[StoredRow, dict[str, Any]]] = []
                 link_failure: BadEntry | None = None
                 for r in rows:
+                    row = StoredRow(r["seq"], r["id"], r["prev"], r["kind"],
+                                    bytes(r["entry"]), r["recorded_at"], r["epoch"],
+                                    r["signer"], r["subject"], r["content_key"])
                     try:
-                        checked.append((r["seq"], checker.check_links(StoredRow(
-                            r["seq"], r["id"], r["prev"], r["kind"], bytes(r["entry"])))))
+                        checked.append((row, checker.check_links(row)))
                     except BadEntry as exc:
                         link_failure = exc
                         break
                 half = len(checked) // 2
                 failures = [f for part in pool.map(
-                    _signature_failures, [checked[:half], checked[half:]]) for f in part]
-                if failures:  # an earlier entry's bad signature is the first bad entry
+                    _envelope_failures, [checked[:half], checked[half:]]) for f in part]
+                failures += await _exclusion_failures(conn, checked)
+                if failures:  # an earlier entry's failure is the first bad entry
                     seq, reason = min(failures)
                     raise BadEntry(seq, reason)
                 if link_failure is not None:

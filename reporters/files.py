@@ -170,13 +170,15 @@ class Refusal(_Read):
     """An envelope of the party's that the bureau refused and kept (SPEC §5). Not a
     ledger entry: no seq, id or link. The bureau may keep only the envelope's content
     key, not the envelope (decode-stage refusals; past 1,000 refusals of one signer in
-    an epoch): then ``envelope`` and ``payload`` are ``None``."""
+    an epoch): then ``envelope``, ``payload`` and ``detail`` are ``None``, and
+    ``content_key`` (:func:`reporters.wire.content_key` of the envelope the party sent)
+    says which envelope it was."""
 
     ref: int
     kind: str
     code: str
     path: str
-    detail: str
+    detail: str | None = None
     refused_at: str
     envelope: Envelope | None = None
     content_key: str | None = None

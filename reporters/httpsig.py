@@ -103,18 +103,27 @@ class NonceStore:
     """Remembers ``(keyid, nonce)`` pairs so that none is accepted twice.
 
     A pair is remembered until its signature can no longer be fresh (``created +
-    max_age``), then forgotten. The store holds at most ``max_entries`` live pairs;
-    when it is full it *refuses* new nonces (fails closed) instead of evicting live
-    ones, because an evicted nonce could be replayed. Not thread-safe: meant for one
-    asyncio event loop.
+    max_age``), then forgotten. The store holds at most ``max_entries`` live pairs, and
+    at most ``max_per_key`` of any one key (so no single reader can take the room all
+    the others need). :meth:`use` is the whole check for a verifier with nothing behind
+    it: when the store (or the key's share) is full it *refuses* new nonces (fails
+    closed) instead of evicting live ones, because an evicted nonce could be replayed.
+    A verifier with an authoritative record elsewhere (the bureau claims every nonce in
+    its database) uses :meth:`seen` and :meth:`remember` instead: the store then only
+    saves a round trip for replays, and being full refuses nobody. Not thread-safe:
+    meant for one asyncio event loop.
     """
 
-    def __init__(self, max_entries: int = 100_000) -> None:
+    def __init__(self, max_entries: int = 100_000, max_per_key: int | None = None) -> None:
         if max_entries < 1:
             raise ValueError("max_entries must be at least 1")
+        if max_per_key is not None and max_per_key < 1:
+            raise ValueError("max_per_key must be at least 1")
         self.max_entries = max_entries
+        self.max_per_key = max_per_key
         self._expiry: dict[tuple[str, str], float] = {}
         self._heap: list[tuple[float, str, str]] = []
+        self._per_key: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self._expiry)
@@ -122,22 +131,51 @@ class NonceStore:
     def _forget_expired(self, now: float) -> None:
         while self._heap and self._heap[0][0] < now:
             _, kid, nonce = heapq.heappop(self._heap)
-            self._expiry.pop((kid, nonce), None)
+            if self._expiry.pop((kid, nonce), None) is not None:
+                left = self._per_key[kid] - 1
+                if left:
+                    self._per_key[kid] = left
+                else:
+                    del self._per_key[kid]
+
+    def seen(self, keyid: str, nonce: str, *, now: float) -> bool:
+        """Is this pair remembered (so: a replay)?"""
+        self._forget_expired(now)
+        return (keyid, nonce) in self._expiry
+
+    def _room_for(self, keyid: str) -> str | None:
+        """Why there is no room for one more pair of ``keyid``, or None."""
+        if len(self._expiry) >= self.max_entries:
+            return "too many recent nonces; retry later"
+        if self.max_per_key is not None and self._per_key.get(keyid, 0) >= self.max_per_key:
+            return "too many recent nonces from this key; retry later"
+        return None
+
+    def remember(self, keyid: str, nonce: str, *, expires_at: float, now: float) -> bool:
+        """Record the pair until ``expires_at`` if there is room; False when there is
+        none (the store, or this key's share of it, is full)."""
+        self._forget_expired(now)
+        if (keyid, nonce) in self._expiry:
+            return True
+        if self._room_for(keyid) is not None:
+            return False
+        self._expiry[(keyid, nonce)] = expires_at
+        self._per_key[keyid] = self._per_key.get(keyid, 0) + 1
+        heapq.heappush(self._heap, (expires_at, keyid, nonce))
+        return True
 
     def use(self, keyid: str, nonce: str, *, expires_at: float, now: float) -> None:
         """Record a nonce as used until ``expires_at``.
 
         Raises :class:`HttpSignatureError` if the pair is already remembered, or if the
-        store is full of pairs that have not yet expired.
+        store (or this key's share of it) is full of pairs that have not yet expired.
         """
-        self._forget_expired(now)
-        pair = (keyid, nonce)
-        if pair in self._expiry:
+        if self.seen(keyid, nonce, now=now):
             raise HttpSignatureError("nonce has already been used")
-        if len(self._expiry) >= self.max_entries:
-            raise HttpSignatureError("too many recent nonces; retry later")
-        self._expiry[pair] = expires_at
-        heapq.heappush(self._heap, (expires_at, keyid, nonce))
+        full = self._room_for(keyid)
+        if full is not None:
+            raise HttpSignatureError(full)
+        self.remember(keyid, nonce, expires_at=expires_at, now=now)
 
 
 # --------------------------------------------------------------------------- messages

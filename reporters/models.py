@@ -4,6 +4,12 @@ These models are the schema: the service validates submissions with them, the cl
 library builds payloads with them, and ``schemas/*.json`` and ``/openapi.json`` are
 generated from them. They are strict: unknown fields, floats for integers, strings for
 booleans are all refused.
+
+:func:`validate_payload` is the one way either side checks a decoded payload: first the
+rule no model can express for keys it does not know — no string anywhere, value or
+object key, holds a control character (SPEC §3 r2) — then the model. Its failures name
+the field as a JSON Pointer escaped by :func:`json_pointer`, so the bureau and the
+client library give the same ``path`` for the same mistake.
 """
 
 from __future__ import annotations
@@ -11,9 +17,11 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
-from typing import Annotated, Literal
+from collections.abc import Iterator
+from typing import Annotated, Any, Literal, TypeVar
 
 import idna
+import pydantic
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -28,7 +36,10 @@ _IDENT = r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$"
 _KEY_ID = r"^ed25519:[A-Za-z0-9_-]{43}$"
 _HEX64 = r"^[0-9a-f]{64}$"
 _TIMESTAMP_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$")
-_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+#: C0 controls, DEL and C1 controls: no string in a payload may hold one (SPEC §3 r2)
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+#: the most characters one escaped segment of a ``path`` may take (SPEC §3 r2)
+MAX_POINTER_SEGMENT = 128
 
 
 def _valid_timestamp(text: str) -> str:
@@ -41,8 +52,8 @@ def _valid_timestamp(text: str) -> str:
 def _no_controls(text: str) -> str:
     # Control characters (NUL among them) have no place in names and reasons, and
     # PostgreSQL text cannot hold NUL at all.
-    if _CONTROL_RE.search(text):
-        raise ValueError("control characters are not allowed in free text")
+    if CONTROL_CHARACTERS.search(text):
+        raise ValueError("control characters (U+0000-U+001F, U+007F-U+009F) are not allowed")
     return text
 
 
@@ -207,7 +218,7 @@ class Anchor(Payload):
     trailing dot. (The domain part of an e-mail follows the domain rule.)"""
 
     kind: Literal["email", "domain"]
-    value: Annotated[str, Field(min_length=1, max_length=MAX_EMAIL)]
+    value: Annotated[str, Field(min_length=1, max_length=MAX_EMAIL), AfterValidator(_no_controls)]
 
     @field_validator("value")
     @classmethod
@@ -331,3 +342,118 @@ PAYLOAD_MODELS: dict[str, type[Payload]] = {
     "seal": SealPayload,
     "policy": PolicyPayload,
 }
+
+
+# --------------------------------------------------------------------------- validation
+
+
+class PayloadInvalid(ValueError):
+    """A decoded payload that breaks its schema: ``SCHEMA`` at ``path`` (a JSON Pointer
+    escaped by :func:`json_pointer`), ``detail`` saying why."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(f"{detail} at {path!r}")
+        self.path = path
+        self.detail = detail
+
+
+def _escaped_units(segment: str) -> Iterator[str]:
+    """The escapes of one pointer segment, a token each, so that a cut never splits one."""
+    for char in segment:
+        if char == "~":
+            yield "~0"
+        elif char == "/":
+            yield "~1"
+        elif char == "\\":
+            yield "\\\\"
+        elif " " <= char <= "~":
+            yield char
+        else:
+            encoded = char.encode("utf-16-be", "surrogatepass")
+            for i in range(0, len(encoded), 2):
+                yield "\\u" + encoded[i:i + 2].hex()
+
+
+def pointer_segment(segment: str | int) -> str:
+    """One segment of a ``path`` as SPEC §3 r2 writes it: JSON-Pointer escaped (``~0``,
+    ``~1``), then ``\\`` as ``\\\\`` and every UTF-16 code unit outside U+0020–U+007E
+    as ``\\u`` and four lowercase hex digits, cut to at most 128 characters, never
+    inside an escape. Printable ASCII names (every field the protocol knows) are
+    unchanged; only the names of unknown keys ever need it."""
+    if isinstance(segment, int):
+        return str(segment)
+    out: list[str] = []
+    size = 0
+    for token in _escaped_units(segment):
+        size += len(token)
+        if size > MAX_POINTER_SEGMENT:
+            break
+        out.append(token)
+    return "".join(out)
+
+
+def json_pointer(*parts: str | int) -> str:
+    """A ``path``: a JSON Pointer (RFC 6901) whose segments are escaped for display and
+    storage by :func:`pointer_segment`."""
+    return "".join("/" + pointer_segment(p) for p in parts)
+
+
+def control_character_at(doc: Any) -> tuple[str | int, ...] | None:
+    """Where the first string (in document order) holding a control character is: the
+    path to that value, or to the object key that holds one; ``None`` when there is none."""
+    if isinstance(doc, str):
+        return () if CONTROL_CHARACTERS.search(doc) else None
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            if CONTROL_CHARACTERS.search(key):
+                return (key,)
+            found = control_character_at(value)
+            if found is not None:
+                return (key, *found)
+    elif isinstance(doc, list):
+        for i, value in enumerate(doc):
+            found = control_character_at(value)
+            if found is not None:
+                return (i, *found)
+    return None
+
+
+def _document_path(doc: Any, loc: tuple[str | int, ...], missing: bool) -> tuple[str | int, ...]:
+    """The parts of a pydantic error location that are keys or indexes of ``doc`` (and,
+    for a missing field, its name): pydantic adds names of its own
+    (``function-after[...]``, union members) that are not in the document and must not
+    reach a ``path``."""
+    out: list[str | int] = []
+    here = doc
+    for i, part in enumerate(loc):
+        in_dict = isinstance(here, dict) and isinstance(part, str) and part in here
+        in_list = isinstance(here, list) and isinstance(part, int) and 0 <= part < len(here)
+        if in_dict or in_list:
+            here = here[part]
+        elif not (missing and i == len(loc) - 1 and isinstance(here, dict)):
+            continue
+        out.append(part)
+    return tuple(out)
+
+
+P = TypeVar("P", bound=Payload)
+
+
+def validate_payload(model: type[P], doc: dict[str, Any], *,
+                     maybe_controls: bool = True) -> P:
+    """``doc`` as ``model``, or :class:`PayloadInvalid` naming the first field that is
+    wrong. ``maybe_controls=False`` skips the control-character walk: only for a caller
+    that knows from the raw bytes that no string can hold one (see
+    ``bureau.intake.envelope``)."""
+    if maybe_controls:
+        where = control_character_at(doc)
+        if where is not None:
+            raise PayloadInvalid(json_pointer(*where), "control characters (U+0000-U+001F, "
+                                 "U+007F-U+009F) are not allowed in a payload's strings "
+                                 "or keys")
+    try:
+        return model.model_validate(doc)
+    except pydantic.ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        path = _document_path(doc, tuple(first["loc"]), first["type"] == "missing")
+        raise PayloadInvalid(json_pointer(*path), first["msg"]) from None

@@ -41,13 +41,18 @@ class ServeProcess:
         self.extra_args = extra_args
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        #: the operator listener (/metrics): a free port of its own, never the default
+        #: 9464 another bureau on this machine may hold
+        self.ops_port = free_port()
+        self.ops_url = f"http://127.0.0.1:{self.ops_port}"
         self.log = log
         self.proc: subprocess.Popen[bytes] | None = None
 
     async def start(self, timeout: float = 30) -> None:
         with self.log.open("ab") as fh:
             self.proc = subprocess.Popen(
-                [*BUREAU, "serve", "--port", str(self.port), *self.extra_args], env=self.env,
+                [*BUREAU, "serve", "--port", str(self.port), "--ops-port", str(self.ops_port),
+                 *self.extra_args], env=self.env,
                 stdout=fh, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         async with aiohttp.ClientSession() as session:

@@ -18,7 +18,7 @@ import nacl.signing
 from aiohttp import web
 
 from bureau.config import Config
-from bureau.http.app import create_app
+from bureau.http.app import create_app, create_ops_app
 from bureau.http.keys import LOG_KEY
 from bureau.transparency.heads import LogKey
 from reporters import wire
@@ -72,6 +72,8 @@ class BureauUnderTest:
     app: web.Application
     config: Config
     database_url: str
+    #: the operator listener (/metrics, /healthz, /readyz)
+    ops_url: str = ""
     _reporters: dict[str, nacl.signing.SigningKey] = field(default_factory=dict)
 
     @property
@@ -168,12 +170,15 @@ async def start_bureau(database_url: str, home: Path, *, epoch_seconds: int = 21
     app = create_app(config, database_url, signing, clock=clock)
     runner = web.AppRunner(app)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    async with aiohttp.ClientSession() as session:
-        try:
+    ops_runner = web.AppRunner(create_ops_app(app))
+    await ops_runner.setup()
+    try:
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        await web.TCPSite(ops_runner, "127.0.0.1", 0).start()
+        port, ops_port = runner.addresses[0][1], ops_runner.addresses[0][1]
+        async with aiohttp.ClientSession() as session:
             yield BureauUnderTest(f"http://127.0.0.1:{port}", session, admin, signing, clock,
-                                  app, config, database_url)
-        finally:
-            await runner.cleanup()
+                                  app, config, database_url, f"http://127.0.0.1:{ops_port}")
+    finally:
+        await ops_runner.cleanup()
+        await runner.cleanup()

@@ -1,5 +1,6 @@
 """``create_app(config, database_url, signing_key)``: the aiohttp application — the
-service's one composition root. Every long-lived part is made, wired to the others and
+service's one composition root — and ``create_ops_app(app)``, the operator
+listener's. Every long-lived part is made, wired to the others and
 stopped here, in ``cleanup_ctx`` order: the pool, the ledger's settings (its genesis
 entry: ``app[CONFIG]`` then holds the ledger's values, the origin among them, which names
 the bureau's key as the log's: ``app[LOG_KEY]``) and the ledger's committer, then the
@@ -12,11 +13,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import nacl.signing
-from aiohttp import web
+from aiohttp import web, web_response
 
 from bureau import db
 from bureau.config import Config
 from bureau.http import openapi, routes
+from bureau.http.auth import nonce_store
 from bureau.http.errors import error_middleware
 from bureau.http.keys import (
     CONFIG,
@@ -27,9 +29,11 @@ from bureau.http.keys import (
     NONCES,
     POOL,
     PUBLISHER,
+    SERVICE,
     SETTLER,
     SIGNING_KEY,
 )
+from bureau.http.routes import ops
 from bureau.intake import genesis
 from bureau.intake.ledger import Clock, Ledger, utcnow
 from bureau.intake.pipeline import MAX_BATCH_BYTES, Intake
@@ -37,17 +41,27 @@ from bureau.transparency.heads import LogKey
 from bureau.transparency.publisher import Publisher
 from bureau.views.builder import ReportBuilder
 from bureau.views.settle import Settler
-from reporters.httpsig import NonceStore
+
+#: What the ``Server`` header says, instead of aiohttp's default that names the Python and
+#: aiohttp versions (an attacker's shopping list). aiohttp has no setting for it, and its
+#: own answers to requests that are not HTTP bypass every signal an application could
+#: use, so the one default it reads is replaced, once, for the whole process.
+SERVER_HEADER = "bureau"
+
+
+def hide_server_version() -> None:
+    web_response.SERVER_SOFTWARE = SERVER_HEADER  # type: ignore[attr-defined]
 
 
 def create_app(config: Config, database_url: str, signing_key: nacl.signing.SigningKey,
                *, clock: Clock = utcnow) -> web.Application:
+    hide_server_version()
     # A little over the batch cap so the handlers, not aiohttp, give the TOO_LARGE answer.
     app = web.Application(middlewares=[error_middleware], client_max_size=MAX_BATCH_BYTES + 1024)
     app[CONFIG] = config
     app[SIGNING_KEY] = signing_key
     app[DATABASE_URL] = database_url
-    app[NONCES] = NonceStore()
+    app[NONCES] = nonce_store()
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
         pool = await db.create_pool(database_url)
@@ -110,4 +124,14 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
     for table in routes.TABLES:
         app.add_routes(table)
     app.on_startup.append(openapi.publish)  # after every route: it describes them all
+    return app
+
+
+def create_ops_app(service: web.Application) -> web.Application:
+    """The operator listener (``bureau serve --ops-port``): ``/healthz``, ``/readyz`` and
+    ``/metrics`` (SPEC §9), in the one error shape; ``/readyz`` asks ``service``'s pool."""
+    hide_server_version()
+    app = web.Application(middlewares=[error_middleware])
+    app[SERVICE] = service
+    app.add_routes(ops.ops_routes)
     return app

@@ -5,16 +5,26 @@ in). This module only applies them to an aiohttp request and decides access:
 
 1. no valid signature (missing, malformed, stale, replayed, not verifying) →
    ``401 UNAUTHENTICATED``, with the verifier's reason as ``detail``;
-2. a valid signature by the party the URL names, or by an admin key → the reader's key id;
-3. a valid signature by any other key → ``403 FORBIDDEN``.
+2. a valid signature by any key other than the party the URL names or an admin →
+   ``403 FORBIDDEN``;
+3. otherwise the reader's key id — and only now is its nonce spent.
+
+A nonce is a scarce resource, so it is spent only after the signature verifies *and* the
+reader may read (PITFALLS: a nonce store filled before the party check can be filled by
+strangers). Spending it: refused at once if this process remembers it (no round trip for
+a replay), then claimed in the ``read_nonces`` table, which is the one record every
+process shares; then remembered here if there is room. The process store holds at most
+:data:`NONCE_CAPACITY` nonces, at most :data:`NONCES_PER_KEY` of one key; it is only a
+cache in front of the table, so a full store (or a key over its share) refuses nobody —
+the claim in the database still refuses every replay.
 
 The clock is the bureau's own (the ledger's clock), so the freshness window and the
-``recorded_at`` of entries are measured on the same clock. A nonce is checked first
-against this process's store (:data:`bureau.http.keys.NONCES`), then claimed in the
-``read_nonces`` table, so no process accepts a nonce that any process has accepted.
+``recorded_at`` of entries are measured on the same clock.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from aiohttp import web
 
@@ -23,22 +33,37 @@ from bureau.errors import BureauError, Code, Pushback
 from bureau.http.keys import CONFIG, LEDGER, NONCES, POOL
 from reporters.httpsig import HttpSignatureError, NonceStore, verify_request
 
+#: nonces this process remembers at most (see the module docstring)
+NONCE_CAPACITY = 100_000
+#: of which at most this many of one key: a reader sending more than one signed read
+#: every 0.3 s for 300 s still reads; its nonces are then checked in the database only
+NONCES_PER_KEY = 1_000
 
-class _NonceClaim:
-    """Checks a nonce against this process's store (fast, refuses most replays at once)
-    and remembers it, so that it can then be claimed in the database for every process."""
 
-    def __init__(self, local: NonceStore) -> None:
-        self.local = local
-        self.used: tuple[str, str, float] | None = None
+def nonce_store(capacity: int = NONCE_CAPACITY, per_key: int = NONCES_PER_KEY) -> NonceStore:
+    """The process's store of recently spent nonces."""
+    return NonceStore(max_entries=capacity, max_per_key=per_key)
+
+
+@dataclass(frozen=True, slots=True)
+class _Nonce:
+    keyid: str
+    nonce: str
+    expires_at: float
+
+
+class _Deferred:
+    """The verifier's nonce check, deferred: it only notes the nonce of a signature
+    that verified, to be spent once the reader is known to be allowed."""
+
+    def __init__(self) -> None:
+        self.nonce: _Nonce | None = None
 
     def use(self, keyid: str, nonce: str, *, expires_at: float, now: float) -> None:
-        self.local.use(keyid, nonce, expires_at=expires_at, now=now)
-        self.used = (keyid, nonce, expires_at)
+        self.nonce = _Nonce(keyid, nonce, expires_at)
 
 
-async def _claim_in_database(request: web.Request, keyid: str, nonce: str,
-                             expires_at: float, now: float) -> None:
+async def _claim_in_database(request: web.Request, n: _Nonce, now: float) -> None:
     """Record the nonce in ``read_nonces``; refuse it if any process has seen it."""
     try:
         # One statement, its own transaction (no BEGIN/COMMIT round trips), timed by name.
@@ -47,7 +72,7 @@ async def _claim_in_database(request: web.Request, keyid: str, nonce: str,
                 "WITH expired AS (DELETE FROM read_nonces WHERE expires_at < to_timestamp($4))"
                 " INSERT INTO read_nonces (keyid, nonce, expires_at)"
                 " VALUES ($1, $2, to_timestamp($3)) ON CONFLICT DO NOTHING RETURNING true",
-                keyid, nonce, expires_at, now)
+                n.keyid, n.nonce, n.expires_at, now)
             timer.outcome = "commit"
     except Exception as exc:
         if db.is_connection_error(exc):
@@ -58,19 +83,12 @@ async def _claim_in_database(request: web.Request, keyid: str, nonce: str,
         raise BureauError(Code.UNAUTHENTICATED, "", "nonce has already been used")
 
 
-async def authenticate(request: web.Request) -> str:
-    """The key id that signed ``request``; ``401 UNAUTHENTICATED`` when none did."""
-    now = request.app[LEDGER].clock().timestamp()
-    claim = _NonceClaim(request.app[NONCES])
-    try:
-        # raw_path: the request target exactly as received (see reporters/httpsig.py).
-        reader = verify_request(request.method, request.raw_path, request.headers,
-                                now=now, nonces=claim)
-    except HttpSignatureError as exc:
-        raise BureauError(Code.UNAUTHENTICATED, "", exc.detail) from None
-    if claim.used is not None:
-        await _claim_in_database(request, *claim.used, now)
-    return reader
+async def _spend(request: web.Request, n: _Nonce, now: float) -> None:
+    local = request.app[NONCES]
+    if local.seen(n.keyid, n.nonce, now=now):
+        raise BureauError(Code.UNAUTHENTICATED, "", "nonce has already been used")
+    await _claim_in_database(request, n, now)
+    local.remember(n.keyid, n.nonce, expires_at=n.expires_at, now=now)
 
 
 def is_admin(request: web.Request, reader: str) -> bool:
@@ -78,14 +96,24 @@ def is_admin(request: web.Request, reader: str) -> bool:
 
 
 async def require_party(request: web.Request, party: str) -> str:
-    """Authenticate ``request`` and insist that it was signed by ``party`` or an admin.
+    """Authenticate ``request`` and insist that it was signed by ``party`` or an admin;
+    spend its nonce only then.
 
     Returns the reader's key id. ``party`` is the key the URL names, compared as text:
     a key id has exactly one spelling (canonical unpadded base64url).
     """
-    reader = await authenticate(request)
+    now = request.app[LEDGER].clock().timestamp()
+    deferred = _Deferred()
+    try:
+        # raw_path: the request target exactly as received (see reporters/httpsig.py).
+        reader = verify_request(request.method, request.raw_path, request.headers,
+                                now=now, nonces=deferred)
+    except HttpSignatureError as exc:
+        raise BureauError(Code.UNAUTHENTICATED, "", exc.detail) from None
     if reader != party and not is_admin(request, reader):
         raise BureauError(Code.FORBIDDEN, "",
                           "signed by a key that may not read this: only the party the URL "
                           "names, or an admin, may")
+    if deferred.nonce is not None:
+        await _spend(request, deferred.nonce, now)
     return reader

@@ -32,3 +32,5 @@ SETTLER = web.AppKey("settler", Settler)
 LOG_KEY = web.AppKey("log_key", LogKey)
 # Signs a tree head every few seconds and pushes it to the witnesses (one process leads).
 PUBLISHER = web.AppKey("publisher", Publisher)
+# On the operator listener's application: the service application it reports on.
+SERVICE = web.AppKey("service", web.Application)

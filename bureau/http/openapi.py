@@ -246,10 +246,6 @@ def operations() -> dict[tuple[str, str], Json]:
                 {"name": "agent", "in": "path", "required": True,
                  "schema": {"type": "string"}}],
             "responses": {"200": _html_response("the page"), **_errors(404)}},
-        ("GET", "/metrics"): {
-            "operationId": "metrics", "summary": "Prometheus metrics", "security": public,
-            "responses": {"200": {"description": "Prometheus text format", "content": {
-                "text/plain": {"schema": {"type": "string"}}}}}},
     }
 
 

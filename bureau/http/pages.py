@@ -122,8 +122,10 @@ def _reliability(rel: dict[str, Any]) -> str:
     return f"<table>{body}</table>"
 
 
-def _evidence_block(report: dict[str, Any], base_url: str) -> str:
-    """How to hold the report to the log and to the agent's own file."""
+def _evidence_block(report: dict[str, Any], public_url: str | None) -> str:
+    """How to hold the report to the log and to the agent's own file (the address, like
+    the snippet's, is the configured public URL, never the request's ``Host``)."""
+    base_url = public_url if public_url is not None else "URL"
     root = (report.get("evidence") or {}).get("root")
     agent, seq = report["agent"], report["ledger"]["seq"]
     evidence = "" if root is None else (
@@ -136,25 +138,39 @@ def _evidence_block(report: dict[str, Any], base_url: str) -> str:
             f"log still extends that tree.{evidence}</p>")
 
 
-def agent_page(report: dict[str, Any], envelope: bytes, bureau_key: str, base_url: str
-               ) -> str:
-    """The public page of one agent's latest report."""
-    agent = report["agent"]
-    name = report.get("name") or "(not enrolled)"
-    unscored = {k: v for k, v in (report.get("unscored") or {}).items() if v}
-    excluded = report.get("excluded") or {}
-    probes = report.get("probes") or {}
-    verify_snippet = (
-        "import base64, json, urllib.request\n"
+def _verify_snippet(agent: str, bureau_key: str, public_url: str | None) -> str:
+    """Python that fetches the report and checks its signature. The page never says
+    where it was fetched from (a ``Host`` header is the client's to choose, and a cache
+    keyed on the path alone would serve one client's snippet to everyone): the address
+    is the operator's configured public URL, or the reader's to give."""
+    if public_url is not None:
+        base = f"base = {public_url!r}\n"
+    else:
+        base = "base = sys.argv[1]  # this bureau's address: this page's URL before /agents/\n"
+    return (
+        "import base64, json, sys, urllib.request\n"
         "from nacl.signing import VerifyKey\n\n"
-        f"env = json.load(urllib.request.urlopen('{base_url}/v1/agents/{agent}/report'))\n"
-        f"key = '{bureau_key}'  # GET {base_url}/v1/bureau\n"
+        + base +
+        f"env = json.load(urllib.request.urlopen(base + '/v1/agents/{agent}/report'))\n"
+        f"key = '{bureau_key}'  # GET /v1/bureau\n"
         "raw = base64.urlsafe_b64decode(key.split(':')[1] + '=')\n"
         "body = base64.b64decode(env['payload'])\n"
         "ptype = env['payloadType'].encode()\n"
         "pae = b'DSSEv1 %d %s %d %s' % (len(ptype), ptype, len(body), body)\n"
         "VerifyKey(raw).verify(pae, base64.b64decode(env['signatures'][0]['sig']))\n"
         "print(json.loads(body)['score'])")
+
+
+def agent_page(report: dict[str, Any], envelope: bytes, bureau_key: str,
+               public_url: str | None) -> str:
+    """The public page of one agent's latest report: a pure function of the signed
+    report and the bureau's configuration, never of the request."""
+    agent = report["agent"]
+    name = report.get("name") or "(not enrolled)"
+    unscored = {k: v for k, v in (report.get("unscored") or {}).items() if v}
+    excluded = report.get("excluded") or {}
+    probes = report.get("probes") or {}
+    verify_snippet = _verify_snippet(agent, bureau_key, public_url)
     body = f"""
 <p class="muted">Agent Reputation Bureau · report for epoch {_e(report['epoch'])}</p>
 <h1>{_e(name)}</h1>
@@ -182,8 +198,10 @@ signature. The report is a DSSE envelope signed with the bureau key
 <code>{_e(report.get("policy"))}</code> (<a href="/v1/policy">the policy document</a>)
 from the ledger up to entry {_e(report["ledger"]["seq"])}
 (head <code>{_e(report["ledger"]["head"])}</code>).</p>
+<p>The signed report itself is at <a href="/v1/agents/{_e(agent)}/report">
+<code>/v1/agents/{_e(agent)}/report</code></a>; this checks it:</p>
 <pre><code>{_e(verify_snippet)}</code></pre>
-{_evidence_block(report, base_url)}
+{_evidence_block(report, public_url)}
 <details><summary>The signed envelope</summary><pre><code>{_e(envelope.decode())}</code></pre>
 </details>
 </section>"""

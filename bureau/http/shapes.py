@@ -93,12 +93,18 @@ class Refusal(Shape):
     """A correctly signed envelope from a known party that was refused (SPEC §5)."""
 
     ref: int = Field(ge=1, description="the refusal's cursor; not a ledger seq")
+    content_key: str = Field(pattern="^[0-9a-f]{64}$", description=(
+        "BLAKE3 of signer, payloadType and payload bytes: which envelope it was"))
     kind: str = Field(description="payload name of the refused envelope")
     code: Code
     path: str
-    detail: str
+    detail: str | None = Field(description=(
+        "what the submitter was told; null when only the content key, code, path and "
+        "time were kept (SPEC §5 r2)"))
     refused_at: str = Field(pattern=_TIMESTAMP)
-    envelope: Envelope
+    envelope: Envelope | None = Field(description=(
+        "the envelope as submitted; null for a decode-stage refusal, and past 1,000 "
+        "refusals of the signer in an epoch (SPEC §5 r2)"))
 
 
 class EntriesPage(Shape):

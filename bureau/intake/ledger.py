@@ -5,10 +5,18 @@ committer task per process takes everything queued, opens one transaction, locks
 single ``ledger_head`` row (which serialises writers across *all* bureau processes on the
 database), judges each submission against the state under that lock, appends the
 admitted ones with contiguous seqs, and commits. Only then are the waiting requests
-answered: an acknowledgement is always durable. If anything fails before ``COMMIT``
-returns, nothing of the group was written and every waiting request hears
+answered: an acknowledgement is always durable. If the database goes away before
+``COMMIT`` returns, nothing of the group was written and every waiting request hears
 ``UNAVAILABLE``; a client re-sending the same envelopes gets ``duplicate`` for whatever
 did commit, because duplicates are recognised by content.
+
+One bad submission never fails another (SPEC §5 r2). Should the database refuse a group
+for any other reason — a row it cannot store, whatever put it there — the group is rolled
+back and committed again in two halves, each half split again while it fails, until
+the submission that cannot be stored is alone: it is refused by itself (``500
+UNAVAILABLE``, ``internal_error``) and logged; every other one is judged and stored as
+if it had never been sent (the halves commit in input order, so a later submission
+still sees every earlier one). A group that commits costs nothing extra.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ import datetime as dt
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 import asyncpg
@@ -29,6 +37,7 @@ from bureau.config import Config
 from bureau.errors import BureauError, Code, Pushback
 from bureau.intake import rules
 from bureau.intake.index import record_admitted, record_exclusion
+from bureau.intake.refusals import bound_envelopes, refusal_row
 from bureau.intake.state import GroupState, Submission
 from bureau.intake.writes import Writes, write_group
 from bureau.kinds import EXCLUSION, SEAL_REQUEST, SUBMITTED
@@ -82,6 +91,8 @@ class GroupTx:
         self.recorded_at = recorded_at
         self.recorded_text = format_timestamp(recorded_at)
         self.epoch = epoch_of(recorded_at, epoch_seconds)
+        #: when the epoch the group records into began
+        self.epoch_start = dt.datetime.fromtimestamp(self.epoch * epoch_seconds, dt.UTC)
         state.epoch = self.epoch  # the rules ask which epoch the group records into
         self.writes = Writes()
         #: an admin ``seal`` was admitted in this group (see ``Ledger.seal_hook``)
@@ -140,9 +151,8 @@ def judge_one(tx: GroupTx, sub: Submission, now: dt.datetime) -> Result:
         decision = rules.admit(payload, signer, key, now, st)
     except BureauError as err:
         if _is_known_party(st, signer):
-            tx.writes.refusals.append((
-                key, signer, env.name, err.code.value, err.path, err.detail,
-                tx.recorded_at, env.canonical))
+            tx.writes.refusals.append(refusal_row(key, signer, env.name, err,
+                                                  tx.recorded_at, env.canonical))
         return Result("rejected", error=err)
     tx.seal_requested |= kind is SEAL_REQUEST
     subject = None if kind.subject is None else kind.subject(payload, signer)
@@ -156,8 +166,11 @@ def judge_one(tx: GroupTx, sub: Submission, now: dt.datetime) -> Result:
 
 async def flush(tx: GroupTx) -> None:
     """Write the group's rows, the Merkle tree nodes its entries complete, and move the
-    head (one statement, see bureau.intake.writes). Every entry appended, whoever
-    appended it (a submission, an exclusion, a seal), extends the tree here."""
+    head (one statement, see bureau.intake.writes); first, the refusals past their
+    signer's budget lose their envelopes. Every entry appended, whoever appended it (a
+    submission, an exclusion, a seal), extends the tree here."""
+    if tx.writes.refusals:
+        await bound_envelopes(tx.conn, tx.writes.refusals, tx.epoch_start)
     if tx.writes.entries:
         # The committer loaded the frontier with the head; a tool chaining entries
         # itself (genesis, benches) reads it now: the head row has not moved yet.
@@ -179,9 +192,21 @@ T = TypeVar("T")
 
 @dataclass
 class _Unit:
+    """One request's submissions (or one piece of locked work) and the future its
+    caller awaits; ``results`` fill in as the groups holding them commit."""
+
     subs: Sequence[Submission]
     future: asyncio.Future[list[Result]]
     work: LockedWork | None = None
+    results: list[Result | None] = field(default_factory=list)
+    #: why the unit's locked work could not run (its caller hears this)
+    failure: BureauError | None = None
+
+
+#: One thing a group commit does, in order: a unit's submission ``i``, or (``i == -1``)
+#: the unit's locked work.
+_Item = tuple[_Unit, int]
+_WORK = -1
 
 
 class Ledger:
@@ -207,6 +232,11 @@ class Ledger:
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="ledger-committer")
+
+    @property
+    def pending(self) -> int:
+        """Envelopes queued for the committer or in the group it is committing."""
+        return self._pending
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -308,8 +338,7 @@ class Ledger:
             with contextlib.suppress(Exception):
                 await self.pool.release(conn, timeout=2)
 
-    async def _in_transaction(self, body: Callable[[asyncpg.Connection], Awaitable[GroupTx]],
-                              ) -> GroupTx:
+    async def _in_transaction(self, body: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
         """Run ``body`` in one transaction that holds the ledger head's row lock.
 
         BEGIN and the lock go in one round trip (the simple protocol takes both
@@ -322,7 +351,7 @@ class Ledger:
                 await conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED;"
                                    " SELECT 1 FROM ledger_head FOR UPDATE")
                 try:
-                    tx = await body(conn)
+                    done = await body(conn)
                     await conn.execute("COMMIT")
                 except BaseException:
                     with contextlib.suppress(Exception):
@@ -332,56 +361,105 @@ class Ledger:
                 await self._drop_connection()  # whatever state it is in, start afresh
                 raise
             timer.outcome = "commit"
-            return tx
+            return done
 
     async def _commit(self, units: list[_Unit]) -> None:
-        subs = [s for u in units for s in u.subs]
-        metrics.COMMIT_GROUP_SIZE.observe(len(subs))
-        results: list[list[Result]] = []
+        """Commit what ``units`` hold and answer each of them."""
+        items: list[_Item] = []
+        for unit in units:
+            unit.results = [None] * len(unit.subs)
+            items.extend((unit, i) for i in range(len(unit.subs)))
+            if unit.work is not None:
+                items.append((unit, _WORK))
+        metrics.COMMIT_GROUP_SIZE.observe(sum(len(unit.subs) for unit in units))
+        await self._commit_items(items)
+        for unit in units:
+            if unit.future.done():
+                continue
+            if unit.failure is not None:
+                unit.future.set_exception(unit.failure)
+            else:
+                unit.future.set_result([r for r in unit.results if r is not None])
 
-        async def body(conn: asyncpg.Connection) -> GroupTx:
-            # The head row is locked (see _in_transaction); the state, head included,
-            # is read after the lock, in one statement.
-            state = await GroupState.load(conn, subs, self.config.admin_keys, self._tree)
-            head = state.head
-            assert head is not None
-            now = self.clock()
-            last = head.recorded_at
-            recorded_at = now if last is None or now > last else last
-            tx = GroupTx(conn, state, head.seq, head.head, recorded_at,
-                         self.config.epoch_seconds)
-            results.clear()
-            for unit in units:
-                results.append([judge_one(tx, s, now) for s in unit.subs])
-                if unit.work is not None:
-                    await unit.work(tx)
-            if tx.seal_requested and self.seal_hook is not None:
-                await self.seal_hook(tx)
-            await flush(tx)
-            return tx
-
+    async def _commit_items(self, items: list[_Item]) -> None:
+        """One group transaction for ``items``; should the database refuse it (and not
+        by going away), the same in two halves, in order, until what it refuses is
+        alone (see the module docstring)."""
         try:
-            tx = await self._in_transaction(body)
+            tx, results = await self._in_transaction(
+                lambda conn: self._judge_group(conn, items))
         except Exception as exc:
             if db.is_connection_error(exc):
                 log.warning("database unreachable during group commit: %s", exc)
-                err = BureauError(Code.UNAVAILABLE, "", "database unreachable; nothing was "
-                                  "written; retry later", pushback=Pushback.DATABASE_UNREACHABLE)
+                self._fail(items, BureauError(
+                    Code.UNAVAILABLE, "", "database unreachable; nothing was written; retry "
+                    "later", pushback=Pushback.DATABASE_UNREACHABLE))
+            elif len(items) == 1:
+                self._isolate(items[0], exc)
             else:
-                log.exception("group commit failed")
-                err = BureauError(Code.UNAVAILABLE, "", "internal error; nothing was written",
-                                  pushback=Pushback.INTERNAL_ERROR)
-            for u in units:
-                if not u.future.done():
-                    u.future.set_exception(err)
+                metrics.GROUP_SPLITS_TOTAL.inc()
+                log.warning("the database refused a group of %d; committing it in halves "
+                            "to find what it cannot store: %r", len(items), exc)
+                half = len(items) // 2
+                await self._commit_items(items[:half])
+                await self._commit_items(items[half:])
             return
         self._tree = tx.state.tree
         metrics.LEDGER_HEAD_SEQ.set(tx.seq)
-        counts = Counter((sub.envelope.name, r.status)
-                         for unit, res in zip(units, results, strict=True)
-                         for sub, r in zip(unit.subs, res, strict=True))
+        counts: Counter[tuple[str, str]] = Counter()
+        for (unit, i), result in zip(items, results, strict=True):
+            if result is not None:
+                unit.results[i] = result
+                counts[(unit.subs[i].envelope.name, result.status)] += 1
         for (name, status), n in counts.items():
             metrics.INTAKE_TOTAL.labels(payload_type=name, result=status).inc(n)
-        for unit, res in zip(units, results, strict=True):
-            if not unit.future.done():
-                unit.future.set_result(res)
+
+    async def _judge_group(self, conn: asyncpg.Connection, items: list[_Item],
+                           ) -> tuple[GroupTx, list[Result | None]]:
+        """Under the head lock (see _in_transaction): load the state, the head included,
+        in one statement; judge and append each item in order; write the group."""
+        subs = [unit.subs[i] for unit, i in items if i != _WORK]
+        state = await GroupState.load(conn, subs, self.config.admin_keys, self._tree)
+        head = state.head
+        assert head is not None
+        now = self.clock()
+        last = head.recorded_at
+        recorded_at = now if last is None or now > last else last
+        tx = GroupTx(conn, state, head.seq, head.head, recorded_at, self.config.epoch_seconds)
+        results: list[Result | None] = []
+        for unit, i in items:
+            if i == _WORK:
+                assert unit.work is not None
+                await unit.work(tx)
+                results.append(None)
+            else:
+                results.append(judge_one(tx, unit.subs[i], now))
+        if tx.seal_requested and self.seal_hook is not None:
+            await self.seal_hook(tx)
+        await flush(tx)
+        return tx, results
+
+    def _fail(self, items: list[_Item], err: BureauError) -> None:
+        """Nothing of ``items`` was written: each of their units hears ``err``."""
+        for unit, _ in items:
+            unit.failure = err
+
+    def _isolate(self, item: _Item, exc: Exception) -> None:
+        """The database refused a group holding only ``item``: refuse it alone."""
+        unit, i = item
+        metrics.ISOLATED_TOTAL.inc()
+        if i == _WORK:
+            log.error("locked work failed on its own; nothing of it was written",
+                      exc_info=exc)
+            self._fail([item], BureauError(Code.UNAVAILABLE, "", "internal error; nothing "
+                                           "was written", pushback=Pushback.INTERNAL_ERROR))
+            return
+        env = unit.subs[i].envelope
+        log.error("a group holding only this submission failed, so it is refused alone "
+                  "(500): %s from %s, content key %s", env.name, env.keyid, env.content_key,
+                  exc_info=exc)
+        metrics.INTAKE_TOTAL.labels(payload_type=env.name, result="rejected").inc()
+        unit.results[i] = Result("rejected", error=BureauError(
+            Code.UNAVAILABLE, "", "internal error: the bureau could not store this "
+            "submission; nothing of it was written, and nothing else was refused with it",
+            pushback=Pushback.INTERNAL_ERROR))

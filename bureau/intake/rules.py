@@ -232,18 +232,26 @@ def _check_one_verdict(kind: Kind, signer: str, reporter: str, ref: str, key: st
                           "this evaluator already gave its verdict here; the first one stands")
 
 
+# SPEC §5 r2: a refusal tells the signer nothing about evidence it was not party to.
+# Whatever fails to match — no such fact, a fact about another subject, a fact with
+# another caller — the answer is one and the same, so it cannot be used to learn whether
+# someone else's fact exists or whom it is about. (A fresh error each time: an exception
+# object carries its traceback.)
+
+
+def _unwitnessed(path: str, what: str) -> BureauError:
+    return BureauError(Code.UNWITNESSED, path, f"no fact from this reporter for this {what} "
+                       "names the signer as its caller and this subject (yet): a verdict "
+                       "needs one")
+
+
 @rule(AttestationPayload)
 def _admit_attestation(p: AttestationPayload, signer: str, key: str, now: dt.datetime,
                        state: AdmissionState) -> Decision:
     _check_not_self_reporting(signer, "/reporter", p.reporter)
     fact = state.fact(p.reporter, p.interaction)
-    if fact is None:
-        raise BureauError(Code.UNWITNESSED, "/interaction",
-                          "no fact from this reporter for this interaction (yet)")
-    if fact.subject != p.subject:
-        raise BureauError(Code.UNWITNESSED, "/subject", "the fact is about another subject")
-    if fact.caller != signer:
-        raise BureauError(Code.UNWITNESSED, "", "the fact names another caller than the signer")
+    if fact is None or fact.subject != p.subject or fact.caller != signer:
+        raise _unwitnessed("/interaction", "interaction")
     _check_not_self_dealing(ATTESTATION, p.outcome, signer, p.subject, state)
     _check_one_verdict(ATTESTATION, signer, p.reporter, p.interaction, key, state,
                        "/interaction")
@@ -255,13 +263,9 @@ def _admit_value_judgment(p: ValueJudgmentPayload, signer: str, key: str, now: d
                           state: AdmissionState) -> Decision:
     _check_not_self_reporting(signer, "/reporter", p.reporter)
     fact = state.engagement_fact(p.reporter, p.engagement)
-    if fact is None:
-        raise BureauError(Code.UNWITNESSED, "/engagement",
-                          "no fact from this reporter for this engagement (yet)")
-    if fact.subject != p.subject:
-        raise BureauError(Code.UNWITNESSED, "/subject", "the engagement is with another subject")
-    if fact.caller != signer:
-        raise BureauError(Code.UNWITNESSED, "", "the engagement names another buyer")
+    if fact is None or fact.subject != p.subject or fact.caller != signer:
+        raise _unwitnessed("/engagement", "engagement")
+    # From here on the signer is the engagement's buyer: telling it more is no leak.
     if fact.arrangement != "TIME_AND_MATERIALS":
         raise BureauError(Code.NOT_TIME_AND_MATERIALS, "/engagement",
                           f"the engagement is {fact.arrangement}")

@@ -10,6 +10,9 @@ entries have been collected (it always holds at least one when any follow), so a
 of 1,000 large envelopes cannot take the process's memory. ``next_after`` says where the
 next page starts; ``None`` means the reader has everything up to now. Refusals are paged
 the same way, on their own cursor (``ref``), because they are not part of the chain.
+A refusal kept without its envelope (SPEC §5 r2, :mod:`bureau.intake.refusals`) has
+``"envelope": null`` and ``"detail": null``; every refusal carries its ``content_key``,
+by which the signer can tell which of its envelopes it was.
 """
 
 from __future__ import annotations
@@ -55,14 +58,14 @@ _PAGE_SQL = """
 
 _REFUSALS_SQL = """
     WITH picked AS (
-        SELECT ref, kind, code, path, detail, refused_at, envelope,
-               octet_length(envelope) AS size
+        SELECT ref, content_key, kind, code, path, detail, refused_at, envelope,
+               coalesce(octet_length(envelope), 0) AS size
         FROM refusals WHERE signer = $1 AND ref > $2 ORDER BY ref LIMIT $3),
     sized AS (
         SELECT *, count(*) OVER () AS candidates,
                sum(size) OVER (ORDER BY ref) - size AS before
         FROM picked)
-    SELECT ref, kind, code, path, detail, refused_at, envelope, candidates
+    SELECT ref, content_key, kind, code, path, detail, refused_at, envelope, candidates
     FROM sized WHERE before < $4 ORDER BY ref
 """
 
@@ -109,9 +112,11 @@ async def _refusals(conn: asyncpg.Connection, signer: str, after: int,
                     limit: int) -> tuple[list[JsonObject], int | None]:
     rows = await conn.fetch(_REFUSALS_SQL, signer, after, limit + 1, MAX_PAGE_BYTES)
     kept, more = _cut(rows, limit)
-    refusals = [{"ref": r["ref"], "kind": r["kind"], "code": r["code"], "path": r["path"],
-                 "detail": r["detail"], "refused_at": format_timestamp(r["refused_at"]),
-                 "envelope": json.loads(r["envelope"])} for r in kept]
+    refusals = [{"ref": r["ref"], "content_key": r["content_key"], "kind": r["kind"],
+                 "code": r["code"], "path": r["path"], "detail": r["detail"],
+                 "refused_at": format_timestamp(r["refused_at"]),
+                 "envelope": None if r["envelope"] is None else json.loads(r["envelope"])}
+                for r in kept]
     return refusals, (kept[-1]["ref"] if more else None)
 
 

@@ -12,29 +12,30 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 import nacl.signing
-import pydantic
 
 from reporters import wire
 from reporters._internal.errors import BureauClientError
-from reporters.models import PAYLOAD_MODELS, AmendmentPayload, Payload
+from reporters.models import (
+    PAYLOAD_MODELS,
+    AmendmentPayload,
+    Payload,
+    PayloadInvalid,
+    validate_payload,
+)
 
 P = TypeVar("P", bound=Payload)
 
 _NAME_BY_MODEL: dict[type[Payload], str] = {model: name for name, model in PAYLOAD_MODELS.items()}
 
 
-def _pointer(parts: tuple[int | str, ...]) -> str:
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
-
-
 def build(model: type[P], fields: Mapping[str, Any]) -> P:
-    """Validate ``fields`` against ``model``; a failure is ``SCHEMA`` with a pointer."""
+    """Validate ``fields`` against ``model`` as the bureau does
+    (:func:`reporters.models.validate_payload`); a failure is ``SCHEMA`` with the same
+    ``path`` the bureau would give."""
     try:
-        return model.model_validate(dict(fields))
-    except pydantic.ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and "[" in p))
-        raise BureauClientError("SCHEMA", _pointer(loc), first["msg"]) from None
+        return validate_payload(model, dict(fields))
+    except PayloadInvalid as exc:
+        raise BureauClientError("SCHEMA", exc.path, exc.detail) from None
 
 
 def payload_name(payload: Payload) -> str:

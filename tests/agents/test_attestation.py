@@ -3,6 +3,8 @@ evaluator per interaction (SPEC §5)."""
 
 from __future__ import annotations
 
+import json
+
 from reporters import wire
 from tests.agents.support import (
     attestation,
@@ -49,7 +51,34 @@ async def test_attestation_about_another_subject_is_unwitnessed(
     seller, other, buyer = await enroll(bureau), await enroll(bureau), await enroll(bureau)
     ia = await witness(bureau, rep, seller, buyer)
     assert await refused(bureau, buyer, "attestation", attestation(rep, ia, other)) == (
-        "UNWITNESSED", "/subject")
+        "UNWITNESSED", "/interaction")
+
+
+async def test_unwitnessed_attestations_are_byte_identical_whatever_failed_to_match(
+        bureau: BureauUnderTest) -> None:
+    """SPEC §5 r2, the oracle finding of issue 12: a signer probing someone else's
+    interaction learns nothing from the refusal — no such fact, a fact about another
+    subject, a fact with another caller all get the very same bytes back."""
+    rep = await bureau.reporter()
+    seller, buyer, prober = await enroll(bureau), await enroll(bureau), await enroll(bureau)
+    ia = await witness(bureau, rep, seller, buyer)  # seller served buyer: not the prober's
+    mine = await witness(bureau, rep, seller, prober)  # the prober's own, with the seller
+    cases = {
+        "no such fact": attestation(rep, interaction_id(), seller),
+        "another subject": attestation(rep, mine, buyer),
+        "another caller": attestation(rep, ia, seller),
+    }
+    bodies = {}
+    for case, payload in cases.items():
+        async with bureau.session.post(
+                bureau.url + "/v1/evidence", data=json.dumps(wire.sign_payload(
+                    prober, "attestation", payload)).encode(),
+                headers={"Content-Type": "application/json"}) as resp:
+            assert resp.status == 422, case
+            bodies[case] = await resp.read()
+    assert len(set(bodies.values())) == 1, bodies
+    body = json.loads(bodies["no such fact"])
+    assert (body["code"], body["path"]) == ("UNWITNESSED", "/interaction")
 
 
 async def test_attestation_from_someone_other_than_the_caller_is_unwitnessed(

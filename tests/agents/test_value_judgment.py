@@ -3,6 +3,7 @@ engagement's latest fact in subject, buyer, spent, currency and units (SPEC §5,
 
 from __future__ import annotations
 
+import json
 import secrets
 from typing import Any
 
@@ -80,7 +81,33 @@ async def test_value_judgment_about_another_subject_is_unwitnessed(
     seller, other, buyer = await enroll(bureau), await enroll(bureau), await enroll(bureau)
     eng = await _engage(bureau, rep, seller, buyer)
     assert await refused(bureau, buyer, "value-judgment",
-                         value_judgment(rep, eng, other)) == ("UNWITNESSED", "/subject")
+                         value_judgment(rep, eng, other)) == ("UNWITNESSED", "/engagement")
+
+
+async def test_unwitnessed_value_judgments_are_byte_identical_and_say_nothing_more(
+        bureau: BureauUnderTest) -> None:
+    """SPEC §5 r2: no such engagement, another subject, another buyer — one answer; and a
+    stranger to a fixed-scope engagement, or one whose amounts differ, hears the same
+    UNWITNESSED, not NOT_TIME_AND_MATERIALS or AMOUNT_MISMATCH (those are for the buyer)."""
+    rep = await bureau.reporter()
+    seller, buyer, prober = await enroll(bureau), await enroll(bureau), await enroll(bureau)
+    theirs = await _engage(bureau, rep, seller, buyer)
+    fixed = await _engage(bureau, rep, seller, buyer, arrangement="FIXED_SCOPE")
+    mine = await _engage(bureau, rep, seller, prober)
+    cases = {
+        "no such engagement": value_judgment(rep, "eng-never-seen", seller),
+        "another subject": value_judgment(rep, mine, buyer),
+        "another buyer": value_judgment(rep, theirs, seller),
+        "another buyer, fixed scope": value_judgment(rep, fixed, seller),
+        "another buyer, other amounts": value_judgment(rep, theirs, seller, 7),
+    }
+    bodies = {}
+    for case, payload in cases.items():
+        status, body = await bureau.submit(prober, "value-judgment", payload)
+        assert status == 422, case
+        bodies[case] = json.dumps(body, sort_keys=True)
+    assert len(set(bodies.values())) == 1, bodies
+    assert json.loads(bodies["no such engagement"])["path"] == "/engagement"
 
 
 @pytest.mark.parametrize("fact_has_buyer", [True, False], ids=["other-buyer", "no-buyer"])

@@ -82,6 +82,57 @@ async def test_garbled_chunk_size_is_refused(bureau: BureauUnderTest) -> None:
     assert parse_response(raw)[0] == 400
 
 
+# ------------------------------------------------------------------ keep-alive, early answers
+
+_NEXT = b"GET /v1/bureau HTTP/1.1\r\nHost: bureau\r\n\r\n"
+
+
+async def _keep_alive_exchange(bureau: BureauUnderTest, parts: list[bytes]) -> list[int]:
+    """Send ``parts`` on one connection, a pause between them (so the server answers the
+    first request before the rest of its body, or its chunked terminator, arrives); return
+    the status of every answer read back."""
+    reader, writer = await asyncio.open_connection(*host_port(bureau))
+    try:
+        for part in parts:
+            writer.write(part)
+            await writer.drain()
+            await asyncio.sleep(0.2)
+        statuses: list[int] = []
+        while len(statuses) < 2:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            status, headers, _ = parse_response(head)
+            await asyncio.wait_for(reader.readexactly(int(headers["content-length"])), 10)
+            statuses.append(status)
+        return statuses
+    finally:
+        writer.close()
+
+
+@pytest.mark.parametrize(("head", "body", "first"), [
+    ("POST /v1/evidence HTTP/1.1\r\nContent-Type: text/plain\r\n"
+     "Transfer-Encoding: chunked", [b"5\r\nhello\r\n", b"0\r\n\r\n"], 415),
+    ("POST /v1/evidence HTTP/1.1\r\nContent-Type: text/plain\r\n"
+     "Transfer-Encoding: chunked", [b"", b"0\r\n\r\n"], 415),
+    ("POST /v1/evidence HTTP/1.1\r\nContent-Type: application/json\r\n"
+     "Transfer-Encoding: chunked", [b"20000\r\n" + b"x" * 0x20000 + b"\r\n", b"0\r\n\r\n"], 413),
+    ("GET /healthz HTTP/1.1\r\nTransfer-Encoding: chunked", [b"1\r\n0\r\n", b"0\r\n\r\n"],
+     200),
+    ("POST /v1/evidence HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 1", [b"0"],
+     415),
+    ("GET /v1/agents/%00/report HTTP/1.1\r\nContent-Length: 1", [b"0"], 404),
+], ids=["415-chunked", "415-empty-chunked", "413-mid-chunked", "get-chunked",
+        "415-length", "404-length"])
+async def test_an_answer_before_the_body_keeps_the_connection_in_step(
+        bureau: BureauUnderTest, head: str, body: list[bytes], first: int) -> None:
+    """A handler that answers before reading the body (wrong type, too large, a route
+    without a body) leaves the rest of it — a chunked terminator ``0``, a body ``0`` —
+    to be read and dropped, never parsed as the next request on the same connection
+    (issue 12: tests/hardening/test_schemathesis.py once saw ``400 Invalid method
+    encountered: b'0'``)."""
+    parts = [f"{head}\r\nHost: bureau\r\n\r\n".encode(), *body[:-1], body[-1] + _NEXT]
+    assert await _keep_alive_exchange(bureau, parts) == [first, 200]
+
+
 # ------------------------------------------------------------------ slow loris
 
 

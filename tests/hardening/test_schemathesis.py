@@ -59,11 +59,19 @@ def _header(response: Any, name: str) -> str:
     return str(values[0]) if values else ""
 
 
+def _sent(response: Any) -> str:
+    """What was sent, for a failure's message: the request line, its headers and the
+    start of its body (a non-JSON answer is aiohttp's own, to bytes it could not parse)."""
+    request = response.request
+    body = request.body if isinstance(request.body, bytes | str | None) else type(request.body)
+    return f"{request.method} {request.url} {dict(request.headers)} body={body!r:.300}"
+
+
 def one_error_shape(response: Any) -> None:
     if response.status_code < 400:
         return
     assert _header(response, "Content-Type").startswith("application/json"), (
-        response.status_code, response.text[:200])
+        response.status_code, response.text[:200], _sent(response))
     body = json.loads(response.content)
     assert isinstance(body, dict) and set(body) == ERROR_FIELDS, body
     assert body["status"] == "rejected" and body["code"] in CODES, body

@@ -97,7 +97,7 @@ async def test_metrics_count_intake_and_refusals(bureau: BureauUnderTest) -> Non
     rep = await bureau.reporter()
     await bureau.accepted(rep, "fact", fact_payload("m-1", kid(wire.generate_key())))
     await bureau.post(b"{}")
-    async with bureau.session.get(bureau.url + "/metrics") as resp:
+    async with bureau.session.get(bureau.ops_url + "/metrics") as resp:
         text = await resp.text()
     assert 'bureau_intake_total{payload_type="fact",result="accepted"}' in text
     assert 'bureau_refusals_total{code="MALFORMED_ENVELOPE"}' in text

@@ -108,3 +108,53 @@ async def test_duplicate_keys_in_a_stored_entry_are_found(bureau: BureauUnderTes
                   " WHERE seq = 2")
     bad = await _verify(bureau.database_url)
     assert bad is not None and bad.seq == 2
+
+
+# ------------------------------------------------------------------ indexed columns
+
+OTHER_KEY = kid(wire.generate_key())
+
+
+@pytest.mark.parametrize(("column", "value"), [
+    pytest.param("subject", f"'{OTHER_KEY}'", id="subject"),
+    pytest.param("subject", None, id="subject-null"),
+    pytest.param("epoch", "epoch + 1", id="epoch"),
+    pytest.param("signer", f"'{OTHER_KEY}'", id="signer"),
+    pytest.param("content_key", "'" + "0" * 64 + "'", id="content_key"),
+    pytest.param("kind", "'probe'", id="kind"),
+    pytest.param("recorded_at", "recorded_at + interval '1 microsecond'", id="recorded_at"),
+    pytest.param("prev", "'" + "1" * 64 + "'", id="prev"),
+])
+async def test_a_column_changed_behind_verifys_back_is_named(
+        bureau: BureauUnderTest, column: str, value: str | None, tmp_path: Path) -> None:
+    """Issue 12: an entry's subject and epoch columns were changed and verify still said
+    ok, although reads and sealing rely on them. Now every indexed column of one row,
+    changed with the triggers off, is named together with its seq."""
+    await _ledger_with_facts(bureau)
+    literal = "NULL" if value is None else value
+    await _tamper(bureau.database_url, f"UPDATE entries SET {column} = {literal} WHERE seq = 4")
+    bad = await _verify(bureau.database_url)
+    assert bad is not None and bad.seq == 4, bad
+    assert f"column {column} disagrees" in bad.reason, bad.reason
+    result = run_cli(bureau_env(bureau.database_url, tmp_path, kid(bureau.admin)), "verify")
+    assert result.returncode == 1
+    assert f"seq 4: column {column} disagrees" in result.stderr, result.stderr
+
+
+async def test_an_exclusions_subject_is_its_targets(bureau: BureauUnderTest) -> None:
+    """An exclusion, written by the bureau, is about the entry it excludes: its subject
+    column is checked against that entry's."""
+    rep = await bureau.reporter()
+    subject = wire.generate_key()
+    await bureau.accepted(subject, "enrollment", {
+        "name": "s", "anchor": {"kind": "domain", "value": "s.example"}, "operator": "S",
+        "promises": []})
+    fact = await bureau.accepted(rep, "fact", fact_payload("x-1", kid(subject)))
+    dispute = await bureau.accepted(subject, "dispute", {"entry": fact["id"], "reason": "no"})
+    await bureau.accepted(bureau.admin, "resolution", {
+        "dispute": dispute["id"], "decision": "EXCLUDED", "reason": "the log agrees"})
+    assert await _verify(bureau.database_url) is None
+    await _tamper(bureau.database_url,
+                  "UPDATE entries SET subject = $1 WHERE kind = 'exclusion'", OTHER_KEY)
+    bad = await _verify(bureau.database_url)
+    assert bad is not None and "column subject disagrees" in bad.reason, bad

@@ -235,7 +235,14 @@ def test_the_compose_file_wires_what_it_says() -> None:
     prometheus = yaml.safe_load((OPS / "prometheus/prometheus.yml").read_text())
     assert prometheus["rule_files"] == ["alerts.yml"]
     [target] = prometheus["scrape_configs"][0]["static_configs"][0]["targets"]
-    assert target == "bureau:8080" and prometheus["scrape_configs"][0]["job_name"] == "bureau"
+    assert prometheus["scrape_configs"][0]["job_name"] == "bureau"
+    # the operator listener, never the public port (SPEC §9): the port the image's
+    # command gives --ops-port, and one the compose file does not publish to the host
+    command = json.loads(dict(_instructions((OPS / "Dockerfile").read_text()))["CMD"])
+    ops_port = command[command.index("--ops-port") + 1]
+    assert command[command.index("--ops-host") + 1] == "0.0.0.0"
+    assert target == f"bureau:{ops_port}" and ops_port != "8080"
+    assert not any(port.endswith(":" + ops_port) for port in bureau.get("ports", []))
 
 
 # ----------------------------------------------------------------- the image
@@ -267,7 +274,7 @@ def test_the_image_runs_the_service_unprivileged_and_checks_readiness() -> None:
     assert user not in ("root", "0") and user.isdigit(), "a numeric, non-root user"
     assert "/readyz" in words["HEALTHCHECK"]
     assert json.loads(words["CMD"])[:2] == ["bureau", "serve"]
-    assert "8080" in words["EXPOSE"].split()
+    assert "8080" in words["EXPOSE"].split() and "9464" in words["EXPOSE"].split()
     assert "BUREAU_HOME=/var/lib/bureau" in words["ENV"]
     # Everything copied into the build is let through by the Dockerfile's ignore file.
     allowed = {line[1:].rstrip("/") for line in

@@ -1,4 +1,13 @@
-"""Operator routes: liveness, readiness, Prometheus metrics."""
+"""Operator routes: liveness, readiness, Prometheus metrics (SPEC §9, §10).
+
+* ``routes`` — on the public port: ``/healthz`` and ``/readyz``.
+* ``ops_routes`` — on the operator listener (``bureau serve --ops-host/--ops-port``,
+  default 127.0.0.1:9464): the same two, and ``/metrics``, which is never served on the
+  public port (it names routes, codes and rates an outsider has no business seeing).
+
+The operator listener is an application of its own (:func:`bureau.http.app.create_ops_app`);
+its ``/readyz`` asks the service application's pool (``SERVICE``).
+"""
 
 from __future__ import annotations
 
@@ -7,27 +16,38 @@ from aiohttp import web
 
 from bureau import db
 from bureau.errors import BureauError, Code, Pushback
-from bureau.http.keys import POOL
+from bureau.http.keys import POOL, SERVICE
 
 routes = web.RouteTableDef()
+ops_routes = web.RouteTableDef()
 
 
-@routes.get("/healthz")
 async def healthz(request: web.Request) -> web.Response:
     """The process is up and serving HTTP."""
     return web.json_response({"status": "ok"})
 
 
-@routes.get("/readyz")
 async def readyz(request: web.Request) -> web.Response:
     """The database answers: this process can take evidence."""
-    if not await db.is_reachable(request.app[POOL]):
+    service = request.app.get(SERVICE, request.app)
+    pool = service.get(POOL)
+    if pool is None:
+        raise BureauError(Code.UNAVAILABLE, "", "the service has no database pool yet",
+                          pushback=Pushback.DATABASE_UNREACHABLE)
+    if not await db.is_reachable(pool):
         raise BureauError(Code.UNAVAILABLE, "", "database unreachable",
                           pushback=Pushback.DATABASE_UNREACHABLE)
     return web.json_response({"status": "ready"})
 
 
-@routes.get("/metrics")
-async def metrics_route(request: web.Request) -> web.Response:
+async def metrics(request: web.Request) -> web.Response:
+    """This process's Prometheus metrics (with ``--workers N``, one process's: a
+    scrape reaches whichever process the kernel hands the connection to)."""
     body = prometheus_client.generate_latest()
     return web.Response(body=body, headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST})
+
+
+for table in (routes, ops_routes):
+    table.get("/healthz")(healthz)
+    table.get("/readyz")(readyz)
+ops_routes.get("/metrics")(metrics)

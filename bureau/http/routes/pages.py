@@ -11,6 +11,7 @@ from bureau.errors import BureauError, Code
 from bureau.http.errors import error_response
 from bureau.http.keys import CONFIG, LEDGER, POOL, SIGNING_KEY
 from bureau.http.pages import agent_page, index_page, payload_of
+from bureau.http.params import KEY_ID
 from bureau.views.policies import current_policy
 from bureau.views.store import checkpoint_envelope, report_envelope
 from reporters import wire
@@ -38,7 +39,7 @@ async def index(request: web.Request) -> web.Response:
                             payload_of(cp) if cp is not None else None))
 
 
-@routes.get("/agents/{agent}")
+@routes.get(f"/agents/{{agent:{KEY_ID}}}")
 async def agent(request: web.Request) -> web.Response:
     """The agent's latest report, for a person to read."""
     key = request.match_info["agent"]
@@ -46,7 +47,7 @@ async def agent(request: web.Request) -> web.Response:
         envelope = await report_envelope(conn, key, None)
     if envelope is None:
         return error_response(BureauError(Code.NOT_FOUND, "", f"no report for {key} yet"))
-    base = f"{request.scheme}://{request.host}"
     pretty = json.dumps(json.loads(envelope), indent=2).encode()
     return _html(agent_page(payload_of(envelope), pretty,
-                            wire.signing_key_id(request.app[SIGNING_KEY]), base))
+                            wire.signing_key_id(request.app[SIGNING_KEY]),
+                            request.app[CONFIG].public_url))

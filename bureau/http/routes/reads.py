@@ -7,10 +7,11 @@
 * ``GET /v1/agents/{agent}/explain[?epoch=E]`` — that agent, or an admin.
 * ``GET /v1/agents/{agent}/evaluator[?epoch=E]`` — that agent, or an admin.
 
-Authenticated reads check, in this order: the signature (401), the reader (403), the
-key in the path (404 when it is not a key id; only an admin gets that far with one),
-then the query (422 ``SCHEMA``, ``path`` naming the parameter). docs/reading.md
-describes the shapes.
+Authenticated reads check, in this order: the shape of the key in the path (the
+route's pattern, :mod:`bureau.http.params`: 404 from the router), the signature (401),
+the reader (403), the key in the path being a valid point (404; only an admin gets that
+far with one that is not), then the query (422 ``SCHEMA``, ``path`` naming the
+parameter). docs/reading.md describes the shapes.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from bureau.errors import BureauError, Code, pointer
 from bureau.http.auth import require_party
 from bureau.http.errors import error_response
 from bureau.http.keys import CONFIG, LEDGER, LOG_KEY, OPENAPI, POOL, SIGNING_KEY
+from bureau.http.params import KEY_ID
 from bureau.scoring.policy import KNOWN_POLICIES, policy_bytes, policy_name_of
 from bureau.views import reads
 from bureau.views.evaluator import evaluator_record
@@ -104,13 +106,13 @@ async def _file(request: web.Request, name: str, read: Reader) -> web.Response:
     return web.json_response(page.as_body(), headers=_PRIVATE)
 
 
-@routes.get("/v1/agents/{agent}/entries")
+@routes.get(f"/v1/agents/{{agent:{KEY_ID}}}/entries")
 async def agent_entries(request: web.Request) -> web.Response:
     """Every entry about the agent, and its refusals (that agent or an admin)."""
     return await _file(request, "agent", reads.agent_page)
 
 
-@routes.get("/v1/reporters/{reporter}/entries")
+@routes.get(f"/v1/reporters/{{reporter:{KEY_ID}}}/entries")
 async def reporter_entries(request: web.Request) -> web.Response:
     """What the reporter submitted, and its refusals (that reporter or an admin)."""
     return await _file(request, "reporter", reads.reporter_page)
@@ -135,13 +137,13 @@ async def _agent_epoch_read(request: web.Request, compute: EpochRead,
     return web.json_response(body, headers=_PRIVATE)
 
 
-@routes.get("/v1/agents/{agent}/explain")
+@routes.get(f"/v1/agents/{{agent:{KEY_ID}}}/explain")
 async def agent_explain(request: web.Request) -> web.Response:
     """How the agent's score was made (that agent or an admin)."""
     return await _agent_epoch_read(request, explain, "no report to explain")
 
 
-@routes.get("/v1/agents/{agent}/evaluator")
+@routes.get(f"/v1/agents/{{agent:{KEY_ID}}}/evaluator")
 async def agent_evaluator(request: web.Request) -> web.Response:
     """The agent's record as an evaluator as of a sealed epoch (that agent or an admin)."""
     epoch_seconds = request.app[CONFIG].epoch_seconds
@@ -199,7 +201,9 @@ async def policy(request: web.Request) -> web.Response:
 _DIGEST_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
-@routes.get("/v1/policies/{hash}")
+# Alphanumeric up to 128 characters reaches the handler, which answers a malformed hash
+# 422 SCHEMA at /hash (SPEC §9); anything else is no route's (404). No query either way.
+@routes.get("/v1/policies/{hash:[0-9A-Za-z]{1,128}}")
 async def policy_by_hash(request: web.Request) -> web.Response:
     """Any policy this bureau knows, by the hash reports name it by, byte for byte."""
     digest = request.match_info["hash"]

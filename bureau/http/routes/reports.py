@@ -19,6 +19,7 @@ from aiohttp import web
 from bureau.errors import BureauError, Code, pointer
 from bureau.http.errors import error_response
 from bureau.http.keys import POOL
+from bureau.http.params import EPOCH, KEY_ID
 from bureau.views.store import checkpoint_envelope, report_envelope
 from reporters import wire
 
@@ -46,7 +47,7 @@ def _epoch_param(request: web.Request) -> int | None:
     return int(values[0])
 
 
-@routes.get("/v1/agents/{agent}/report")
+@routes.get(f"/v1/agents/{{agent:{KEY_ID}}}/report")
 async def agent_report(request: web.Request) -> web.Response:
     """The agent's bureau-signed report (public)."""
     agent = request.match_info["agent"]
@@ -79,7 +80,7 @@ async def latest_checkpoint(request: web.Request) -> web.Response:
     return await _checkpoint(request, None)
 
 
-@routes.get(r"/v1/checkpoints/{epoch:[0-9]{1,18}}")
+@routes.get(f"/v1/checkpoints/{{epoch:{EPOCH}}}")
 async def checkpoint(request: web.Request) -> web.Response:
     """The checkpoint of one sealed epoch (public)."""
     return await _checkpoint(request, int(request.match_info["epoch"]))

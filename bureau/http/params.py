@@ -1,0 +1,28 @@
+"""The patterns of path parameters (SPEC §9).
+
+Every route with a parameter in its path names it with one of these, as in
+``f"/agents/{{agent:{KEY_ID}}}"``: a request whose parameter does not have that shape matches no
+route and is answered ``404 NOT_FOUND`` in the one error shape by the router, before any
+handler runs and so before any query. No bytes a client chose — a NUL, a lone
+surrogate, a megabyte of text — reach the database from a path.
+``tests/reads/test_path_params.py`` fails for a route whose parameter has no pattern.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: a key id (SPEC §2): ``ed25519:`` and 43 characters of unpadded base64url
+KEY_ID = r"ed25519:[A-Za-z0-9_-]{43}"
+#: an epoch number, within a PostgreSQL bigint
+EPOCH = r"[0-9]{1,18}"
+#: an entry id or a hash: 64 lowercase hex digits
+HEX64 = r"[0-9a-f]{64}"
+
+
+_PATTERNED = re.compile(r"\{(\w+):(?:[^{}]|\{[^{}]*\})*\}")
+
+
+def template(path: str) -> str:
+    """A route's path as people read it: ``/agents/{agent}`` for the pattern above."""
+    return _PATTERNED.sub(r"{\1}", path)
