@@ -1,10 +1,10 @@
-"""The ``bureau`` command (SPEC §10)."""
+"""The ``bureau`` command: run the service, make and sign keys, check and rebuild the
+ledger, read reports, simulate (docs/operations.md#command-line)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import binascii
 import json
 import logging
 import os
@@ -21,12 +21,14 @@ import asyncpg
 import nacl.signing
 from aiohttp import web
 
-from bureau import db, keyfiles
+from bureau import __version__, db, keyfiles
 from bureau.config import Config
 from bureau.errors import InternalError
 from bureau.http.params import KEY_ID
+from bureau.report_text import render_report, report_json
 from bureau.verify import BadEntry, BadTree, terminal_progress, verify_database
 from reporters import wire
+from reporters.models import PAYLOAD_MODELS
 
 log = logging.getLogger("bureau")
 
@@ -224,19 +226,39 @@ async def _verify(args: argparse.Namespace, url: str) -> int:
     try:
         count = await verify_database(conn, terminal_progress)
     except BadEntry as bad:
-        print(f"bureau verify: FAILED at entry seq {bad.seq}: {bad.reason}", file=sys.stderr)
-        return 1
+        return _verify_failed(args, f"FAILED at entry seq {bad.seq}: {bad.reason}",
+                              {"ok": False, "seq": bad.seq, "reason": bad.reason})
     except BadTree as bad:
-        print(f"bureau verify: FAILED: {bad.reason}", file=sys.stderr)
-        return 1
+        return _verify_failed(args, f"FAILED: {bad.reason}",
+                              {"ok": False, "seq": None, "reason": bad.reason})
     finally:
         await conn.close()
-    print(f"bureau verify: ok, {count} entries, every id, link, signature and indexed column "
-          "checked, every tree node and signed tree head recomputed")
+    if args.json:
+        print(json.dumps({"ok": True, "entries": count}))
+    else:
+        print(f"bureau verify: ok, {count} entries, every id, link, signature and indexed "
+              "column checked, every tree node and signed tree head recomputed")
     return 0
 
 
+def _verify_failed(args: argparse.Namespace, text: str, doc: dict[str, Any]) -> int:
+    """A failed verification: one line on stderr, or with ``--json`` the document on
+    stdout (a script reads one place); exit 1 either way."""
+    if args.json:
+        print(json.dumps(doc))
+    else:
+        print(f"bureau verify: {text}", file=sys.stderr)
+    return 1
+
+
 cmd_verify = read_only(_verify)
+
+
+def _rebuild_progress(step: str) -> None:
+    """Each step of a rebuild as it starts, on stderr when it is a terminal (a rebuild
+    takes as long as the first seal of every epoch)."""
+    if sys.stderr.isatty():
+        print(f"bureau rebuild: {step}", file=sys.stderr, flush=True)
 
 
 async def _rebuild(url: str, signing_path: Path) -> int:
@@ -251,8 +273,7 @@ async def _rebuild(url: str, signing_path: Path) -> int:
         await db.migrate(conn)
         settings = await genesis.read(conn)  # the log's origin is the ledger's
         origin = settings.origin if settings else default_origin(bytes(key.verify_key))
-        result = await rebuild(conn, key, LogKey.of(origin, key),
-                               lambda msg: print(f"bureau rebuild: {msg}"))
+        result = await rebuild(conn, key, LogKey.of(origin, key), _rebuild_progress)
     finally:
         await conn.close()
     print(f"bureau rebuild: {result.entries} entries replayed, {result.reports} reports and "
@@ -281,6 +302,7 @@ cmd_rebuild = read_only(_rebuild_checked)
 
 async def _report(args: argparse.Namespace, url: str) -> int:
     """Print an agent's signed report."""
+    from bureau.intake import genesis
     from bureau.views.store import report_envelope
 
     agent, epoch = args.agent, args.epoch
@@ -288,66 +310,18 @@ async def _report(args: argparse.Namespace, url: str) -> int:
     conn = await db.connect(url)
     try:
         envelope = await report_envelope(conn, agent, epoch)
+        settings = await genesis.read(conn)
     finally:
         await conn.close()
-    if envelope is None:
+    if envelope is None or settings is None:
         where = "at the latest sealed epoch" if epoch is None else f"at epoch {epoch}"
         print(f"bureau report: no report for {agent} {where}", file=sys.stderr)
         return 1
-    print(render_report(envelope))
-    return 0
-
-
-def render_report(envelope: bytes) -> str:
-    """A report envelope, for people (``bureau report``)."""
-    env = json.loads(envelope)
-    p = json.loads(binascii.a2b_base64(env["payload"]))
-    def pct(x: float | None) -> str:
-        return "n/a" if x is None else f"{100 * x:.1f}%"
-
-    def counts(d: dict[str, int]) -> str:
-        return ", ".join(f"{k} {v}" for k, v in d.items() if v) or "none"
-
-    lines = [f"agent      {p['agent']}" + (f"  ({p['name']})" if p["name"] else ""),
-             f"epoch      {p['epoch']}   ledger seq {p['ledger']['seq']}  head "
-             f"{p['ledger']['head']}",
-             f"signed by  {env['signatures'][0]['keyid']}   policy {p['policy']}"]
-    s = p["score"]
-    if s is None:
-        why = "nothing scored yet" if not any(p["outcomes"].values()) else \
-            "every scored outcome came from an evaluator of weight 0"
-        lines.append(f"score      none ({why})")
+    if args.json:
+        print(json.dumps(report_json(envelope, settings.epoch_seconds), indent=2))
     else:
-        lines.append(f"score      {s['value']:.6f}  (95% interval {s['low']:.6f} .. "
-                     f"{s['high']:.6f}; weight {s['weight']} over {s['interactions']} "
-                     "interactions)")
-        lines.append(f"weight     {pct(p['ground_truth_share'])} from ground truth, "
-                     f"{pct(p['value_judgment_share'])} from value judgments, "
-                     f"{pct(p['provisional_share'])} from provisional evaluators")
-    first = p["first_seen_epoch"]
-    lines.append("first seen " + ("never (no fact or probe about it)" if first is None
-                                  else f"epoch {first}"))
-    r = p["reliability"]
-    lines += [f"outcomes   {counts(p['outcomes'])}",
-              f"unscored   {counts(p['unscored'])}",
-              f"reliability observed {r['observed']}, answered {pct(r['answer_rate'])}, "
-              f"well-formed {pct(r['well_formed_rate'])}, latency p50 "
-              f"{r['latency_ms']['p50']} ms, p95 {r['latency_ms']['p95']} ms"]
-    for promise, kb in r["promises"].items():
-        lines.append(f"promise    {promise}: kept {kb['kept']}, broken {kb['broken']}")
-    evidence = p.get("evidence")
-    if evidence:
-        lines.append(f"evidence   root {evidence['root']} (the agent's own file up to seq "
-                     f"{p['ledger']['seq']})")
-    lines += [f"probes     passed {p['probes']['passed']}, failed {p['probes']['failed']}",
-              f"excluded   self-dealing {p['excluded']['self_dealing']}, disputed "
-              f"{p['excluded']['disputed']}, distrusted {p['excluded']['distrusted']}"]
-    for row in p["reporters"]:
-        mean = "n/a" if row["mean_value"] is None else f"{row['mean_value']:.3f}"
-        lines.append(f"reporter   {row['reporter'] or '(the others)'}: "
-                     f"{row['interactions']} interactions, {row['scored']} scored by it, "
-                     f"mean {mean}")
-    return "\n".join(lines)
+        print(render_report(envelope, settings.epoch_seconds))
+    return 0
 
 
 cmd_report = read_only(_report)
@@ -366,9 +340,39 @@ def _positive(text: str) -> int:
     return value
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Help that shows every default a flag has, unless its text already says it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if (action.default in (None, False, argparse.SUPPRESS) or "default" in text
+                or not action.option_strings):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+class _Parser(argparse.ArgumentParser):
+    """Every ``bureau`` parser, subcommands included: the same help formatter."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+_EPILOG = """environment: BUREAU_HOME (default ./.bureau), BUREAU_DATABASE_URL (default: an embedded
+PostgreSQL under BUREAU_HOME), BUREAU_EPOCH_SECONDS (default 21600; 60 for a quick demo),
+BUREAU_PUBLIC_URL, BUREAU_ADMIN_KEYS, BUREAU_SIGNING_KEY and more: docs/operations.md.
+"bureau COMMAND --help" describes one command."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="bureau", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="bureau", epilog=_EPILOG,
+                     description="The Agent Reputation Bureau: run the service, make and "
+                     "sign keys, check and\nrebuild the ledger, read reports, simulate.")
+    parser.formatter_class = lambda prog: argparse.RawDescriptionHelpFormatter(prog)
+    parser.add_argument("--version", action="version", version=f"bureau {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                parser_class=_Parser)
     serve = sub.add_parser("serve", help="run the HTTP service")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
     serve.add_argument("--port", type=int, default=8080, help="port to listen on")
@@ -398,11 +402,16 @@ def build_parser() -> argparse.ArgumentParser:
     keyid.set_defaults(func=cmd_keyid)
     sign = sub.add_parser("sign", help="sign a JSON payload file as a DSSE envelope")
     sign.add_argument("--key", required=True, help="the signer's key file")
-    sign.add_argument("--type", required=True, help="payload name, e.g. fact, reporter")
+    sign.add_argument("--type", required=True, choices=sorted(PAYLOAD_MODELS),
+                      metavar="TYPE", help="the payload's type, one of: "
+                      + ", ".join(sorted(PAYLOAD_MODELS)))
     sign.add_argument("payload", help="payload file, or - for standard input")
     sign.set_defaults(func=cmd_sign)
     verify = sub.add_parser("verify", help="recompute every id, link and signature, and check "
                             "every indexed column against the entry")
+    verify.add_argument("--json", action="store_true",
+                        help='print {"ok", "entries"} or {"ok": false, "seq", "reason"} as '
+                        "JSON on standard output")
     verify.set_defaults(func=cmd_verify)
     rebuild = sub.add_parser("rebuild", help="re-derive every view and report from the "
                              "entries; exit 0 when every byte came out identical")
@@ -411,10 +420,16 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("agent", type=_key_id, help="the agent's key id")
     report.add_argument("--epoch", type=int, default=None,
                         help="a sealed epoch (default: the latest)")
+    report.add_argument("--json", action="store_true",
+                        help='print {"envelope", "report", "epoch_start"} as JSON: the '
+                        "signed envelope, its decoded payload, the epoch's UTC start")
     report.set_defaults(func=cmd_report)
     from bureau.simulate.cli import add_command as add_simulate
 
     add_simulate(sub)  # `bureau simulate`: docs/simulation.md
+    for action in sub._choices_actions:  # each command's --help opens with its summary
+        command = sub.choices[action.dest]
+        command.description = command.description or action.help
     return parser
 
 

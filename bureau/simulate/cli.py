@@ -19,7 +19,7 @@ from reporters import BureauClientError, load_key
 
 def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("simulate", help="drive a simulated population through the "
-                       "reporting proxy and print every agent's report")
+                       "reporting proxy and print a table of every agent's report")
     p.add_argument("--url", help="a running bureau (default: start one in this process, "
                    "on the embedded database in a temporary BUREAU_HOME)")
     p.add_argument("--admin-key", help="with --url: an admin key file of that bureau "
