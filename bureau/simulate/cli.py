@@ -9,6 +9,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from bureau.scoring.policy import DEFAULT_POLICY_NAME, KNOWN_POLICIES
 from bureau.simulate.driver import Options, Target, simulate
@@ -17,7 +18,7 @@ from bureau.simulate.render import findings, render
 from reporters import BureauClientError, load_key
 
 
-def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_command(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser("simulate", help="drive a simulated population through the "
                        "reporting proxy and print a table of every agent's report")
     p.add_argument("--url", help="a running bureau (default: start one in this process, "
