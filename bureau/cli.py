@@ -9,9 +9,11 @@ import json
 import logging
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -24,6 +26,8 @@ from aiohttp import web
 from bureau import __version__, db, keyfiles
 from bureau.config import Config
 from bureau.errors import InternalError
+from bureau.http.access_log import FORMATS as ACCESS_LOG_FORMATS
+from bureau.http.access_log import runner_options
 from bureau.http.params import KEY_ID
 from bureau.report_text import render_report, report_json
 from bureau.verify import BadEntry, BadTree, terminal_progress, verify_database
@@ -95,7 +99,46 @@ def _with_default_keys(config: Config) -> Config:
     return config
 
 
+#: set (to PROMETHEUS_MULTIPROC_DIR) in the environment of the ``serve`` process that
+#: made that directory, which removes it when it stops
+_METRICS_RUN_DIR = "BUREAU_METRICS_RUN_DIR"
+
+
+def _metrics_run_dir(args: argparse.Namespace) -> str | None:
+    """With ``--workers N``: the processes' shared metrics directory, made for this run.
+
+    prometheus_client reads ``PROMETHEUS_MULTIPROC_DIR`` once, when it is imported, long
+    before the arguments are parsed: so the command sets it and starts itself over
+    (``exec``, same pid), and the new interpreter, and every worker it starts, writes
+    its metrics there. A directory the operator set is used as it is, emptied of the
+    last run's files first. Returns the directory this process must remove at exit.
+    """
+    from bureau import metrics
+
+    path = metrics.multiprocess_dir()
+    if path is None:
+        made = tempfile.mkdtemp(prefix="bureau-metrics-")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(sys.executable, [sys.executable, "-m", "bureau.cli", *args.argv],
+                  dict(os.environ, PROMETHEUS_MULTIPROC_DIR=made, **{_METRICS_RUN_DIR: made}))
+    owned = os.environ.pop(_METRICS_RUN_DIR, None)  # the workers do not own it
+    if owned != path:
+        for stale in Path(path).glob("*.db"):
+            stale.unlink()
+    return owned
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
+    run_dir = _metrics_run_dir(args) if args.workers > 1 else None
+    try:
+        return _serve_until_stopped(args)
+    finally:
+        if run_dir is not None:
+            shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _serve_until_stopped(args: argparse.Namespace) -> int:
     from bureau.intake.genesis import StartRefused
 
     config = _with_default_keys(Config.from_env())
@@ -140,7 +183,7 @@ async def _serve(args: argparse.Namespace, config: Config, url: str,
     from bureau.http.app import create_app, create_ops_app
 
     app = create_app(config, url, signing_key)
-    runner = web.AppRunner(app, access_log=None)
+    runner = web.AppRunner(app, **runner_options(args.access_log))  # type: ignore[arg-type]
     ops_runner = web.AppRunner(create_ops_app(app), access_log=None)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -190,7 +233,7 @@ def _start_workers(args: argparse.Namespace, config: Config,
            "--port", str(args.port), "--ops-host", args.ops_host,
            "--ops-port", str(args.ops_port), "--reuse-port",
            *(["--max-pending", str(args.max_pending)] if args.max_pending is not None else []),
-           "--report-workers", str(config.report_workers)]
+           "--report-workers", str(config.report_workers), "--access-log", args.access_log]
     return [subprocess.Popen(cmd, env=env, preexec_fn=_die_with_parent)
             for _ in range(args.workers - 1)]
 
@@ -393,6 +436,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="processes that derive and sign reports at each seal "
                        "(default BUREAU_REPORT_WORKERS, else one per core up to 4; "
                        "1 = in the serving process)")
+    serve.add_argument("--access-log", choices=ACCESS_LOG_FORMATS, default="off",
+                       help="one line per request on standard output: text, or one JSON "
+                       "object a line (docs/operations.md#access-log)")
     serve.set_defaults(func=cmd_serve)
     keygen = sub.add_parser("keygen", help="write a new Ed25519 key file, print its key id")
     keygen.add_argument("path", help="where to write the PKCS#8 PEM key")
@@ -438,6 +484,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("pgserver").setLevel(logging.WARNING)
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     result: int = args.func(args)
     return result
 
