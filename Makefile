@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test test-fast lint bench bench-intake bench-seal bench-judge bench-tlog bench-proofs bench-proxy schemas vectors ops-tools clean client-wheel
+.PHONY: run test test-fast lint bench bench-intake bench-seal bench-judge bench-tlog bench-proofs bench-proxy bench-ranking schemas vectors ops-tools clean client-wheel
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -41,6 +41,9 @@ bench-proofs: $(STAMP)   ## proof routes over HTTP at a million entries (p99 < 5
 
 bench-proxy: $(STAMP)
 	$(BIN)/python bench/proxy_bench.py
+
+bench-ranking: $(STAMP)  ## the home page's ranked list: an epoch's read, pages and searches
+	$(BIN)/python bench/ranking_bench.py
 
 bench-judge: $(STAMP)    ## the committer's CPU per envelope, in memory (no database)
 	$(BIN)/python bench/judge_bench.py

@@ -29,6 +29,7 @@ from bureau.http.keys import (
     NONCES,
     POOL,
     PUBLISHER,
+    RANKING,
     SERVICE,
     SETTLER,
     SIGNING_KEY,
@@ -40,6 +41,7 @@ from bureau.intake.pipeline import MAX_BATCH_BYTES, Intake
 from bureau.transparency.heads import LogKey
 from bureau.transparency.publisher import Publisher
 from bureau.views.builder import ReportBuilder
+from bureau.views.ranking import Ranking
 from bureau.views.settle import Settler
 
 #: What the ``Server`` header says, instead of aiohttp's default that names the Python and
@@ -62,6 +64,7 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
     app[SIGNING_KEY] = signing_key
     app[DATABASE_URL] = database_url
     app[NONCES] = nonce_store()
+    app[RANKING] = Ranking()
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
         pool = await db.create_pool(database_url)

@@ -15,11 +15,11 @@ from aiohttp import web
 from bureau.errors import BureauError, Code
 from bureau.http.errors import error_response
 from bureau.http.home import index_page, not_found_page
-from bureau.http.keys import CONFIG, LEDGER, POOL, SIGNING_KEY
+from bureau.http.keys import CONFIG, LEDGER, POOL, RANKING, SIGNING_KEY
 from bureau.http.pages import agent_page, payload_of
 from bureau.http.params import KEY_ID
 from bureau.views.policies import current_policy
-from bureau.views.ranking import MAX_QUERY, ranked_page
+from bureau.views.ranking import MAX_QUERY
 from bureau.views.store import checkpoint_envelope, report_envelope
 from reporters import wire
 
@@ -69,7 +69,7 @@ async def index(request: web.Request) -> web.Response:
         cp = await checkpoint_envelope(conn, None)
         policy = await current_policy(conn, request.app[LEDGER].clock(),
                                       request.app[CONFIG].epoch_seconds)
-        ranked = await ranked_page(conn, q, page)
+        ranked = await request.app[RANKING].page(conn, q, page)
     return _html(index_page(wire.signing_key_id(request.app[SIGNING_KEY]), policy,
                             request.app[CONFIG].epoch_seconds,
                             payload_of(cp) if cp is not None else None, ranked, q, page))
