@@ -3,6 +3,9 @@ the findings the simulation exists to show."""
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 from bureau.scoring.policy import policy_named
 from bureau.simulate.driver import AgentRow, Result
 from bureau.simulate.world import HONEST_EVALUATORS
@@ -132,3 +135,23 @@ def render(result: Result) -> str:
     for text, ok in findings(result).items():
         lines.append(f"[{'ok' if ok else 'NO'}] {text}")
     return "\n".join(lines)
+
+
+def as_json(result: Result) -> dict[str, Any]:
+    """``bureau simulate --json``: what the table shows, as data. Each agent's report is
+    the payload the bureau signed, whole; evaluators' records are the simulation's own
+    reading of the ledger (reports never name evaluators)."""
+    return {
+        "policy": result.policy, "calls": result.calls,
+        "epochs_sealed": result.epochs_sealed, "derived": dict(sorted(result.derived.items())),
+        "agents": [{"name": row.member.name, "kind": row.member.kind, "key": row.member.kid,
+                    "report": row.report} for row in result.agents],
+        "evaluators": [{"name": ev.member.name, "kind": ev.member.kind,
+                        "key": ev.member.kid, "attempted": ev.attempted,
+                        "refused": dict(sorted(ev.refused.items())),
+                        "stats": None if ev.stats is None else dataclasses.asdict(ev.stats)}
+                       for ev in result.evaluators],
+        "honest_weight": {name: dataclasses.asdict(w)
+                          for name, w in sorted(result.honest_weight.items())},
+        "findings": findings(result),
+    }

@@ -137,3 +137,15 @@ async def test_verify_json(bureau: BureauUnderTest, tmp_path: Path) -> None:
     assert bad.returncode == 1
     failed = json.loads(bad.stdout)
     assert failed["ok"] is False and failed["seq"] == 3 and failed["reason"]
+
+
+@pytest.mark.slow
+def test_simulate_json_parses(tmp_path: Path) -> None:
+    done = bureau_cli("simulate", "--json", "--agents", "4", "--interactions", "60",
+                      "--epochs", "1", "--epoch-seconds", "2",
+                      env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, timeout=300)
+    doc = json.loads(done.stdout)  # the document alone on standard output
+    assert {a["kind"] for a in doc["agents"]} >= {"honest", "bluffer"}
+    assert all(a["report"]["agent"] == a["key"] for a in doc["agents"] if a["report"])
+    assert isinstance(doc["findings"], dict) and doc["epochs_sealed"]
+    assert done.returncode == (0 if all(doc["findings"].values()) else 1)
