@@ -42,6 +42,7 @@ form.search { display: flex; gap: .5rem; margin: .75rem 0; }
 form.search input { flex: 1; min-width: 0; font: inherit; padding: .35rem .5rem; }
 form.search button { font: inherit; padding: .35rem .75rem; }
 .pager { display: flex; justify-content: space-between; margin: .75rem 0; }
+#not-found { overflow-wrap: anywhere; }
 """
 
 
