@@ -383,6 +383,20 @@ def _positive(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError("a port is 0 to 65535 (0: any free port)")
+    return value
+
+
+def _epoch(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("an epoch is 0 or more")
+    return value
+
+
 class _HelpFormatter(argparse.HelpFormatter):
     """Help that shows every default a flag has, unless its text already says it."""
 
@@ -418,18 +432,18 @@ def build_parser() -> argparse.ArgumentParser:
                                 parser_class=_Parser)
     serve = sub.add_parser("serve", help="run the HTTP service")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    serve.add_argument("--port", type=int, default=8080, help="port to listen on")
+    serve.add_argument("--port", type=_port, default=8080, help="port to listen on")
     serve.add_argument("--ops-host", default="127.0.0.1",
                        help="address of the operator listener: /metrics, /healthz, /readyz "
                        "(default 127.0.0.1)")
-    serve.add_argument("--ops-port", type=int, default=9464,
+    serve.add_argument("--ops-port", type=_port, default=9464,
                        help="port of the operator listener (default 9464; 0: any free port, "
                        "printed at start)")
     serve.add_argument("--workers", type=int, default=1,
                        help="processes serving the same port (default 1)")
     serve.add_argument("--reuse-port", action="store_true",
                        help="share the port with other bureau processes (SO_REUSEPORT)")
-    serve.add_argument("--max-pending", type=int, default=None,
+    serve.add_argument("--max-pending", type=_positive, default=None,
                        help="envelopes waiting for the ledger before intake answers 503 "
                        "UNAVAILABLE (default 20000)")
     serve.add_argument("--report-workers", type=_positive, default=None,
@@ -464,7 +478,7 @@ def build_parser() -> argparse.ArgumentParser:
     rebuild.set_defaults(func=cmd_rebuild)
     report = sub.add_parser("report", help="print an agent's signed report, readably")
     report.add_argument("agent", type=_key_id, help="the agent's key id")
-    report.add_argument("--epoch", type=int, default=None,
+    report.add_argument("--epoch", type=_epoch, default=None,
                         help="a sealed epoch (default: the latest)")
     report.add_argument("--json", action="store_true",
                         help='print {"envelope", "report", "epoch_start"} as JSON: the '

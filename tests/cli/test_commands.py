@@ -149,3 +149,17 @@ def test_simulate_json_parses(tmp_path: Path) -> None:
     assert all(a["report"]["agent"] == a["key"] for a in doc["agents"] if a["report"])
     assert isinstance(doc["findings"], dict) and doc["epochs_sealed"]
     assert done.returncode == (0 if all(doc["findings"].values()) else 1)
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["serve", "--port", "70000"], "a port is 0 to 65535"),
+    (["serve", "--ops-port", "-1"], "a port is 0 to 65535"),
+    (["serve", "--max-pending", "0"], "must be at least 1"),
+    (["report", "ed25519:" + "A" * 43, "--epoch", "-3"], "an epoch is 0 or more"),
+    (["report", "someone"], "not a key id"),
+])
+def test_bad_arguments_are_refused_before_anything_starts(
+        args: list[str], says: str, tmp_path: Path) -> None:
+    done = bureau_cli(*args, env={"PATH": "/usr/bin:/bin", "BUREAU_HOME": str(tmp_path / "h")})
+    assert done.returncode == 2 and says in done.stderr, done.stderr
+    assert not (tmp_path / "h").exists()  # no bureau made, no database started
