@@ -4,11 +4,13 @@ refused, epochs shown with their UTC start."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import importlib.metadata
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ import pytest
 from bureau.http.keys import SETTLER
 from reporters import wire
 from reporters.models import PAYLOAD_MODELS
+from tests.processes import ServeProcess, bureau_env
 from tests.support import BureauUnderTest, fact_payload, kid
 
 COMMANDS = ["serve", "keygen", "keyid", "sign", "verify", "rebuild", "report", "simulate"]
@@ -163,3 +166,27 @@ def test_bad_arguments_are_refused_before_anything_starts(
     done = bureau_cli(*args, env={"PATH": "/usr/bin:/bin", "BUREAU_HOME": str(tmp_path / "h")})
     assert done.returncode == 2 and says in done.stderr, done.stderr
     assert not (tmp_path / "h").exists()  # no bureau made, no database started
+
+
+@pytest.mark.slow
+async def test_serving_on_is_printed_once_the_database_is_ready(
+        database_url: str, tmp_path: Path) -> None:
+    """A newcomer reads "serving on …" as "ready": it comes after every migration and
+    the genesis entry, and the address it names answers."""
+    admin = wire.generate_key()
+    log = tmp_path / "serve.log"
+    server = ServeProcess(bureau_env(database_url, tmp_path / "home", kid(admin)), log)
+    await server.start()
+    try:
+        deadline = time.monotonic() + 60
+        while "serving on" not in log.read_text():
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            await asyncio.sleep(0.1)
+    finally:
+        server.stop()
+    lines = log.read_text().splitlines()
+    serving = next(i for i, line in enumerate(lines) if "serving on" in line)
+    migrations = [i for i, line in enumerate(lines) if "applied migration" in line]
+    genesis = next(i for i, line in enumerate(lines) if "genesis entry written" in line)
+    assert migrations and max(migrations) < serving and genesis < serving
+    assert f"serving on http://127.0.0.1:{server.port}" in lines[serving]
