@@ -15,22 +15,25 @@ from collections.abc import Awaitable, Callable
 
 import asyncpg
 
-from bureau import db
+from bureau import db, metrics
 
 log = logging.getLogger(__name__)
 
 
 class Leadership:
     """Holds advisory lock ``lock`` while this process leads; ``role`` names the work
-    in the log, and ``on_elected`` runs each time this process becomes the leader."""
+    in the log, ``label`` in ``bureau_leading{role=...}`` (so an operator sees which
+    node leads), and ``on_elected`` runs each time this process becomes the leader."""
 
-    def __init__(self, pool: asyncpg.Pool, lock: int, role: str,
+    def __init__(self, pool: asyncpg.Pool, lock: int, role: str, label: str,
                  on_elected: Callable[[], None] = lambda: None) -> None:
         self.pool = pool
         self.lock = lock
         self.role = role
         self.on_elected = on_elected
         self._conn: asyncpg.pool.PoolConnectionProxy | None = None
+        self._leading = metrics.LEADING.labels(role=label)
+        self._leading.set(0)
 
     @property
     def held(self) -> bool:
@@ -42,6 +45,7 @@ class Leadership:
         if self._conn is not None and not self._conn.is_closed():
             return self._conn
         self._conn = None
+        self._leading.set(0)
         conn = await self.pool.acquire()
         try:
             got = await conn.fetchval("SELECT pg_try_advisory_lock($1)", self.lock)
@@ -52,12 +56,14 @@ class Leadership:
             await self.pool.release(conn)
             return None
         self._conn = conn
+        self._leading.set(1)
         self.on_elected()
         log.info("this process %s", self.role)
         return conn
 
     async def resign(self) -> None:
         conn, self._conn = self._conn, None
+        self._leading.set(0)
         if conn is None:
             return
         with contextlib.suppress(Exception):

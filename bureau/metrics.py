@@ -106,3 +106,9 @@ READS_TOTAL = Counter(
     "negative answer confirmed on the primary), replica_unavailable.",
     ["database", "reason"],
 )
+LEADING = Gauge(
+    "bureau_leading",
+    "1 while this process holds the election for the work ``role`` names (reports: the "
+    "report builder; tree_heads: the tree-head publisher), else 0.",
+    ["role"],
+)
