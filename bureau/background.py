@@ -3,7 +3,11 @@ publisher's tree heads and witnesses): an election by PostgreSQL advisory lock, 
 loop that runs a pass every interval or at once when woken.
 
 A leader holds a session-level advisory lock on a connection it keeps: if the process
-dies its session ends, the lock is free, and the next process to try takes over.
+dies its session ends, the lock is free, and the next process to try takes over (if its
+machine dies, TCP keepalives end the session: :data:`LEADER_KEEPALIVE`). A leader does
+its writes on that same connection (the report workers aside, whose reports are the same
+bytes whoever writes them), so a leader cut off from the database cannot write after
+another has taken over: the connection that held the lock is the one that is gone.
 """
 
 from __future__ import annotations
@@ -18,6 +22,16 @@ import asyncpg
 from bureau import db, metrics
 
 log = logging.getLogger(__name__)
+
+#: TCP keepalives on the leader's connection (idle seconds, seconds between probes,
+#: probes): when the leader's *machine* vanishes, no FIN ever comes, and with the
+#: kernel's defaults PostgreSQL would keep the session — and the lock — for over two
+#: hours. With these the server drops the session, and frees the lock, within about
+#: 25 s (ignored on a Unix socket, where the kernel reports a dead peer at once).
+LEADER_KEEPALIVE = (10, 5, 3)
+_KEEPALIVE_SQL = ("SELECT set_config('tcp_keepalives_idle', $1, false),"
+                  " set_config('tcp_keepalives_interval', $2, false),"
+                  " set_config('tcp_keepalives_count', $3, false)")
 
 
 class Leadership:
@@ -55,6 +69,8 @@ class Leadership:
         if not got:
             await self.pool.release(conn)
             return None
+        # Session settings: the pool resets them when the connection goes back to it.
+        await conn.execute(_KEEPALIVE_SQL, *(str(v) for v in LEADER_KEEPALIVE))
         self._conn = conn
         self._leading.set(1)
         self.on_elected()
