@@ -56,10 +56,9 @@ class Leadership:
     async def connection(self) -> asyncpg.Connection | None:
         """The leader's connection (which holds the lock), or None when another
         process leads."""
-        if self._conn is not None and not self._conn.is_closed():
+        if self._conn is not None and await self._alive(self._conn):
             return self._conn
-        self._conn = None
-        self._leading.set(0)
+        await self.resign()
         conn = await self.pool.acquire()
         try:
             got = await conn.fetchval("SELECT pg_try_advisory_lock($1)", self.lock)
@@ -76,6 +75,22 @@ class Leadership:
         self.on_elected()
         log.info("this process %s", self.role)
         return conn
+
+    async def _alive(self, conn: asyncpg.Connection) -> bool:
+        """Is the session that holds the lock still there? A session the server ended
+        (keepalives unanswered, an administrator) shows only at the next round trip —
+        or as the pool having taken the connection back, which asyncpg does when it
+        sees the connection end (then even ``is_closed`` raises InterfaceError)."""
+        try:
+            if conn.is_closed():
+                return False
+            await conn.execute("SELECT 1")
+        except Exception as exc:
+            if not db.is_connection_error(exc):
+                raise
+            log.warning("this process no longer %s: its session is gone (%s)", self.role, exc)
+            return False
+        return True
 
     async def resign(self) -> None:
         conn, self._conn = self._conn, None

@@ -7,7 +7,7 @@ on the primary; a replica that is not there, or holds another ledger, is handled
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncpg
@@ -19,17 +19,8 @@ from bureau.intake.genesis import StartRefused
 from reporters import wire
 from tests.processes import free_port
 from tests.reads.support import get_raw, get_signed
-from tests.scaling.replication import Pair, Unavailable, replicated_pair, wait_replayed
+from tests.scaling.replication import Pair, wait_replayed
 from tests.support import BureauUnderTest, fact_payload, fresh_database, kid, start_bureau
-
-
-@pytest.fixture(scope="module")
-def pair() -> Iterator[Pair]:
-    try:
-        with replicated_pair() as made:
-            yield made
-    except Unavailable as why:
-        pytest.skip(f"no streaming replica from the embedded PostgreSQL's binaries: {why}")
 
 
 @pytest.fixture
