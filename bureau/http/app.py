@@ -74,18 +74,14 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
                 # The ledger's own settings rule from here on (bureau.intake.genesis).
                 settled = await genesis.establish(conn, config, signing_key.verify_key,
                                                   clock())
-        except BaseException:
-            await pool.close()
-            raise
-        app[CONFIG] = settled
-        assert settled.origin is not None  # the genesis entry's
-        app[LOG_KEY] = LogKey.of(settled.origin, signing_key)
-        try:
+                assert settled.origin is not None  # the genesis entry's
+                log_key = LogKey.of(settled.origin, signing_key)
             replica = (None if config.read_database_url is None
                        else await open_replica(config.read_database_url, pool))
         except BaseException:
             await pool.close()
             raise
+        app[CONFIG], app[LOG_KEY] = settled, log_key
         reads = Reads(pool, replica, config.read_wait)
         ledger = Ledger(pool, settled, clock)
         await ledger.start()
