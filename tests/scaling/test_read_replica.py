@@ -14,7 +14,7 @@ import asyncpg
 import pytest
 from prometheus_client import REGISTRY
 
-from bureau.http.keys import PUBLISHER
+from bureau.http.keys import PUBLISHER, SETTLER
 from bureau.intake.genesis import StartRefused
 from reporters import wire
 from tests.processes import free_port
@@ -195,3 +195,27 @@ async def test_a_read_database_with_another_ledger_is_refused(
         with pytest.raises(StartRefused, match="another ledger"):
             async with start_bureau(database_url, tmp_path, read_database_url=other):
                 pass
+
+
+async def test_a_report_the_replica_has_not_replayed_is_served_from_the_primary(
+        bureau: BureauUnderTest, urls: tuple[str, str]) -> None:
+    primary_url, replica_url = urls
+    rep = await bureau.reporter()
+    agent = kid(wire.generate_key())
+    await bureau.accepted(rep, "fact", fact_payload("i-1", agent))
+    await _paused(replica_url, True)
+    try:
+        bureau.clock.advance(bureau.config.epoch_seconds)
+        assert await bureau.app[SETTLER].settle_once()  # sealed and built on the primary
+        counted = Counted()
+        status, report = await get_raw(bureau, f"/v1/agents/{agent}/report")
+        assert status == 200 and report["payloadType"].endswith("report.v1+json"), report
+        status, _ = await get_raw(bureau, "/v1/checkpoints/latest")
+        assert status == 200
+        assert counted.since() == {("primary", "not_found_on_replica"): 2}
+    finally:
+        await _paused(replica_url, False)
+    await wait_replayed(primary_url, replica_url)
+    counted = Counted()
+    assert (await get_raw(bureau, f"/v1/agents/{agent}/report"))[1] == report
+    assert counted.since() == {("replica", "current"): 1}
