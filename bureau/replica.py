@@ -22,8 +22,10 @@ replica when there is one, under three rules:
    at that epoch, no entry with that id, a tree size above the latest published) is
    asked again of the primary: the reader may have learned of it from the primary, or
    from a replica further ahead.
-3. **A replica in trouble is passed over.** Unreachable, or a query cancelled by a
-   recovery conflict: the read goes to the primary.
+3. **A replica in trouble is passed over.** Unreachable (a connection that does not
+   open within :data:`CONNECT_TIMEOUT`), or a query cancelled by a recovery conflict:
+   the read goes to the primary, and so does every read for the next
+   :data:`RETRY_SECONDS`, rather than each waiting for a failure of its own.
 
 Anything else may be as old as the replica's replay delay: a file's entries signed by
 others, the latest report and checkpoint, the latest tree head. Every read counts in
@@ -50,6 +52,11 @@ T = TypeVar("T")
 
 #: how often a read waiting for the replica looks again, in seconds
 POLL_SECONDS = 0.005
+#: a replica that could not answer is not asked again for this many seconds (every read
+#: would otherwise wait for its own failed connection attempt)
+RETRY_SECONDS = 5.0
+#: how long a connection to the replica may take to open, in seconds
+CONNECT_TIMEOUT = 2.0
 
 # The latest entry and refusal each of the keys signed, on the primary: a backward scan
 # of entries_signer and refusals_signer per key.
@@ -102,7 +109,7 @@ async def open_replica(url: str, primary: asyncpg.Pool) -> asyncpg.Pool:
     that is down when the bureau starts holds nothing up (its reads go to the primary);
     one that answers must hold this ledger: its genesis entry, once replayed, is the
     primary's (a URL naming another bureau's database would serve another ledger)."""
-    pool = await db.create_pool(url, min_size=0)
+    pool = await db.create_pool(url, min_size=0, connect_timeout=CONNECT_TIMEOUT)
     try:
         async with primary.acquire() as conn:
             ours = await conn.fetchval("SELECT id FROM entries WHERE seq = 1")
@@ -143,6 +150,21 @@ class Reads:
         self.primary = primary
         self.replica = replica
         self.wait = wait
+        self._resting_until = 0.0  # monotonic time until which the replica is passed over
+
+    def _replica_now(self) -> asyncpg.Pool | None:
+        """The replica's pool, unless there is none or it is resting after a failure."""
+        if self.replica is None or time.monotonic() < self._resting_until:
+            return None
+        return self.replica
+
+    def _failed(self, exc: BaseException) -> None:
+        """Rule 3: note a replica that cannot answer (or re-raise what is not that)."""
+        if not _replica_trouble(exc):
+            raise exc
+        self._resting_until = time.monotonic() + RETRY_SECONDS
+        log.warning("read replica cannot answer; reading the primary for %g s: %s",
+                    RETRY_SECONDS, exc)
 
     async def _on_primary(self, fn: ReadFn[T], why: str) -> T:
         async with self.primary.acquire() as conn:
@@ -155,15 +177,14 @@ class Reads:
         """``fn`` on the replica; on the primary when there is no replica, when the
         replica cannot answer, or when its answer is one that ``missing`` says is
         "not found" (rule 2)."""
-        if self.replica is None:
-            return await self._on_primary(fn, "no_replica")
+        replica = self._replica_now()
+        if replica is None:
+            return await self._on_primary(fn, self._why_not())
         try:
-            async with self.replica.acquire() as conn:
+            async with replica.acquire() as conn:
                 result = await fn(conn)
         except Exception as exc:
-            if not _replica_trouble(exc):
-                raise
-            log.warning("read replica cannot answer, reading the primary: %s", exc)
+            self._failed(exc)
             return await self._on_primary(fn, "replica_unavailable")
         if missing(result):
             return await self._on_primary(fn, "not_found_on_replica")
@@ -174,22 +195,24 @@ class Reads:
         """``fn`` on a database that holds every entry and refusal signed by
         ``writers`` that the primary holds now (rule 1): the replica once it has
         replayed them, within ``wait``; otherwise the primary."""
-        if self.replica is None:
-            return await self._on_primary(fn, "no_replica")
+        replica = self._replica_now()
+        if replica is None:
+            return await self._on_primary(fn, self._why_not())
         async with self.primary.acquire() as conn:
             mark = await watermark(conn, writers)
         try:
-            async with self.replica.acquire() as conn:
+            async with replica.acquire() as conn:
                 if await self._caught_up(conn, mark):
                     result = await fn(conn)
                     _count("replica", "current")
                     return result
         except Exception as exc:
-            if not _replica_trouble(exc):
-                raise
-            log.warning("read replica cannot answer, reading the primary: %s", exc)
+            self._failed(exc)
             return await self._on_primary(fn, "replica_unavailable")
         return await self._on_primary(fn, "replica_behind")
+
+    def _why_not(self) -> str:
+        return "no_replica" if self.replica is None else "replica_unavailable"
 
     async def _caught_up(self, conn: asyncpg.Connection, mark: Watermark) -> bool:
         """Has the replica behind ``conn`` replayed ``mark``, or does it within
