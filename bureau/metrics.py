@@ -98,3 +98,17 @@ WITNESS_FAILURES = Counter(
     "or an answer outside tlog-witness; tried again at the publisher's next tick.",
     ["witness"],
 )
+READS_TOTAL = Counter(
+    "bureau_reads_total",
+    "Reads of documents and files, by the database that served them (primary, replica) "
+    "and why: current (the replica had it), no_replica, replica_behind (a party's own "
+    "latest write not replayed within BUREAU_READ_WAIT), not_found_on_replica (a "
+    "negative answer confirmed on the primary), replica_unavailable.",
+    ["database", "reason"],
+)
+LEADING = Gauge(
+    "bureau_leading",
+    "1 while this process holds the election for the work ``role`` names (reports: the "
+    "report builder; tree_heads: the tree-head publisher), else 0.",
+    ["role"],
+)

@@ -95,7 +95,7 @@ class Settler:
         self.clock = clock
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._leader = Leadership(pool, BUILDER_LOCK, "builds the reports")
+        self._leader = Leadership(pool, BUILDER_LOCK, "builds the reports", "reports")
         self._lock = asyncio.Lock()  # one settle pass at a time in this process
 
     async def start(self) -> None:
