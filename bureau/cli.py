@@ -22,7 +22,7 @@ import nacl.signing
 from aiohttp import web
 
 from bureau import db, keyfiles
-from bureau.config import Config
+from bureau.config import Config, default_serve_workers
 from bureau.errors import InternalError
 from bureau.http.params import KEY_ID
 from bureau.verify import BadEntry, BadTree, terminal_progress, verify_database
@@ -378,8 +378,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--ops-port", type=int, default=9464,
                        help="port of the operator listener (default 9464; 0: any free port, "
                        "printed at start)")
-    serve.add_argument("--workers", type=int, default=1,
-                       help="processes serving the same port (default 1)")
+    serve.add_argument("--workers", type=_positive, default=default_serve_workers(),
+                       help="processes serving the same port (default one per core, at "
+                       f"most 8: {default_serve_workers()} here)")
     serve.add_argument("--reuse-port", action="store_true",
                        help="share the port with other bureau processes (SO_REUSEPORT)")
     serve.add_argument("--max-pending", type=int, default=None,
