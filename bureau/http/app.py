@@ -77,7 +77,7 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
         app[CONFIG] = settled
         assert settled.origin is not None  # the genesis entry's
         app[LOG_KEY] = LogKey.of(settled.origin, signing_key)
-        ledger = Ledger(pool, settled, clock)
+        ledger = Ledger(database_url, settled, clock)
         await ledger.start()
         intake = Intake(ledger)
         app[POOL], app[LEDGER], app[INTAKE] = pool, ledger, intake
