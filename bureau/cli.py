@@ -186,7 +186,7 @@ def _start_workers(args: argparse.Namespace, config: Config,
                BUREAU_HOME=str(config.home.resolve()))
     cmd = [sys.executable, "-m", "bureau.cli", "serve", "--host", args.host,
            "--port", str(args.port), "--ops-host", args.ops_host,
-           "--ops-port", str(args.ops_port), "--reuse-port",
+           "--ops-port", str(args.ops_port), "--reuse-port", "--workers", "1",
            *(["--max-pending", str(args.max_pending)] if args.max_pending is not None else []),
            "--report-workers", str(config.report_workers)]
     return [subprocess.Popen(cmd, env=env, preexec_fn=_die_with_parent)

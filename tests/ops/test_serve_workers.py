@@ -42,7 +42,27 @@ def test_cores_are_those_the_process_may_run_on() -> None:
     assert out.stdout.strip() == "1"
 
 
+def _serve_descendants(root: int) -> dict[int, int]:
+    """pid -> parent pid of every ``serve`` process descending from ``root`` (Linux)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except OSError:  # gone meanwhile
+            continue
+        if b"serve" in cmdline:
+            parents[int(stat.parent.name)] = int(fields[1])
+    found: dict[int, int] = {}
+    frontier = {root}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier}
+        found.update({pid: parents[pid] for pid in frontier})
+    return found
+
+
 @pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="no /proc to list processes")
 async def test_serve_without_the_flag_starts_the_default(database_url: str,
                                                           tmp_path: Path) -> None:
     """``bureau serve`` with no ``--workers`` starts one process per core: each prints
@@ -62,5 +82,11 @@ async def test_serve_without_the_flag_starts_the_default(database_url: str,
         text = log.read_text()
         assert text.count("operator listener (/metrics) on") == expected
         assert (f"with {expected} processes" in text) == (expected > 1)
+        # the workers are the first process's children, and start none of their own (a
+        # worker taking the default itself would start workers in turn)
+        assert server.proc is not None
+        serving = _serve_descendants(server.proc.pid)
+        assert len(serving) == expected - 1, serving
+        assert all(parent == server.proc.pid for parent in serving.values()), serving
     finally:
         server.stop()
