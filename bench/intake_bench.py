@@ -9,9 +9,10 @@ a reporter, pre-signs N distinct facts, then measures:
 3. single-envelope intake paced at a fixed rate (default 1,000/s): p50/p99;
 
 and, for each phase, the commit section: what the group committers spent per envelope
-holding the ledger head lock, in the committer thread's CPU ("python") and the rest
-("database": waiting on PostgreSQL, and on the GIL), summed over the server's processes
-(read from each process's ``/metrics``).
+holding the ledger head lock: the wall time, the committer thread's CPU ("python") and
+the rest (waiting on PostgreSQL, on the GIL, for a core), summed over the server's
+processes (read from each process's ``/metrics``); and, with the database on this
+machine, the CPU its backends spent serving the committers.
 
     python bench/intake_bench.py [--facts 100000] [--connections 8] [--rate 1000]
 """
@@ -29,6 +30,7 @@ import time
 from pathlib import Path
 
 import aiohttp
+import asyncpg
 import nacl.signing
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -150,12 +152,39 @@ async def commit_sections(ops_url: str, processes: int) -> Section:
     return (sum(v[0] for v in seen), sum(v[1] for v in seen), sum(v[2] for v in seen))
 
 
-def section_line(before: Section, after: Section) -> str:
+async def committer_backends_cpu(url: str) -> dict[int, float]:
+    """CPU seconds used so far by each PostgreSQL backend serving a group committer
+    (their ``application_name``), read from ``/proc``: only when the database runs on
+    this machine (the embedded one does); empty otherwise."""
+    conn = await asyncpg.connect(url)
+    try:
+        pids = [r["pid"] for r in await conn.fetch(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = 'bureau committer'")]
+    finally:
+        await conn.close()
+    tick = os.sysconf("SC_CLK_TCK")
+    cpu = {}
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        cpu[pid] = (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+    return cpu
+
+
+def section_line(before: Section, after: Section, pg_before: dict[int, float],
+                 pg_after: dict[int, float]) -> str:
     python, database, n = (a - b for a, b in zip(after, before, strict=True))
     if not n:
         return "  commit section: nothing committed"
-    return (f"  commit section under the head lock: {1e6 * (python + database) / n:.1f} "
-            f"µs/envelope  (python {1e6 * python / n:.1f}, database {1e6 * database / n:.1f})")
+    line = (f"  commit section under the head lock: {1e6 * (python + database) / n:.1f} "
+            f"µs/envelope wall  (python CPU {1e6 * python / n:.1f}, the rest "
+            f"{1e6 * database / n:.1f})")
+    if pg_after:
+        pg = sum(t - pg_before.get(pid, 0.0) for pid, t in pg_after.items())
+        line += f"; PostgreSQL CPU of the committers' sessions {1e6 * pg / n:.1f} µs/envelope"
+    return line
 
 
 def pct(values: list[float], p: float) -> float:
@@ -204,22 +233,27 @@ async def main() -> None:
             paced = presign(rep, args.single, "paced")
 
             section = await commit_sections(server.ops_url, processes)
+            pg = await committer_backends_cpu(url)
+
+            async def phase_done() -> None:
+                nonlocal section, pg
+                section, before = await commit_sections(server.ops_url, processes), section
+                pg, pg_before = await committer_backends_cpu(url), pg
+                print(section_line(before, section, pg_before, pg))
+
             rate = await batch_phase(server.url, lines, args.connections)
             print(f"batch intake (500/batch, {args.connections} conns): {rate:10,.0f} facts/s "
                   f"durable   ratio to one-core verify: {rate / single_core:.2f}")
-            section, before = await commit_sections(server.ops_url, processes), section
-            print(section_line(before, section))
+            await phase_done()
             rate, lat = await single_phase(server.url, singles, 32, None)
             print(f"single POST, flat out (32 conns): {rate:8,.0f} facts/s   "
                   f"p50 {pct(lat, 50):.1f} ms  p99 {pct(lat, 99):.1f} ms")
-            section, before = await commit_sections(server.ops_url, processes), section
-            print(section_line(before, section))
+            await phase_done()
             rate, lat = await single_phase(server.url, paced, 64, args.rate)
             print(f"single POST, paced at {args.rate:,.0f}/s:   {rate:8,.0f} facts/s   "
                   f"p50 {pct(lat, 50):.1f} ms  p99 {pct(lat, 99):.1f} ms")
             print(f"(mean latency {statistics.mean(lat) * 1000:.1f} ms)")
-            section, before = await commit_sections(server.ops_url, processes), section
-            print(section_line(before, section))
+            await phase_done()
         finally:
             server.stop()
 

@@ -237,6 +237,17 @@ def _shutting_down() -> BureauError:
                        pushback=Pushback.SHUTTING_DOWN)
 
 
+def _items(units: Sequence[_Unit]) -> list[_Item]:
+    """What a group commit does for ``units``, in order (their results reset)."""
+    items: list[_Item] = []
+    for unit in units:
+        unit.results = [None] * len(unit.subs)
+        items.extend((unit, i) for i in range(len(unit.subs)))
+        if unit.work is not None:
+            items.append((unit, _WORK))
+    return items
+
+
 class _LockSection:
     """Times one group's section under the head lock, from the lock's grant to COMMIT's
     return, into ``bureau_commit_section_seconds_total``: the committer thread's CPU
@@ -400,10 +411,7 @@ class Ledger:
         assert queue is not None
         while True:
             units = [await queue.get()]
-            size = len(units[0].subs)
-            while not queue.empty() and size < self.config.max_group:
-                units.append(queue.get_nowait())
-                size += len(units[-1].subs)
+            self._take_queued(units)
             try:
                 await self._commit(units)
             except asyncio.CancelledError:
@@ -411,7 +419,19 @@ class Ledger:
                     _answer(u, failure=_shutting_down())
                 raise
             finally:
-                self._count(-size)
+                self._count(-sum(len(u.subs) for u in units))
+
+    def _take_queued(self, units: list[_Unit]) -> list[_Unit]:
+        """Move what is queued into the group ``units``, up to ``config.max_group``
+        envelopes; returns the units it moved."""
+        queue = self._queue
+        assert queue is not None
+        size, taken = sum(len(u.subs) for u in units), []
+        while not queue.empty() and size < self.config.max_group:
+            taken.append(queue.get_nowait())
+            size += len(taken[-1].subs)
+        units.extend(taken)
+        return taken
 
     async def _connection(self) -> asyncpg.Connection:
         """The committer's own connection, kept between groups (a group commit is a
@@ -431,9 +451,9 @@ class Ledger:
                 await conn.close(timeout=2)
 
     async def _in_transaction(self, body: Callable[[asyncpg.Connection], Awaitable[T]],
-                              envelopes: int) -> T:
-        """Run ``body`` (judging ``envelopes``) in one transaction that holds the ledger
-        head's row lock; time the section under the lock (:class:`_LockSection`).
+                              envelopes: Callable[[], int]) -> T:
+        """Run ``body`` (judging ``envelopes()``) in one transaction that holds the
+        ledger head's row lock; time the section under the lock (:class:`_LockSection`).
 
         BEGIN and the lock go in one round trip (the simple protocol takes both
         statements at once); ``body`` then reads the state in statements of its own,
@@ -448,7 +468,7 @@ class Ledger:
                 try:
                     done = await body(conn)
                     await conn.execute("COMMIT")
-                    section.close(envelopes)
+                    section.close(envelopes())
                 except BaseException:
                     with contextlib.suppress(Exception):
                         await asyncio.shield(conn.execute("ROLLBACK"))
@@ -460,29 +480,34 @@ class Ledger:
             return done
 
     async def _commit(self, units: list[_Unit]) -> None:
-        """Commit what ``units`` hold and answer each of them."""
-        items: list[_Item] = []
-        for unit in units:
-            unit.results = [None] * len(unit.subs)
-            items.extend((unit, i) for i in range(len(unit.subs)))
-            if unit.work is not None:
-                items.append((unit, _WORK))
+        """Commit what ``units`` hold, and what queued up while the lock was awaited
+        (it joins ``units``), and answer each of them."""
+        def late() -> list[_Item]:
+            return _items(self._take_queued(units))
+
+        await self._commit_items(_items(units), late)
         metrics.COMMIT_GROUP_SIZE.observe(sum(len(unit.subs) for unit in units))
-        await self._commit_items(items)
         for unit in units:
             if unit.failure is not None:
                 _answer(unit, failure=unit.failure)
             else:
                 _answer(unit, [r for r in unit.results if r is not None])
 
-    async def _commit_items(self, items: list[_Item]) -> None:
-        """One group transaction for ``items``; should the database refuse it (and not
-        by going away), the same in two halves, in order, until what it refuses is
-        alone (see the module docstring)."""
+    async def _commit_items(self, items: list[_Item],
+                            late: Callable[[], list[_Item]] | None = None) -> None:
+        """One group transaction for ``items``, joined once the lock is held by the
+        ``late`` ones (whatever queued up while the lock was awaited: when several
+        processes take turns, that is what arrived during another's group); should the
+        database refuse it (and not by going away), the same in two halves, in order,
+        until what it refuses is alone (see the module docstring)."""
+        async def judge(conn: asyncpg.Connection) -> tuple[GroupTx, list[Result | None]]:
+            if late is not None:
+                items.extend(late())
+            return await self._judge_group(conn, items)
+
         try:
-            tx, results = await self._in_transaction(
-                lambda conn: self._judge_group(conn, items),
-                sum(i != _WORK for _, i in items))
+            tx, results = await self._in_transaction(judge, lambda: sum(
+                i != _WORK for _, i in items))
         except Exception as exc:
             if db.is_connection_error(exc):
                 log.warning("database unreachable during group commit: %s", exc)
