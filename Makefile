@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	rm -f $(VENV)/.installed-* && touch $@
 
-run: $(STAMP)            ## the service on the embedded database under ./.bureau
+run: $(STAMP)            ## the service on the embedded database under ./.bureau, one process per core (up to 8)
 	$(BIN)/bureau serve
 
 test: $(STAMP)           ## the whole test suite (real PostgreSQL, real HTTP)

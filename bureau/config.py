@@ -131,6 +131,21 @@ def public_url(text: str | None) -> str | None:
     return text.rstrip("/")
 
 
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity where the system has one (a
+    container or ``taskset`` may allow fewer than the machine has), else the count."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def default_serve_workers() -> int:
+    """``serve --workers``: one process per core, up to 8 (SPEC §10: each process holds
+    database connections, and the embedded PostgreSQL allows 100)."""
+    return min(8, usable_cores())
+
+
 def default_report_workers() -> int:
     """One report worker process per core, up to 4 (a seal is the only time they work)."""
-    return max(1, min(4, os.cpu_count() or 1))
+    return min(4, usable_cores())

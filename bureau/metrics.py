@@ -55,6 +55,18 @@ ISOLATED_TOTAL = Counter(
     "Submissions (or pieces of locked work) refused alone because a group holding only "
     "them failed: each is answered 500 UNAVAILABLE (internal_error) and logged.",
 )
+COMMIT_SECTION_SECONDS = Counter(
+    "bureau_commit_section_seconds_total",
+    "Time the group committer held the ledger head lock in committed groups, from the "
+    "lock's grant to COMMIT's return, by part: python (the committer thread's CPU) and "
+    "database (the rest: waiting on PostgreSQL, and on the GIL).",
+    ["part"],
+)
+COMMIT_SECTION_ENVELOPES = Counter(
+    "bureau_commit_section_envelopes_total",
+    "Envelopes judged in committed groups (divides bureau_commit_section_seconds_total "
+    "into a cost per envelope).",
+)
 INTAKE_QUEUE_DEPTH = Gauge(
     "bureau_intake_queue_envelopes",
     "Envelopes waiting for the group committer.",

@@ -83,7 +83,7 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
             raise
         app[CONFIG], app[LOG_KEY] = settled, log_key
         reads = Reads(pool, replica, config.read_wait)
-        ledger = Ledger(pool, settled, clock)
+        ledger = Ledger(database_url, settled, clock)
         await ledger.start()
         intake = Intake(ledger)
         app[POOL], app[READS], app[LEDGER], app[INTAKE] = pool, reads, ledger, intake
