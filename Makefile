@@ -16,7 +16,7 @@ PORT ?= 8080
 OPS_PORT ?= 9464
 DEMO_HOME ?= .bureau-demo
 
-run: $(STAMP)            ## the service on the embedded database under ./.bureau (PORT=, OPS_PORT=)
+run: $(STAMP)            ## the service on the embedded database under ./.bureau, one process per core (up to 8); PORT=, OPS_PORT=
 	$(BIN)/bureau serve --port $(PORT) --ops-port $(OPS_PORT)
 
 demo: $(STAMP)           ## a bureau with 30-second epochs under ./.bureau-demo: reports within a minute

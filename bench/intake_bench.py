@@ -6,7 +6,13 @@ a reporter, pre-signs N distinct facts, then measures:
 1. batch intake: ``POST /v1/evidence/batch`` in batches of 500 over a few connections;
    accepted (durable) facts/s, against the single-core PyNaCl verify rate;
 2. single-envelope intake: ``POST /v1/evidence`` flat out, facts/s and p50/p99;
-3. single-envelope intake paced at a fixed rate (default 1,000/s): p50/p99.
+3. single-envelope intake paced at a fixed rate (default 1,000/s): p50/p99;
+
+and, for each phase, the commit section: what the group committers spent per envelope
+holding the ledger head lock: the wall time, the committer thread's CPU ("python") and
+the rest (waiting on PostgreSQL, on the GIL, for a core), summed over the server's
+processes (read from each process's ``/metrics``); and, with the database on this
+machine, the CPU its backends spent serving the committers.
 
     python bench/intake_bench.py [--facts 100000] [--connections 8] [--rate 1000]
 """
@@ -24,10 +30,12 @@ import time
 from pathlib import Path
 
 import aiohttp
+import asyncpg
 import nacl.signing
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bureau.config import default_serve_workers
 from reporters import wire
 from tests.processes import ServeProcess, bureau_env
 from tests.support import now_text
@@ -111,6 +119,74 @@ async def single_phase(url: str, lines: list[bytes], connections: int,
     return len(lines) / (time.perf_counter() - start), latencies
 
 
+#: the operator listener's figures of one process: (python s, database s, envelopes)
+Section = tuple[float, float, float]
+_SECTION_METRICS = {'bureau_commit_section_seconds_total{part="python"}': 0,
+                    'bureau_commit_section_seconds_total{part="database"}': 1,
+                    "bureau_commit_section_envelopes_total": 2}
+
+
+async def commit_sections(ops_url: str, processes: int) -> Section:
+    """The commit-section counters summed over the server's processes.
+
+    Every process listens on the operator port (SO_REUSEPORT) and a scrape reaches one
+    of them, chosen by the kernel per connection; between phases nothing commits, so
+    each process's counters stand still and tell the processes apart. Scrape on fresh
+    connections until ``processes`` different ones have answered."""
+    seen: set[Section] = set()
+    connector = aiohttp.TCPConnector(force_close=True)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        for _ in range(50 * processes):
+            async with session.get(ops_url + "/metrics") as r:
+                text = await r.text()
+            values = [0.0, 0.0, 0.0]
+            for line in text.splitlines():
+                name, _, value = line.rpartition(" ")
+                if name in _SECTION_METRICS:
+                    values[_SECTION_METRICS[name]] = float(value)
+            seen.add((values[0], values[1], values[2]))
+            if len(seen) == processes:
+                break
+    if len(seen) != processes:
+        print(f"(commit section: saw {len(seen)} of {processes} processes' figures)")
+    return (sum(v[0] for v in seen), sum(v[1] for v in seen), sum(v[2] for v in seen))
+
+
+async def committer_backends_cpu(url: str) -> dict[int, float]:
+    """CPU seconds used so far by each PostgreSQL backend serving a group committer
+    (their ``application_name``), read from ``/proc``: only when the database runs on
+    this machine (the embedded one does); empty otherwise."""
+    conn = await asyncpg.connect(url)
+    try:
+        pids = [r["pid"] for r in await conn.fetch(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = 'bureau committer'")]
+    finally:
+        await conn.close()
+    tick = os.sysconf("SC_CLK_TCK")
+    cpu = {}
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        cpu[pid] = (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+    return cpu
+
+
+def section_line(before: Section, after: Section, pg_before: dict[int, float],
+                 pg_after: dict[int, float]) -> str:
+    python, database, n = (a - b for a, b in zip(after, before, strict=True))
+    if not n:
+        return "  commit section: nothing committed"
+    line = (f"  commit section under the head lock: {1e6 * (python + database) / n:.1f} "
+            f"µs/envelope wall  (python CPU {1e6 * python / n:.1f}, the rest "
+            f"{1e6 * database / n:.1f})")
+    if pg_after:
+        pg = sum(t - pg_before.get(pid, 0.0) for pid, t in pg_after.items())
+        line += f"; PostgreSQL CPU of the committers' sessions {1e6 * pg / n:.1f} µs/envelope"
+    return line
+
+
 def pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))] * 1000
@@ -124,12 +200,15 @@ async def main() -> None:
                     help="client connections (8: SO_REUSEPORT spreads them evenly over "
                     "the server processes)")
     ap.add_argument("--rate", type=float, default=1000.0)
-    ap.add_argument("--workers", type=int, default=2, help="bureau serve --workers")
+    ap.add_argument("--workers", type=int, default=None,
+                    help="bureau serve --workers (default: serve's own, one per core)")
     args = ap.parse_args()
 
     single_core = verify_rate()
     print(f"PyNaCl verify, one core:        {single_core:10,.0f} /s")
-    print(f"bureau serve --workers {args.workers}")
+    processes = args.workers or default_serve_workers()
+    print(f"bureau serve --workers {processes}"
+          + ("" if args.workers else " (its default)"))
 
     admin, rep = wire.generate_key(), wire.generate_key()
     with tempfile.TemporaryDirectory(prefix="bureau-bench-") as tmp:
@@ -139,7 +218,7 @@ async def main() -> None:
             from bureau.db import embedded_database_url
             url = embedded_database_url(home)
         server = ServeProcess(bureau_env(url, home, wire.signing_key_id(admin)),
-                              home / "serve.log", extra_args=("--workers", str(args.workers)))
+                              home / "serve.log", workers=args.workers)
         await server.start()
         try:
             env = wire.sign_payload(admin, "reporter", {
@@ -153,16 +232,28 @@ async def main() -> None:
             singles = presign(rep, args.single, "single")
             paced = presign(rep, args.single, "paced")
 
+            section = await commit_sections(server.ops_url, processes)
+            pg = await committer_backends_cpu(url)
+
+            async def phase_done() -> None:
+                nonlocal section, pg
+                section, before = await commit_sections(server.ops_url, processes), section
+                pg, pg_before = await committer_backends_cpu(url), pg
+                print(section_line(before, section, pg_before, pg))
+
             rate = await batch_phase(server.url, lines, args.connections)
             print(f"batch intake (500/batch, {args.connections} conns): {rate:10,.0f} facts/s "
                   f"durable   ratio to one-core verify: {rate / single_core:.2f}")
+            await phase_done()
             rate, lat = await single_phase(server.url, singles, 32, None)
             print(f"single POST, flat out (32 conns): {rate:8,.0f} facts/s   "
                   f"p50 {pct(lat, 50):.1f} ms  p99 {pct(lat, 99):.1f} ms")
+            await phase_done()
             rate, lat = await single_phase(server.url, paced, 64, args.rate)
             print(f"single POST, paced at {args.rate:,.0f}/s:   {rate:8,.0f} facts/s   "
                   f"p50 {pct(lat, 50):.1f} ms  p99 {pct(lat, 99):.1f} ms")
             print(f"(mean latency {statistics.mean(lat) * 1000:.1f} ms)")
+            await phase_done()
         finally:
             server.stop()
 

@@ -269,7 +269,7 @@ def peak_mib(pid: int) -> float:
 async def seal_and_build(url: str, builder: ReportBuilder, now: dt.datetime) -> tuple[float,
                                                                                      float, int]:
     pool = await db.create_pool(url, min_size=1, max_size=2)
-    ledger = Ledger(pool, Config(epoch_seconds=EPOCH_SECONDS), clock=lambda: now)
+    ledger = Ledger(url, Config(epoch_seconds=EPOCH_SECONDS), clock=lambda: now)
     await ledger.start()
     try:
         start, cpu = time.perf_counter(), time.process_time()

@@ -3,7 +3,11 @@ publisher's tree heads and witnesses): an election by PostgreSQL advisory lock, 
 loop that runs a pass every interval or at once when woken.
 
 A leader holds a session-level advisory lock on a connection it keeps: if the process
-dies its session ends, the lock is free, and the next process to try takes over.
+dies its session ends, the lock is free, and the next process to try takes over (if its
+machine dies, TCP keepalives end the session: :data:`LEADER_KEEPALIVE`). A leader does
+its writes on that same connection (the report workers aside, whose reports are the same
+bytes whoever writes them), so a leader cut off from the database cannot write after
+another has taken over: the connection that held the lock is the one that is gone.
 """
 
 from __future__ import annotations
@@ -15,22 +19,35 @@ from collections.abc import Awaitable, Callable
 
 import asyncpg
 
-from bureau import db
+from bureau import db, metrics
 
 log = logging.getLogger(__name__)
+
+#: TCP keepalives on the leader's connection (idle seconds, seconds between probes,
+#: probes): when the leader's *machine* vanishes, no FIN ever comes, and with the
+#: kernel's defaults PostgreSQL would keep the session — and the lock — for over two
+#: hours. With these the server drops the session, and frees the lock, within about
+#: 25 s (ignored on a Unix socket, where the kernel reports a dead peer at once).
+LEADER_KEEPALIVE = (10, 5, 3)
+_KEEPALIVE_SQL = ("SELECT set_config('tcp_keepalives_idle', $1, false),"
+                  " set_config('tcp_keepalives_interval', $2, false),"
+                  " set_config('tcp_keepalives_count', $3, false)")
 
 
 class Leadership:
     """Holds advisory lock ``lock`` while this process leads; ``role`` names the work
-    in the log, and ``on_elected`` runs each time this process becomes the leader."""
+    in the log, ``label`` in ``bureau_leading{role=...}`` (so an operator sees which
+    node leads), and ``on_elected`` runs each time this process becomes the leader."""
 
-    def __init__(self, pool: asyncpg.Pool, lock: int, role: str,
+    def __init__(self, pool: asyncpg.Pool, lock: int, role: str, label: str,
                  on_elected: Callable[[], None] = lambda: None) -> None:
         self.pool = pool
         self.lock = lock
         self.role = role
         self.on_elected = on_elected
         self._conn: asyncpg.pool.PoolConnectionProxy | None = None
+        self._leading = metrics.LEADING.labels(role=label)
+        self._leading.set(0)
 
     @property
     def held(self) -> bool:
@@ -39,9 +56,9 @@ class Leadership:
     async def connection(self) -> asyncpg.Connection | None:
         """The leader's connection (which holds the lock), or None when another
         process leads."""
-        if self._conn is not None and not self._conn.is_closed():
+        if self._conn is not None and await self._alive(self._conn):
             return self._conn
-        self._conn = None
+        await self.resign()
         conn = await self.pool.acquire()
         try:
             got = await conn.fetchval("SELECT pg_try_advisory_lock($1)", self.lock)
@@ -51,13 +68,33 @@ class Leadership:
         if not got:
             await self.pool.release(conn)
             return None
+        # Session settings: the pool resets them when the connection goes back to it.
+        await conn.execute(_KEEPALIVE_SQL, *(str(v) for v in LEADER_KEEPALIVE))
         self._conn = conn
+        self._leading.set(1)
         self.on_elected()
         log.info("this process %s", self.role)
         return conn
 
+    async def _alive(self, conn: asyncpg.Connection) -> bool:
+        """Is the session that holds the lock still there? A session the server ended
+        (keepalives unanswered, an administrator) shows only at the next round trip —
+        or as the pool having taken the connection back, which asyncpg does when it
+        sees the connection end (then even ``is_closed`` raises InterfaceError)."""
+        try:
+            if conn.is_closed():
+                return False
+            await conn.execute("SELECT 1")
+        except Exception as exc:
+            if not db.is_connection_error(exc):
+                raise
+            log.warning("this process no longer %s: its session is gone (%s)", self.role, exc)
+            return False
+        return True
+
     async def resign(self) -> None:
         conn, self._conn = self._conn, None
+        self._leading.set(0)
         if conn is None:
             return
         with contextlib.suppress(Exception):

@@ -24,7 +24,7 @@ import nacl.signing
 from aiohttp import web
 
 from bureau import __version__, db, keyfiles
-from bureau.config import Config
+from bureau.config import Config, default_serve_workers
 from bureau.errors import InternalError
 from bureau.http.access_log import FORMATS as ACCESS_LOG_FORMATS
 from bureau.http.access_log import runner_options
@@ -99,6 +99,13 @@ def _with_default_keys(config: Config) -> Config:
     return config
 
 
+#: How long a thread may hold the GIL while another waits for it (Python's default is
+#: 5 ms). The group committer runs on a thread of its own and holds the ledger lock
+#: while it waits for the GIL after each answer from PostgreSQL; with 0.5 ms, intake
+#: was faster in every pair of runs measured (docs/benchmarks.md, issue 15).
+SWITCH_INTERVAL = 0.0005
+
+
 #: set (to PROMETHEUS_MULTIPROC_DIR) in the environment of the ``serve`` process that
 #: made that directory, which removes it when it stops
 _METRICS_RUN_DIR = "BUREAU_METRICS_RUN_DIR"
@@ -141,6 +148,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def _serve_until_stopped(args: argparse.Namespace) -> int:
     from bureau.intake.genesis import StartRefused
 
+    sys.setswitchinterval(SWITCH_INTERVAL)
     config = _with_default_keys(Config.from_env())
     if args.max_pending is not None:
         config = replace(config, max_pending=args.max_pending)
@@ -231,7 +239,7 @@ def _start_workers(args: argparse.Namespace, config: Config,
                BUREAU_HOME=str(config.home.resolve()))
     cmd = [sys.executable, "-m", "bureau.cli", "serve", "--host", args.host,
            "--port", str(args.port), "--ops-host", args.ops_host,
-           "--ops-port", str(args.ops_port), "--reuse-port",
+           "--ops-port", str(args.ops_port), "--reuse-port", "--workers", "1",
            *(["--max-pending", str(args.max_pending)] if args.max_pending is not None else []),
            "--report-workers", str(config.report_workers), "--access-log", args.access_log]
     return [subprocess.Popen(cmd, env=env, preexec_fn=_die_with_parent)
@@ -439,8 +447,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--ops-port", type=_port, default=9464,
                        help="port of the operator listener (default 9464; 0: any free port, "
                        "printed at start)")
-    serve.add_argument("--workers", type=int, default=1,
-                       help="processes serving the same port (default 1)")
+    serve.add_argument("--workers", type=_positive, default=default_serve_workers(),
+                       help="processes serving the same port (default one per core, at "
+                       f"most 8: {default_serve_workers()} here)")
     serve.add_argument("--reuse-port", action="store_true",
                        help="share the port with other bureau processes (SO_REUSEPORT)")
     serve.add_argument("--max-pending", type=_positive, default=None,

@@ -23,6 +23,9 @@ DEFAULT_EPOCH_SECONDS = 21600
 LEDGER_SETTINGS = ("policy", "epoch_seconds", "origin")
 #: SPEC §8.1: a new tree head at least every 10 s while the ledger grows.
 MAX_CHECKPOINT_INTERVAL = 10.0
+#: BUREAU_READ_WAIT's default: a healthy replica on the same network replays a commit
+#: in milliseconds; one further behind than this is skipped rather than waited for
+DEFAULT_READ_WAIT = 0.2
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,12 @@ class Config:
     #: the bureau's public address (``BUREAU_PUBLIC_URL``), written into the pages'
     #: verification snippet; None: the pages name no address (they never echo ``Host``)
     public_url: str | None = None
+    #: a streaming replica of the database (``BUREAU_READ_DATABASE_URL``) that serves
+    #: the reads (bureau.replica); None: every read goes to the primary
+    read_database_url: str | None = None
+    #: how long a party's read waits for the replica to replay the party's own latest
+    #: write before it is served by the primary instead, in seconds
+    read_wait: float = DEFAULT_READ_WAIT
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Config:
@@ -85,7 +94,12 @@ class Config:
         if not 0 < interval <= MAX_CHECKPOINT_INTERVAL:
             raise ValueError("BUREAU_CHECKPOINT_INTERVAL must be more than 0 and at most "
                              f"{MAX_CHECKPOINT_INTERVAL:g} seconds")
+        read_wait = float(env.get("BUREAU_READ_WAIT", str(DEFAULT_READ_WAIT)))
+        if not 0 <= read_wait <= 10:
+            raise ValueError("BUREAU_READ_WAIT must be from 0 to 10 seconds")
         return cls(
+            read_database_url=env.get("BUREAU_READ_DATABASE_URL") or None,
+            read_wait=read_wait,
             public_url=public_url(env.get("BUREAU_PUBLIC_URL") or None),
             settle_interval=settle,
             home=Path(env.get("BUREAU_HOME", ".bureau")),
@@ -117,6 +131,21 @@ def public_url(text: str | None) -> str | None:
     return text.rstrip("/")
 
 
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity where the system has one (a
+    container or ``taskset`` may allow fewer than the machine has), else the count."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def default_serve_workers() -> int:
+    """``serve --workers``: one process per core, up to 8 (SPEC §10: each process holds
+    database connections, and the embedded PostgreSQL allows 100)."""
+    return min(8, usable_cores())
+
+
 def default_report_workers() -> int:
     """One report worker process per core, up to 4 (a seal is the only time they work)."""
-    return max(1, min(4, os.cpu_count() or 1))
+    return min(4, usable_cores())

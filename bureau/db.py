@@ -47,9 +47,11 @@ def has_embedded_database(home: Path) -> bool:
     """Does ``home`` hold an embedded PostgreSQL's data (made by an earlier start)?"""
     return (home / "pgdata" / "PG_VERSION").is_file()
 
-async def create_pool(url: str, *, min_size: int = 2, max_size: int = 10) -> asyncpg.Pool:
+async def create_pool(url: str, *, min_size: int = 2, max_size: int = 10,
+                      connect_timeout: float = 60) -> asyncpg.Pool:
     pool = await asyncpg.create_pool(
         url, min_size=min_size, max_size=max_size, command_timeout=60,
+        timeout=connect_timeout,
         server_settings={"application_name": "bureau"},
     )
     assert pool is not None

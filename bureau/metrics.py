@@ -87,6 +87,18 @@ ISOLATED_TOTAL = Counter(
     "Submissions (or pieces of locked work) refused alone because a group holding only "
     "them failed: each is answered 500 UNAVAILABLE (internal_error) and logged.",
 )
+COMMIT_SECTION_SECONDS = Counter(
+    "bureau_commit_section_seconds_total",
+    "Time the group committer held the ledger head lock in committed groups, from the "
+    "lock's grant to COMMIT's return, by part: python (the committer thread's CPU) and "
+    "database (the rest: waiting on PostgreSQL, and on the GIL).",
+    ["part"],
+)
+COMMIT_SECTION_ENVELOPES = Counter(
+    "bureau_commit_section_envelopes_total",
+    "Envelopes judged in committed groups (divides bureau_commit_section_seconds_total "
+    "into a cost per envelope).",
+)
 INTAKE_QUEUE_DEPTH = Gauge(
     "bureau_intake_queue_envelopes",
     "Envelopes waiting for the group committer (with several processes: their sum).",
@@ -132,6 +144,22 @@ WITNESS_FAILURES = Counter(
     "Pushes to a witness that failed otherwise: unreachable, timed out, another status, "
     "or an answer outside tlog-witness; tried again at the publisher's next tick.",
     ["witness"],
+)
+READS_TOTAL = Counter(
+    "bureau_reads_total",
+    "Reads of documents and files, by the database that served them (primary, replica) "
+    "and why: current (the replica had it), no_replica, replica_behind (a party's own "
+    "latest write not replayed within BUREAU_READ_WAIT), not_found_on_replica (a "
+    "negative answer confirmed on the primary), replica_unavailable.",
+    ["database", "reason"],
+)
+LEADING = Gauge(
+    "bureau_leading",
+    "1 while this process holds the election for the work ``role`` names (reports: the "
+    "report builder; tree_heads: the tree-head publisher), else 0 (with several "
+    "processes: the sum over the live ones, so 1 on the node that leads).",
+    ["role"],
+    multiprocess_mode="livesum",
 )
 
 

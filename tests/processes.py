@@ -36,9 +36,14 @@ class ServeProcess:
     """``bureau serve`` on a fixed port, which survives restarts."""
 
     def __init__(self, env: dict[str, str], log: Path, port: int | None = None,
-                 extra_args: tuple[str, ...] = ()) -> None:
+                 extra_args: tuple[str, ...] = (), workers: int | None = 1) -> None:
         self.env = env
         self.extra_args = extra_args
+        #: One process unless the test asks for more (None: ``serve``'s default, one per
+        #: core): a test that scrapes ``/metrics``, kills the server or restarts it on
+        #: the same port needs the one process it started (a worker outliving a killed
+        #: parent for a moment would still hold the port).
+        self.workers_args = () if workers is None else ("--workers", str(workers))
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         #: the operator listener (/metrics): a free port of its own, never the default
@@ -52,7 +57,7 @@ class ServeProcess:
         with self.log.open("ab") as fh:
             self.proc = subprocess.Popen(
                 [*BUREAU, "serve", "--port", str(self.port), "--ops-port", str(self.ops_port),
-                 *self.extra_args], env=self.env,
+                 *self.workers_args, *self.extra_args], env=self.env,
                 stdout=fh, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         async with aiohttp.ClientSession() as session:

@@ -1,7 +1,8 @@
 """``create_app(config, database_url, signing_key)``: the aiohttp application — the
 service's one composition root — and ``create_ops_app(app)``, the operator
 listener's. Every long-lived part is made, wired to the others and
-stopped here, in ``cleanup_ctx`` order: the pool, the ledger's settings (its genesis
+stopped here, in ``cleanup_ctx`` order: the pool (and the read replica's, with
+``BUREAU_READ_DATABASE_URL``: ``app[READS]``), the ledger's settings (its genesis
 entry: ``app[CONFIG]`` then holds the ledger's values, the origin among them, which names
 the bureau's key as the log's: ``app[LOG_KEY]``) and the ledger's committer, then the
 tree-head publisher (which signs the current head before the first request), then the
@@ -30,6 +31,7 @@ from bureau.http.keys import (
     POOL,
     PUBLISHER,
     RANKING,
+    READS,
     SERVICE,
     SETTLER,
     SIGNING_KEY,
@@ -38,6 +40,7 @@ from bureau.http.routes import ops
 from bureau.intake import genesis
 from bureau.intake.ledger import Clock, Ledger, utcnow
 from bureau.intake.pipeline import MAX_BATCH_BYTES, Intake
+from bureau.replica import Reads, open_replica
 from bureau.transparency.heads import LogKey
 from bureau.transparency.publisher import Publisher
 from bureau.views.builder import ReportBuilder
@@ -74,21 +77,25 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
                 # The ledger's own settings rule from here on (bureau.intake.genesis).
                 settled = await genesis.establish(conn, config, signing_key.verify_key,
                                                   clock())
+                assert settled.origin is not None  # the genesis entry's
+                log_key = LogKey.of(settled.origin, signing_key)
+            replica = (None if config.read_database_url is None
+                       else await open_replica(config.read_database_url, pool))
         except BaseException:
             await pool.close()
             raise
-        app[CONFIG] = settled
-        assert settled.origin is not None  # the genesis entry's
-        app[LOG_KEY] = LogKey.of(settled.origin, signing_key)
-        ledger = Ledger(pool, settled, clock)
+        app[CONFIG], app[LOG_KEY] = settled, log_key
+        reads = Reads(pool, replica, config.read_wait)
+        ledger = Ledger(database_url, settled, clock)
         await ledger.start()
         intake = Intake(ledger)
-        app[POOL], app[LEDGER], app[INTAKE] = pool, ledger, intake
+        app[POOL], app[READS], app[LEDGER], app[INTAKE] = pool, reads, ledger, intake
         try:
             yield
         finally:
             await ledger.stop()
             intake.close()
+            await reads.close()
             await pool.close()
 
     async def publishing(app: web.Application) -> AsyncIterator[None]:

@@ -10,6 +10,7 @@ from aiohttp import web
 from bureau.config import Config
 from bureau.intake.ledger import Ledger
 from bureau.intake.pipeline import Intake
+from bureau.replica import Reads
 from bureau.transparency.heads import LogKey
 from bureau.transparency.publisher import Publisher
 from bureau.views.ranking import Ranking
@@ -18,6 +19,9 @@ from reporters.httpsig import NonceStore
 
 CONFIG = web.AppKey("config", Config)
 POOL = web.AppKey("pool", asyncpg.Pool)
+# Where the public documents and the parties' files are read: the primary, or a
+# streaming replica (BUREAU_READ_DATABASE_URL; bureau.replica).
+READS = web.AppKey("reads", Reads)
 LEDGER = web.AppKey("ledger", Ledger)
 INTAKE = web.AppKey("intake", Intake)
 SIGNING_KEY = web.AppKey("signing_key", nacl.signing.SigningKey)

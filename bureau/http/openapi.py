@@ -26,6 +26,7 @@ from pydantic.json_schema import models_json_schema
 
 from bureau.http import shapes
 from bureau.http.keys import OPENAPI
+from bureau.http.params import KEY_ID
 from bureau.scoring.policy import Policy
 from reporters import wire
 from reporters.models import PAYLOAD_MODELS
@@ -78,7 +79,7 @@ def _query(name: str, description: str, maximum: int, default: int, minimum: int
 
 def _key_param(name: str) -> Json:
     return {"name": name, "in": "path", "required": True, "description": "a key id",
-            "schema": {"type": "string"}}
+            "schema": {"type": "string", "pattern": f"^{KEY_ID}$"}}
 
 
 def _epoch_param() -> Json:
@@ -110,7 +111,7 @@ def _file_operation(party: str, summary: str) -> Json:
         "security": [{"httpSignature": []}],
         "parameters": [
             {"name": party, "in": "path", "required": True, "description": "a key id",
-             "schema": {"type": "string", "pattern": "^ed25519:[A-Za-z0-9_-]{43}$"}},
+             "schema": {"type": "string", "pattern": f"^{KEY_ID}$"}},
             _query("after", "entries with seq greater than this", cursor, 0, 0),
             _query("limit", "at most this many entries (and refusals)", 1000, 100, 1),
             _query("refusals_after", "refusals with ref greater than this", cursor, 0, 0),
@@ -252,8 +253,7 @@ def operations() -> dict[tuple[str, str], Json]:
         ("GET", "/agents/{agent}"): {
             "operationId": "agent_page", "summary": "An agent's latest report, for people",
             "security": public, "parameters": [
-                {"name": "agent", "in": "path", "required": True,
-                 "schema": {"type": "string"}}],
+                _key_param("agent")],
             "responses": {"200": _html_response("the page"), "404": {
                 "description": "NOT_FOUND: no report yet; a page when Accept names "
                                "text/html, the error shape otherwise",

@@ -1,7 +1,9 @@
 """Stage 6 of intake: the append-only, hash-chained ledger, written by group commit.
 
 Every request hands its verified submissions to :meth:`Ledger.submit` and waits. One
-committer task per process takes everything queued, opens one transaction, locks the
+committer per process, on a thread of its own with its own event loop and its own
+database connection (so that the time it holds the lock is not stretched by the request
+handlers' work on their loop), takes everything queued, opens one transaction, locks the
 single ``ledger_head`` row (which serialises writers across *all* bureau processes on the
 database), judges each submission against the state under that lock, appends the
 admitted ones with contiguous seqs, and commits. Only then are the waiting requests
@@ -25,6 +27,8 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
+import threading
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -209,14 +213,79 @@ _Item = tuple[_Unit, int]
 _WORK = -1
 
 
-class Ledger:
-    """The single writer path of a bureau process."""
+def _settle(future: asyncio.Future[list[Result]], results: list[Result] | None,
+            failure: BaseException | None) -> None:
+    """On the future's own loop: answer it, unless it already was."""
+    if future.done():
+        return
+    if failure is not None:
+        future.set_exception(failure)
+    else:
+        assert results is not None
+        future.set_result(results)
 
-    def __init__(self, pool: asyncpg.Pool, config: Config, clock: Clock = utcnow) -> None:
-        self.pool = pool
+
+def _answer(unit: _Unit, results: list[Result] | None = None,
+            failure: BaseException | None = None) -> None:
+    """From any thread: answer ``unit`` on the loop its caller awaits it on."""
+    with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
+        unit.future.get_loop().call_soon_threadsafe(_settle, unit.future, results, failure)
+
+
+def _shutting_down() -> BureauError:
+    return BureauError(Code.UNAVAILABLE, "", "the bureau is shutting down",
+                       pushback=Pushback.SHUTTING_DOWN)
+
+
+def _items(units: Sequence[_Unit]) -> list[_Item]:
+    """What a group commit does for ``units``, in order (their results reset)."""
+    items: list[_Item] = []
+    for unit in units:
+        unit.results = [None] * len(unit.subs)
+        items.extend((unit, i) for i in range(len(unit.subs)))
+        if unit.work is not None:
+            items.append((unit, _WORK))
+    return items
+
+
+class _LockSection:
+    """Times one group's section under the head lock, from the lock's grant to COMMIT's
+    return, into ``bureau_commit_section_seconds_total``: the committer thread's CPU
+    (``python``: judging, chaining, encoding, asyncpg) and the rest of the wall time
+    (``database``: waiting on PostgreSQL's answers, and on the GIL)."""
+
+    __slots__ = ("_cpu", "_wall")
+
+    def __init__(self) -> None:
+        self._wall = time.perf_counter()
+        self._cpu = time.thread_time()
+
+    def close(self, envelopes: int) -> None:
+        wall = time.perf_counter() - self._wall
+        cpu = min(wall, time.thread_time() - self._cpu)
+        metrics.COMMIT_SECTION_SECONDS.labels(part="python").inc(cpu)
+        metrics.COMMIT_SECTION_SECONDS.labels(part="database").inc(wall - cpu)
+        metrics.COMMIT_SECTION_ENVELOPES.inc(envelopes)
+
+
+class Ledger:
+    """The single writer path of a bureau process.
+
+    The committer runs on its own thread and event loop (:meth:`start`), with a
+    connection of its own to ``database_url``; callers on any loop hand it units
+    thread-safely and await futures of their own loop. Locked work (:meth:`run_locked`,
+    ``seal_hook``) runs on the committer's thread: it may use ``tx.conn`` and must reach
+    anything of its caller's loop thread-safely."""
+
+    def __init__(self, database_url: str, config: Config, clock: Clock = utcnow) -> None:
+        self.database_url = database_url
         self.config = config
         self.clock = clock
-        self._queue: asyncio.Queue[_Unit] = asyncio.Queue()
+        self._loop: asyncio.AbstractEventLoop | None = None  # the committer's
+        self._thread: threading.Thread | None = None
+        self._queue: asyncio.Queue[_Unit] | None = None  # of the committer's loop
+        #: guards ``_pending``, which callers raise and the committer lowers
+        self._counting = threading.Lock()
         self._pending = 0
         #: envelopes of requests past their body read and not yet answered (see
         #: :meth:`admitting`); always at least ``_pending``
@@ -231,6 +300,25 @@ class Ledger:
         self._tree: TreeTip | None = None
 
     async def start(self) -> None:
+        """Start the committer's thread and loop, and the committer on it."""
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        self._thread = threading.Thread(target=self._serve_loop, args=(loop,),
+                                        name="ledger-committer", daemon=True)
+        self._thread.start()
+        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._begin(), loop))
+
+    @staticmethod
+    def _serve_loop(loop: asyncio.AbstractEventLoop) -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_forever()
+        finally:
+            loop.close()
+
+    async def _begin(self) -> None:
+        """On the committer's loop: its queue and the committer task."""
+        self._queue = asyncio.Queue()
         self._task = asyncio.create_task(self._run(), name="ledger-committer")
 
     @property
@@ -239,17 +327,26 @@ class Ledger:
         return self._pending
 
     async def stop(self) -> None:
+        """Stop the committer (a group in flight is rolled back and its callers hear
+        UNAVAILABLE), its loop and its thread; whatever is still queued hears the same."""
+        loop, thread, self._loop = self._loop, self._thread, None
+        if loop is None or thread is None:
+            return
+        with contextlib.suppress(RuntimeError):  # its loop already ended
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._halt(), loop))
+            loop.call_soon_threadsafe(loop.stop)
+        await asyncio.get_running_loop().run_in_executor(None, thread.join)
+        self._thread = None
+        while self._queue is not None and not self._queue.empty():
+            _answer(self._queue.get_nowait(), failure=_shutting_down())
+
+    async def _halt(self) -> None:
+        """On the committer's loop: cancel the committer, close its connection."""
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
         await self._drop_connection()
-        while not self._queue.empty():
-            unit = self._queue.get_nowait()
-            if not unit.future.done():
-                unit.future.set_exception(BureauError(
-                    Code.UNAVAILABLE, "", "the bureau is shutting down",
-                    pushback=Pushback.SHUTTING_DOWN))
 
     @contextlib.contextmanager
     def admitting(self, n: int) -> Iterator[None]:
@@ -292,54 +389,71 @@ class Ledger:
         return returned[-1]
 
     async def _enqueue(self, unit: _Unit) -> list[Result]:
-        self._pending += len(unit.subs)
-        metrics.INTAKE_QUEUE_DEPTH.set(self._pending)
-        self._queue.put_nowait(unit)
+        loop, queue = self._loop, self._queue
+        if loop is None or queue is None:
+            raise _shutting_down()
+        self._count(len(unit.subs))
+        try:
+            loop.call_soon_threadsafe(queue.put_nowait, unit)
+        except RuntimeError:  # the committer's loop has closed
+            self._count(-len(unit.subs))
+            raise _shutting_down() from None
         # shield: a client that hangs up does not cancel a commit others wait for
         return await asyncio.shield(unit.future)
 
+    def _count(self, n: int) -> None:
+        with self._counting:
+            self._pending += n
+            metrics.INTAKE_QUEUE_DEPTH.set(self._pending)
+
     async def _run(self) -> None:
+        queue = self._queue
+        assert queue is not None
         while True:
-            units = [await self._queue.get()]
-            size = len(units[0].subs)
-            while not self._queue.empty() and size < self.config.max_group:
-                units.append(self._queue.get_nowait())
-                size += len(units[-1].subs)
+            units = [await queue.get()]
+            self._take_queued(units)
             try:
                 await self._commit(units)
             except asyncio.CancelledError:
                 for u in units:
-                    if not u.future.done():
-                        u.future.set_exception(BureauError(
-                            Code.UNAVAILABLE, "", "the bureau is shutting down",
-                            pushback=Pushback.SHUTTING_DOWN))
+                    _answer(u, failure=_shutting_down())
                 raise
             finally:
-                self._pending -= size
-                metrics.INTAKE_QUEUE_DEPTH.set(self._pending)
+                self._count(-sum(len(u.subs) for u in units))
+
+    def _take_queued(self, units: list[_Unit]) -> list[_Unit]:
+        """Move what is queued into the group ``units``, up to ``config.max_group``
+        envelopes; returns the units it moved."""
+        queue = self._queue
+        assert queue is not None
+        size, taken = sum(len(u.subs) for u in units), []
+        while not queue.empty() and size < self.config.max_group:
+            taken.append(queue.get_nowait())
+            size += len(taken[-1].subs)
+        units.extend(taken)
+        return taken
 
     async def _connection(self) -> asyncpg.Connection:
-        """The committer's own connection, kept between groups: a pool's release costs
-        a reset round trip, and a group commit is a handful of round trips in all."""
+        """The committer's own connection, kept between groups (a group commit is a
+        handful of round trips in all), opened again after it was lost."""
         conn = self._conn
-        if conn is not None:
-            try:
-                if not conn.is_closed():
-                    return conn
-            except asyncpg.InterfaceError:
-                pass  # the pool took it back when the connection was lost
-            self._conn = None
-        self._conn = await self.pool.acquire()
+        if conn is not None and not conn.is_closed():
+            return conn
+        self._conn = await asyncpg.connect(
+            self.database_url, command_timeout=60,
+            server_settings={"application_name": "bureau committer"})
         return self._conn
 
     async def _drop_connection(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
             with contextlib.suppress(Exception):
-                await self.pool.release(conn, timeout=2)
+                await conn.close(timeout=2)
 
-    async def _in_transaction(self, body: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
-        """Run ``body`` in one transaction that holds the ledger head's row lock.
+    async def _in_transaction(self, body: Callable[[asyncpg.Connection], Awaitable[T]],
+                              envelopes: Callable[[], int]) -> T:
+        """Run ``body`` (judging ``envelopes()``) in one transaction that holds the
+        ledger head's row lock; time the section under the lock (:class:`_LockSection`).
 
         BEGIN and the lock go in one round trip (the simple protocol takes both
         statements at once); ``body`` then reads the state in statements of its own,
@@ -350,9 +464,11 @@ class Ledger:
             try:
                 await conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED;"
                                    " SELECT 1 FROM ledger_head FOR UPDATE")
+                section = _LockSection()
                 try:
                     done = await body(conn)
                     await conn.execute("COMMIT")
+                    section.close(envelopes())
                 except BaseException:
                     with contextlib.suppress(Exception):
                         await asyncio.shield(conn.execute("ROLLBACK"))
@@ -364,30 +480,34 @@ class Ledger:
             return done
 
     async def _commit(self, units: list[_Unit]) -> None:
-        """Commit what ``units`` hold and answer each of them."""
-        items: list[_Item] = []
-        for unit in units:
-            unit.results = [None] * len(unit.subs)
-            items.extend((unit, i) for i in range(len(unit.subs)))
-            if unit.work is not None:
-                items.append((unit, _WORK))
-        metrics.COMMIT_GROUP_SIZE.observe(sum(len(unit.subs) for unit in units))
-        await self._commit_items(items)
-        for unit in units:
-            if unit.future.done():
-                continue
-            if unit.failure is not None:
-                unit.future.set_exception(unit.failure)
-            else:
-                unit.future.set_result([r for r in unit.results if r is not None])
+        """Commit what ``units`` hold, and what queued up while the lock was awaited
+        (it joins ``units``), and answer each of them."""
+        def late() -> list[_Item]:
+            return _items(self._take_queued(units))
 
-    async def _commit_items(self, items: list[_Item]) -> None:
-        """One group transaction for ``items``; should the database refuse it (and not
-        by going away), the same in two halves, in order, until what it refuses is
-        alone (see the module docstring)."""
+        await self._commit_items(_items(units), late)
+        metrics.COMMIT_GROUP_SIZE.observe(sum(len(unit.subs) for unit in units))
+        for unit in units:
+            if unit.failure is not None:
+                _answer(unit, failure=unit.failure)
+            else:
+                _answer(unit, [r for r in unit.results if r is not None])
+
+    async def _commit_items(self, items: list[_Item],
+                            late: Callable[[], list[_Item]] | None = None) -> None:
+        """One group transaction for ``items``, joined once the lock is held by the
+        ``late`` ones (whatever queued up while the lock was awaited: when several
+        processes take turns, that is what arrived during another's group); should the
+        database refuse it (and not by going away), the same in two halves, in order,
+        until what it refuses is alone (see the module docstring)."""
+        async def judge(conn: asyncpg.Connection) -> tuple[GroupTx, list[Result | None]]:
+            if late is not None:
+                items.extend(late())
+            return await self._judge_group(conn, items)
+
         try:
-            tx, results = await self._in_transaction(
-                lambda conn: self._judge_group(conn, items))
+            tx, results = await self._in_transaction(judge, lambda: sum(
+                i != _WORK for _, i in items))
         except Exception as exc:
             if db.is_connection_error(exc):
                 log.warning("database unreachable during group commit: %s", exc)

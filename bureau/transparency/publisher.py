@@ -38,7 +38,7 @@ class Publisher:
         self.interval = interval
         self.witnesses = Witnesses(witnesses, pool, log_key.origin)
         self._leader = Leadership(pool, PUBLISHER_LOCK, "publishes tree heads and sends "
-                                  "them to witnesses", self.witnesses.forget)
+                                  "them to witnesses", "tree_heads", self.witnesses.forget)
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
 

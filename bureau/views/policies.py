@@ -65,11 +65,16 @@ def policy_for(genesis: str, choices: Sequence[PolicyChoice], epoch: int,
     return genesis if best is None else best.policy
 
 
+#: The kinds as literals, not parameters: a generic plan could not prove that ``$1`` and
+#: ``$2`` are the kinds of the partial index entries_policy_kinds (migration 0010), and
+#: would scan the ledger.
+_POLICY_ENTRIES_SQL = (f"SELECT seq, kind, entry FROM entries WHERE kind IN"
+                       f" ('{GENESIS.name}', '{POLICY.name}') ORDER BY seq")
+
+
 async def ledger_policies(conn: asyncpg.Connection) -> LedgerPolicies:
     """The ledger's genesis policy and its ``policy`` entries."""
-    rows = await conn.fetch(
-        "SELECT seq, kind, entry FROM entries WHERE kind = $1 OR kind = $2 ORDER BY seq",
-        GENESIS.name, POLICY.name)
+    rows = await conn.fetch(_POLICY_ENTRIES_SQL)
     genesis = policy_hash(KNOWN_POLICIES[DEFAULT_POLICY_NAME])
     choices: list[PolicyChoice] = []
     for r in rows:

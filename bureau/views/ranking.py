@@ -57,7 +57,9 @@ class Ranking:
     """The latest sealed epoch's list, read once per epoch by this process.
 
     A sealed epoch's reports never change, so the list is read again only when a later
-    epoch has its checkpoint; until then every view and search is a scan in memory.
+    epoch has its checkpoint; until then every view and search is a scan in memory. It
+    reads from whichever database ``conn`` is (a read replica, bureau.replica), and
+    never goes back to an older epoch.
     """
 
     def __init__(self) -> None:
@@ -70,11 +72,12 @@ class Ranking:
         """Page ``page`` (from 1) of the agents whose name contains ``query`` (case
         aside) or whose key id contains it; of every agent when it is None."""
         epoch: int | None = await conn.fetchval("SELECT max(epoch) FROM checkpoints")
-        if epoch is None:
+        if epoch is None and self._epoch is None:
             return RankedPage(None, [], False)
-        if epoch != self._epoch:
+        # Only forward: a replica a little behind (bureau.replica) shows the list kept.
+        if epoch is not None and (self._epoch is None or epoch > self._epoch):
             async with self._lock:  # one read per epoch however many views arrive
-                if epoch != self._epoch:
+                if self._epoch is None or epoch > self._epoch:
                     rows = await conn.fetch(_QUERY, epoch)
                     self._rows = [((r["name"] or "").lower(), Ranked(
                         r["agent"], r["name"], r["value"], r["low"], r["high"],
@@ -87,5 +90,5 @@ class Ranking:
             matched = [row for name, row in self._rows
                        if folded in name or query in row.agent]
         first = (page - 1) * PAGE_SIZE
-        return RankedPage(epoch, matched[first:first + PAGE_SIZE],
+        return RankedPage(self._epoch, matched[first:first + PAGE_SIZE],
                           len(matched) > first + PAGE_SIZE)

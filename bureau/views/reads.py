@@ -120,27 +120,25 @@ async def _refusals(conn: asyncpg.Connection, signer: str, after: int,
     return refusals, (kept[-1]["ref"] if more else None)
 
 
-async def _page(pool: asyncpg.Pool, name: str, seqs_sql: str, party: str, after: int,
+async def _page(conn: asyncpg.Connection, name: str, seqs_sql: str, party: str, after: int,
                 limit: int, refusals_after: int) -> Page:
-    async def body(conn: asyncpg.Connection) -> Page:
+    async with db.transaction(conn, name, isolation="repeatable_read", readonly=True):
         entries, next_after = await _entries(conn, seqs_sql, party, after, limit)
         refusals, next_ref = await _refusals(conn, party, refusals_after, limit)
-        return Page(entries, next_after, refusals, next_ref)
-
-    return await db.run_tx(pool, name, body, isolation="repeatable_read")
+    return Page(entries, next_after, refusals, next_ref)
 
 
-async def agent_page(pool: asyncpg.Pool, agent: str, *, after: int, limit: int,
+async def agent_page(conn: asyncpg.Connection, agent: str, *, after: int, limit: int,
                      refusals_after: int) -> Page:
     """Every entry about ``agent`` after seq ``after``: as subject, as signer, as the
     caller of a fact, an exclusion of an entry in its file, and the resolution of a
     dispute it raised; plus refusals of envelopes it signed."""
-    return await _page(pool, "read_agent_entries", _AGENT_SEQS, agent, after, limit,
+    return await _page(conn, "read_agent_entries", _AGENT_SEQS, agent, after, limit,
                        refusals_after)
 
 
-async def reporter_page(pool: asyncpg.Pool, reporter: str, *, after: int, limit: int,
+async def reporter_page(conn: asyncpg.Connection, reporter: str, *, after: int, limit: int,
                         refusals_after: int) -> Page:
     """Every entry ``reporter`` signed after seq ``after``, plus its refusals."""
-    return await _page(pool, "read_reporter_entries", _REPORTER_SEQS, reporter, after,
+    return await _page(conn, "read_reporter_entries", _REPORTER_SEQS, reporter, after,
                        limit, refusals_after)

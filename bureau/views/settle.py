@@ -27,6 +27,7 @@ session ends, the lock is free, and the next settler to tick takes over.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import logging
 from collections.abc import Callable
@@ -94,11 +95,13 @@ class Settler:
         self.config = config
         self.clock = clock
         self._wake = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None  # the settler's, see wake
         self._task: asyncio.Task[None] | None = None
-        self._leader = Leadership(pool, BUILDER_LOCK, "builds the reports")
+        self._leader = Leadership(pool, BUILDER_LOCK, "builds the reports", "reports")
         self._lock = asyncio.Lock()  # one settle pass at a time in this process
 
     async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
         self._task = asyncio.create_task(self._run(), name="settler")
 
     async def stop(self) -> None:
@@ -110,11 +113,17 @@ class Settler:
         self.builder.close()
 
     def wake(self) -> None:
-        self._wake.set()
+        """From any thread (the seal hook runs on the ledger committer's)."""
+        if self._loop is None:  # not started: nothing waits on the event yet
+            self._wake.set()
+            return
+        with contextlib.suppress(RuntimeError):  # its loop has closed: nothing to wake
+            self._loop.call_soon_threadsafe(self._wake.set)
 
     async def on_seal_request(self, tx: GroupTx) -> None:
-        """The ledger's hook for an admitted admin ``seal``: seal in the same group,
-        then have the reports built once that group has committed."""
+        """The ledger's hook for an admitted admin ``seal``, on the committer's thread:
+        seal in the same group, then have the reports built once that group has
+        committed."""
         if await seal_elapsed(tx):
             self.wake()
 

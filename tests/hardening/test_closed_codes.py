@@ -94,7 +94,7 @@ def _upper_strings(value: Any) -> set[str]:
 def _other_vocabularies() -> set[str]:
     """Upper-case words that are not reason codes: payload enums (outcomes, judgments,
     arrangements…), the scoring policy's outcome codes, HTTP methods, SQL statements
-    sent alone, variable names."""
+    sent alone, variable names, PostgreSQL's file names."""
     words: set[str] = set()
     for model in PAYLOAD_MODELS.values():
         words |= _enum_values(model.model_json_schema())
@@ -103,7 +103,7 @@ def _other_vocabularies() -> set[str]:
     words |= {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"}
     words |= {"COMMIT", "ROLLBACK"}
     words |= {"NFC", "NFD", "NFKC", "NFKD"}  # Unicode normalisation forms (unicodedata)
-    words |= {"PG_VERSION"}  # the file PostgreSQL writes in a data directory
+    words |= {"PG_VERSION"}  # the file that marks a PostgreSQL data directory
     words |= {"PROMETHEUS_MULTIPROC_DIR"}  # prometheus_client's environment variable
     return words
 

@@ -65,7 +65,7 @@ async def test_every_process_of_serve_workers_starts_with_its_operator_listener(
     log = tmp_path / "serve.log"
     server = ServeProcess(bureau_env(database_url, tmp_path / "home",
                                      wire.signing_key_id(admin)), log,
-                          extra_args=("--workers", "2", "--report-workers", "1"))
+                          workers=2, extra_args=("--report-workers", "1"))
     await server.start()
     try:
         deadline = time.monotonic() + 60

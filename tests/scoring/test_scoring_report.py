@@ -297,3 +297,25 @@ def test_explain_rows_use_pseudonyms() -> None:
     ]
     assert rows[2]["value"] == 0.7 and rows[2]["weight"] == 0.25 and rows[2]["offset"] == 0.0
     assert "ed25519:caller" not in canonical_json(ex).decode()
+
+
+def test_first_seen_epoch_is_the_earliest_fact_or_probe() -> None:
+    probe = Probe(seq=9, entry_id="p9", reporter=REP, interaction="p", subject=A,
+                  probe="known", passed=True, epoch=2)
+    ev = Evidence(facts=(fact(1, epoch=5), fact(2, epoch=3)), probes=(probe,))
+    assert report(ev)["first_seen_epoch"] == 2
+    assert report(Evidence(facts=(fact(1, epoch=5), fact(2, epoch=3))))["first_seen_epoch"] == 3
+    assert report(EMPTY_EVIDENCE)["first_seen_epoch"] is None
+
+
+def test_a_reporter_has_its_own_row_from_its_tenth_interaction() -> None:
+    """SPEC §8 r2: ten interactions or more, a row of its own; fewer, the shared row."""
+    ten = tuple(fact(i, reporter="ed25519:ten", check="PASS") for i in range(1, 11))
+    nine = tuple(fact(i, reporter="ed25519:nine", check="FAIL") for i in range(11, 20))
+    rows = report(Evidence(facts=ten + nine))["reporters"]
+    assert rows == [
+        {"reporter": "ed25519:ten", "interactions": 10, "scored": 10, "mean_value": 1.0},
+        {"reporter": None, "interactions": 9, "scored": 9, "mean_value": 0.0},
+    ]
+    only_nine = report(Evidence(facts=nine))["reporters"]
+    assert only_nine == [{"reporter": None, "interactions": 9, "scored": 9, "mean_value": 0.0}]

@@ -65,7 +65,9 @@ async def read_route_file(bureau: BureauUnderTest, agent: str) -> list[int]:
     seqs, after = [], 0
     try:
         while True:
-            page = await reads.agent_page(pool, agent, after=after, limit=2, refusals_after=0)
+            async with pool.acquire() as conn:
+                page = await reads.agent_page(conn, agent, after=after, limit=2,
+                                              refusals_after=0)
             seqs += [e["seq"] for e in page.entries]
             if page.next_after is None:
                 return seqs

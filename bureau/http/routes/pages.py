@@ -15,9 +15,10 @@ from aiohttp import web
 from bureau.errors import BureauError, Code
 from bureau.http.errors import error_response
 from bureau.http.home import index_page, not_found_page
-from bureau.http.keys import CONFIG, LEDGER, POOL, RANKING, SIGNING_KEY
+from bureau.http.keys import CONFIG, LEDGER, POOL, RANKING, READS, SIGNING_KEY
 from bureau.http.pages import agent_page, payload_of
 from bureau.http.params import KEY_ID
+from bureau.replica import absent
 from bureau.views.policies import current_policy
 from bureau.views.ranking import MAX_QUERY
 from bureau.views.store import checkpoint_envelope, report_envelope
@@ -65,11 +66,12 @@ async def index(request: web.Request) -> web.Response:
     """The agents ranked by score.low (searchable), the bureau's key, policy and latest
     checkpoint."""
     q, page = _query(request)
+    cp = await request.app[READS].run(lambda conn: checkpoint_envelope(conn, None))
+    ranked = await request.app[READS].run(lambda conn: request.app[RANKING].page(conn, q, page))
+    # The current policy from the primary, as /v1/policy reads it (bureau.http.routes.reads).
     async with request.app[POOL].acquire() as conn:
-        cp = await checkpoint_envelope(conn, None)
         policy = await current_policy(conn, request.app[LEDGER].clock(),
                                       request.app[CONFIG].epoch_seconds)
-        ranked = await request.app[RANKING].page(conn, q, page)
     return _html(index_page(wire.signing_key_id(request.app[SIGNING_KEY]), policy,
                             request.app[CONFIG].epoch_seconds,
                             payload_of(cp) if cp is not None else None, ranked, q, page))
@@ -79,8 +81,8 @@ async def index(request: web.Request) -> web.Response:
 async def agent(request: web.Request) -> web.Response:
     """The agent's latest report, for a person to read."""
     key = request.match_info["agent"]
-    async with request.app[POOL].acquire() as conn:
-        envelope = await report_envelope(conn, key, None)
+    envelope = await request.app[READS].run(lambda conn: report_envelope(conn, key, None),
+                                            missing=absent)
     if envelope is None:
         return _not_found(request, f"No report for {key} yet")
     pretty = json.dumps(json.loads(envelope), indent=2).encode()

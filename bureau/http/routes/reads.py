@@ -27,8 +27,9 @@ from aiohttp import web
 from bureau.errors import BureauError, Code, pointer
 from bureau.http.auth import require_party
 from bureau.http.errors import error_response
-from bureau.http.keys import CONFIG, LEDGER, LOG_KEY, OPENAPI, POOL, SIGNING_KEY
+from bureau.http.keys import CONFIG, LEDGER, LOG_KEY, OPENAPI, POOL, READS, SIGNING_KEY
 from bureau.http.params import KEY_ID
+from bureau.replica import absent
 from bureau.scoring.policy import KNOWN_POLICIES, policy_bytes, policy_name_of
 from bureau.views import reads
 from bureau.views.evaluator import evaluator_record
@@ -76,33 +77,36 @@ def page_query(request: web.Request) -> PageQuery:
                      refusals_after=_param(request, "refusals_after", 0, 0, cursor_max))
 
 
-async def _party(request: web.Request, name: str) -> str:
-    """The key the path names, once the reader may read it."""
+async def _party(request: web.Request, name: str) -> tuple[str, str]:
+    """The key the path names, once the reader may read it, and the reader's key."""
     party = request.match_info[name]
-    await require_party(request, party)
+    reader = await require_party(request, party)
     try:
         wire.public_key_from_key_id(party)
     except wire.WireError:
         raise BureauError(Code.NOT_FOUND, "", f"no such {name}: not a key id") from None
-    return party
+    return party, reader
 
 
 class Reader(Protocol):
-    def __call__(self, pool: asyncpg.Pool, party: str, /, *, after: int, limit: int,
+    def __call__(self, conn: asyncpg.Connection, party: str, /, *, after: int, limit: int,
                  refusals_after: int) -> Awaitable[reads.Page]: ...
 
 
 async def _file(request: web.Request, name: str, read: Reader) -> web.Response:
-    party = await _party(request, name)
+    party, reader = await _party(request, name)
     try:
         query = page_query(request)
     except BureauError as err:
         # Answered here, not raised: a bad query is not a refused envelope, and the
         # middleware would count it in bureau_refusals_total.
         return error_response(err)
-    pool: asyncpg.Pool = request.app[POOL]
-    page = await read(pool, party, after=query.after, limit=query.limit,
-                      refusals_after=query.refusals_after)
+    # Read-your-writes (bureau.replica): the party's latest submissions and refusals,
+    # and the reader's (an admin reading after excluding one of the party's entries),
+    # are in the page.
+    page = await request.app[READS].run_after(
+        (party, reader), lambda conn: read(conn, party, after=query.after, limit=query.limit,
+                                           refusals_after=query.refusals_after))
     return web.json_response(page.as_body(), headers=_PRIVATE)
 
 
@@ -125,13 +129,13 @@ EpochRead = Callable[[asyncpg.Connection, str, "int | None"], Awaitable["dict[st
 async def _agent_epoch_read(request: web.Request, compute: EpochRead,
                             missing: str) -> web.Response:
     """An agent's own read of something as of a sealed epoch (``?epoch=E``)."""
-    agent = await _party(request, "agent")
+    agent, _ = await _party(request, "agent")
     try:
         epoch = epoch_query(request)
     except BureauError as err:
         return error_response(err)
-    async with request.app[POOL].acquire() as conn:
-        body = await compute(conn, agent, epoch)
+    body = await request.app[READS].run(lambda conn: compute(conn, agent, epoch),
+                                        missing=absent)
     if body is None:
         return error_response(BureauError(Code.NOT_FOUND, "", missing))
     return web.json_response(body, headers=_PRIVATE)
@@ -165,6 +169,8 @@ def epoch_query(request: web.Request) -> int | None:
 
 
 async def _current_policy(app: web.Application) -> str:
+    # From the primary, never a replica: a policy entry may change the current epoch's
+    # policy at once, and the admin who posted it reads it back here.
     async with app[POOL].acquire() as conn:
         return await current_policy(conn, app[LEDGER].clock(), app[CONFIG].epoch_seconds)
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import re
 
-import asyncpg
 from aiohttp import web
 
 from bureau.errors import BureauError, Code, pointer
 from bureau.http.errors import error_response
-from bureau.http.keys import POOL
+from bureau.http.keys import READS
 from bureau.http.params import EPOCH, KEY_ID
+from bureau.replica import absent
 from bureau.views.store import checkpoint_envelope, report_envelope
 from reporters import wire
 
@@ -55,9 +55,8 @@ async def agent_report(request: web.Request) -> web.Response:
         epoch = _epoch_param(request)
     except BureauError as err:
         return error_response(err)  # a bad query is not a refused envelope
-    pool: asyncpg.Pool = request.app[POOL]
-    async with pool.acquire() as conn:
-        body = await report_envelope(conn, agent, epoch)
+    body = await request.app[READS].run(lambda conn: report_envelope(conn, agent, epoch),
+                                        missing=absent)
     if body is None:
         where = "at the latest sealed epoch" if epoch is None else f"at epoch {epoch}"
         return error_response(BureauError(Code.NOT_FOUND, "", f"no report for {agent} {where}"))
@@ -65,9 +64,8 @@ async def agent_report(request: web.Request) -> web.Response:
 
 
 async def _checkpoint(request: web.Request, epoch: int | None) -> web.Response:
-    pool: asyncpg.Pool = request.app[POOL]
-    async with pool.acquire() as conn:
-        body = await checkpoint_envelope(conn, epoch)
+    body = await request.app[READS].run(lambda conn: checkpoint_envelope(conn, epoch),
+                                        missing=absent)
     if body is None:
         what = "no epoch is sealed yet" if epoch is None else f"no checkpoint for epoch {epoch}"
         return error_response(BureauError(Code.NOT_FOUND, "", what))

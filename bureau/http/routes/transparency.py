@@ -24,7 +24,8 @@ from aiohttp import web
 
 from bureau.errors import BureauError, Code, Pushback, pointer
 from bureau.http.errors import error_response
-from bureau.http.keys import POOL
+from bureau.http.keys import READS
+from bureau.replica import absent
 from bureau.transparency import heads
 from bureau.transparency.tree import check_found, inclusion_proof
 from reporters.tlog import proofs
@@ -78,9 +79,7 @@ def _above_published(name: str, size: int, published: int | None) -> BureauError
 @routes.get("/checkpoint")
 async def checkpoint_note(request: web.Request) -> web.Response:
     """The latest tree head as a C2SP signed note, with witness cosignatures (public)."""
-    pool: asyncpg.Pool = request.app[POOL]
-    async with pool.acquire() as conn:
-        head = await heads.latest(conn)
+    head = await request.app[READS].run(heads.latest, missing=absent)
     if head is None:  # every process publishes one as it starts
         return error_response(BureauError(Code.UNAVAILABLE, "", "no tree head published "
                                           "yet", pushback=Pushback.INTERNAL_ERROR))
@@ -91,8 +90,8 @@ async def checkpoint_note(request: web.Request) -> web.Response:
 async def epoch_checkpoint_note(request: web.Request) -> web.Response:
     """One sealed epoch's checkpoint as a C2SP signed note (public)."""
     epoch = int(request.match_info["epoch"])
-    async with request.app[POOL].acquire() as conn:
-        note = await heads.epoch_note(conn, epoch)
+    note = await request.app[READS].run(lambda conn: heads.epoch_note(conn, epoch),
+                                        missing=absent)
     if note is None:
         return error_response(BureauError(Code.NOT_FOUND, "", f"no checkpoint for epoch {epoch}"))
     return _note(note, _IMMUTABLE)
@@ -109,23 +108,36 @@ async def inclusion(request: web.Request) -> web.Response:
                               "hex digits")
     except BureauError as err:
         return error_response(err)  # a bad query is not a refused envelope
-    async with request.app[POOL].acquire() as conn:
-        row = await conn.fetchrow(
-            "SELECT (SELECT max(size) FROM tree_heads) AS published,"
-            " (SELECT seq FROM entries WHERE id = $1) AS seq", entry_id)
-        assert row is not None
-        refusal = _above_published("size", size, row["published"])
-        if refusal is not None:
-            return error_response(refusal)
-        seq = row["seq"]
-        if seq is None:
-            return error_response(BureauError(Code.NOT_FOUND, "", "no entry has that id"))
-        if seq > size:
-            return error_response(BureauError(Code.SCHEMA, pointer("size"), f"entry {seq} "
-                                              f"is not in the tree of size {size}"))
-        hashes = await inclusion_proof(conn, seq - 1, size)
-    return web.json_response({"leaf_index": seq - 1, "tree_size": size,
-                              "hashes": [h.hex() for h in hashes]}, headers=_IMMUTABLE)
+    answer = await request.app[READS].run(
+        lambda conn: _inclusion(conn, entry_id, size), missing=_refused)
+    if isinstance(answer, BureauError):
+        return error_response(answer)
+    return web.json_response(answer, headers=_IMMUTABLE)
+
+
+def _refused(answer: object) -> bool:
+    """A refusal that depends on what the database holds (rule 2 of bureau.replica)."""
+    return isinstance(answer, BureauError)
+
+
+async def _inclusion(conn: asyncpg.Connection, entry_id: str,
+                     size: int) -> dict[str, object] | BureauError:
+    """The inclusion proof's body, or the refusal of the query (checked query)."""
+    row = await conn.fetchrow(
+        "SELECT (SELECT max(size) FROM tree_heads) AS published,"
+        " (SELECT seq FROM entries WHERE id = $1) AS seq", entry_id)
+    assert row is not None
+    refusal = _above_published("size", size, row["published"])
+    if refusal is not None:
+        return refusal
+    seq = row["seq"]
+    if seq is None:
+        return BureauError(Code.NOT_FOUND, "", "no entry has that id")
+    if seq > size:
+        return BureauError(Code.SCHEMA, pointer("size"), f"entry {seq} is not in the "
+                           f"tree of size {size}")
+    hashes = await inclusion_proof(conn, seq - 1, size)
+    return {"leaf_index": seq - 1, "tree_size": size, "hashes": [h.hex() for h in hashes]}
 
 
 @routes.get("/v1/proofs/consistency")
@@ -140,11 +152,16 @@ async def consistency(request: web.Request) -> web.Response:
     except BureauError as err:
         return error_response(err)
     plan = proofs.consistency_plan(old, new)
-    async with request.app[POOL].acquire() as conn:
+
+    async def read(conn: asyncpg.Connection) -> dict[str, object] | BureauError:
         published, found = await heads.published_and_nodes(conn, plan.nodes)
-    refusal = _above_published("to", new, published)
-    if refusal is not None:
-        return error_response(refusal)
-    hashes = plan.hashes(check_found(plan.nodes, found))
-    return web.json_response({"from": old, "to": new, "hashes": [h.hex() for h in hashes]},
-                             headers=_IMMUTABLE)
+        refusal = _above_published("to", new, published)
+        if refusal is not None:
+            return refusal
+        hashes = plan.hashes(check_found(plan.nodes, found))
+        return {"from": old, "to": new, "hashes": [h.hex() for h in hashes]}
+
+    answer = await request.app[READS].run(read, missing=_refused)
+    if isinstance(answer, BureauError):
+        return error_response(answer)
+    return web.json_response(answer, headers=_IMMUTABLE)
