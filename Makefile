@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test test-fast lint bench bench-intake bench-seal bench-judge bench-tlog bench-proofs bench-proxy schemas vectors ops-tools clean client-wheel
+.PHONY: run demo test test-fast lint bench bench-intake bench-seal bench-judge bench-tlog bench-proofs bench-proxy bench-ranking schemas vectors ops-tools clean client-wheel
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -12,8 +12,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	rm -f $(VENV)/.installed-* && touch $@
 
-run: $(STAMP)            ## the service on the embedded database under ./.bureau, one process per core (up to 8)
-	$(BIN)/bureau serve
+PORT ?= 8080
+OPS_PORT ?= 9464
+DEMO_HOME ?= .bureau-demo
+
+run: $(STAMP)            ## the service on the embedded database under ./.bureau, one process per core (up to 8); PORT=, OPS_PORT=
+	$(BIN)/bureau serve --port $(PORT) --ops-port $(OPS_PORT)
+
+demo: $(STAMP)           ## a bureau with 30-second epochs under ./.bureau-demo: reports within a minute
+	BUREAU_HOME=$(DEMO_HOME) BUREAU_EPOCH_SECONDS=30 $(BIN)/bureau serve --port $(PORT) --ops-port $(OPS_PORT)
 
 test: $(STAMP)           ## the whole test suite (real PostgreSQL, real HTTP)
 	$(BIN)/python -m pytest
@@ -41,6 +48,9 @@ bench-proofs: $(STAMP)   ## proof routes over HTTP at a million entries (p99 < 5
 
 bench-proxy: $(STAMP)
 	$(BIN)/python bench/proxy_bench.py
+
+bench-ranking: $(STAMP)  ## the home page's ranked list: an epoch's read, pages and searches
+	$(BIN)/python bench/ranking_bench.py
 
 bench-judge: $(STAMP)    ## the committer's CPU per envelope, in memory (no database)
 	$(BIN)/python bench/judge_bench.py

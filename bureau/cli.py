@@ -1,17 +1,19 @@
-"""The ``bureau`` command (SPEC §10)."""
+"""The ``bureau`` command: run the service, make and sign keys, check and rebuild the
+ledger, read reports, simulate (docs/operations.md#command-line)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import binascii
 import json
 import logging
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -21,12 +23,16 @@ import asyncpg
 import nacl.signing
 from aiohttp import web
 
-from bureau import db, keyfiles
+from bureau import __version__, db, keyfiles
 from bureau.config import Config, default_serve_workers
 from bureau.errors import InternalError
+from bureau.http.access_log import FORMATS as ACCESS_LOG_FORMATS
+from bureau.http.access_log import runner_options
 from bureau.http.params import KEY_ID
+from bureau.report_text import render_report, report_json
 from bureau.verify import BadEntry, BadTree, terminal_progress, verify_database
 from reporters import wire
+from reporters.models import PAYLOAD_MODELS
 
 log = logging.getLogger("bureau")
 
@@ -100,7 +106,46 @@ def _with_default_keys(config: Config) -> Config:
 SWITCH_INTERVAL = 0.0005
 
 
+#: set (to PROMETHEUS_MULTIPROC_DIR) in the environment of the ``serve`` process that
+#: made that directory, which removes it when it stops
+_METRICS_RUN_DIR = "BUREAU_METRICS_RUN_DIR"
+
+
+def _metrics_run_dir(args: argparse.Namespace) -> str | None:
+    """With ``--workers N``: the processes' shared metrics directory, made for this run.
+
+    prometheus_client reads ``PROMETHEUS_MULTIPROC_DIR`` once, when it is imported, long
+    before the arguments are parsed: so the command sets it and starts itself over
+    (``exec``, same pid), and the new interpreter, and every worker it starts, writes
+    its metrics there. A directory the operator set is used as it is, emptied of the
+    last run's files first. Returns the directory this process must remove at exit.
+    """
+    from bureau import metrics
+
+    path = metrics.multiprocess_dir()
+    if path is None:
+        made = tempfile.mkdtemp(prefix="bureau-metrics-")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(sys.executable, [sys.executable, "-m", "bureau.cli", *args.argv],
+                  dict(os.environ, PROMETHEUS_MULTIPROC_DIR=made, **{_METRICS_RUN_DIR: made}))
+    owned = os.environ.pop(_METRICS_RUN_DIR, None)  # the workers do not own it
+    if owned != path:
+        for stale in Path(path).glob("*.db"):
+            stale.unlink()
+    return owned
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
+    run_dir = _metrics_run_dir(args) if args.workers > 1 else None
+    try:
+        return _serve_until_stopped(args)
+    finally:
+        if run_dir is not None:
+            shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _serve_until_stopped(args: argparse.Namespace) -> int:
     from bureau.intake.genesis import StartRefused
 
     sys.setswitchinterval(SWITCH_INTERVAL)
@@ -146,7 +191,7 @@ async def _serve(args: argparse.Namespace, config: Config, url: str,
     from bureau.http.app import create_app, create_ops_app
 
     app = create_app(config, url, signing_key)
-    runner = web.AppRunner(app, access_log=None)
+    runner = web.AppRunner(app, **runner_options(args.access_log))  # type: ignore[arg-type]
     ops_runner = web.AppRunner(create_ops_app(app), access_log=None)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -196,7 +241,7 @@ def _start_workers(args: argparse.Namespace, config: Config,
            "--port", str(args.port), "--ops-host", args.ops_host,
            "--ops-port", str(args.ops_port), "--reuse-port", "--workers", "1",
            *(["--max-pending", str(args.max_pending)] if args.max_pending is not None else []),
-           "--report-workers", str(config.report_workers)]
+           "--report-workers", str(config.report_workers), "--access-log", args.access_log]
     return [subprocess.Popen(cmd, env=env, preexec_fn=_die_with_parent)
             for _ in range(args.workers - 1)]
 
@@ -232,19 +277,39 @@ async def _verify(args: argparse.Namespace, url: str) -> int:
     try:
         count = await verify_database(conn, terminal_progress)
     except BadEntry as bad:
-        print(f"bureau verify: FAILED at entry seq {bad.seq}: {bad.reason}", file=sys.stderr)
-        return 1
+        return _verify_failed(args, f"FAILED at entry seq {bad.seq}: {bad.reason}",
+                              {"ok": False, "seq": bad.seq, "reason": bad.reason})
     except BadTree as bad:
-        print(f"bureau verify: FAILED: {bad.reason}", file=sys.stderr)
-        return 1
+        return _verify_failed(args, f"FAILED: {bad.reason}",
+                              {"ok": False, "seq": None, "reason": bad.reason})
     finally:
         await conn.close()
-    print(f"bureau verify: ok, {count} entries, every id, link, signature and indexed column "
-          "checked, every tree node and signed tree head recomputed")
+    if args.json:
+        print(json.dumps({"ok": True, "entries": count}))
+    else:
+        print(f"bureau verify: ok, {count} entries, every id, link, signature and indexed "
+              "column checked, every tree node and signed tree head recomputed")
     return 0
 
 
+def _verify_failed(args: argparse.Namespace, text: str, doc: dict[str, Any]) -> int:
+    """A failed verification: one line on stderr, or with ``--json`` the document on
+    stdout (a script reads one place); exit 1 either way."""
+    if args.json:
+        print(json.dumps(doc))
+    else:
+        print(f"bureau verify: {text}", file=sys.stderr)
+    return 1
+
+
 cmd_verify = read_only(_verify)
+
+
+def _rebuild_progress(step: str) -> None:
+    """Each step of a rebuild as it starts, on stderr when it is a terminal (a rebuild
+    takes as long as the first seal of every epoch)."""
+    if sys.stderr.isatty():
+        print(f"bureau rebuild: {step}", file=sys.stderr, flush=True)
 
 
 async def _rebuild(url: str, signing_path: Path) -> int:
@@ -259,8 +324,7 @@ async def _rebuild(url: str, signing_path: Path) -> int:
         await db.migrate(conn)
         settings = await genesis.read(conn)  # the log's origin is the ledger's
         origin = settings.origin if settings else default_origin(bytes(key.verify_key))
-        result = await rebuild(conn, key, LogKey.of(origin, key),
-                               lambda msg: print(f"bureau rebuild: {msg}"))
+        result = await rebuild(conn, key, LogKey.of(origin, key), _rebuild_progress)
     finally:
         await conn.close()
     print(f"bureau rebuild: {result.entries} entries replayed, {result.reports} reports and "
@@ -289,6 +353,7 @@ cmd_rebuild = read_only(_rebuild_checked)
 
 async def _report(args: argparse.Namespace, url: str) -> int:
     """Print an agent's signed report."""
+    from bureau.intake import genesis
     from bureau.views.store import report_envelope
 
     agent, epoch = args.agent, args.epoch
@@ -296,66 +361,18 @@ async def _report(args: argparse.Namespace, url: str) -> int:
     conn = await db.connect(url)
     try:
         envelope = await report_envelope(conn, agent, epoch)
+        settings = await genesis.read(conn)
     finally:
         await conn.close()
-    if envelope is None:
+    if envelope is None or settings is None:
         where = "at the latest sealed epoch" if epoch is None else f"at epoch {epoch}"
         print(f"bureau report: no report for {agent} {where}", file=sys.stderr)
         return 1
-    print(render_report(envelope))
-    return 0
-
-
-def render_report(envelope: bytes) -> str:
-    """A report envelope, for people (``bureau report``)."""
-    env = json.loads(envelope)
-    p = json.loads(binascii.a2b_base64(env["payload"]))
-    def pct(x: float | None) -> str:
-        return "n/a" if x is None else f"{100 * x:.1f}%"
-
-    def counts(d: dict[str, int]) -> str:
-        return ", ".join(f"{k} {v}" for k, v in d.items() if v) or "none"
-
-    lines = [f"agent      {p['agent']}" + (f"  ({p['name']})" if p["name"] else ""),
-             f"epoch      {p['epoch']}   ledger seq {p['ledger']['seq']}  head "
-             f"{p['ledger']['head']}",
-             f"signed by  {env['signatures'][0]['keyid']}   policy {p['policy']}"]
-    s = p["score"]
-    if s is None:
-        why = "nothing scored yet" if not any(p["outcomes"].values()) else \
-            "every scored outcome came from an evaluator of weight 0"
-        lines.append(f"score      none ({why})")
+    if args.json:
+        print(json.dumps(report_json(envelope, settings.epoch_seconds), indent=2))
     else:
-        lines.append(f"score      {s['value']:.6f}  (95% interval {s['low']:.6f} .. "
-                     f"{s['high']:.6f}; weight {s['weight']} over {s['interactions']} "
-                     "interactions)")
-        lines.append(f"weight     {pct(p['ground_truth_share'])} from ground truth, "
-                     f"{pct(p['value_judgment_share'])} from value judgments, "
-                     f"{pct(p['provisional_share'])} from provisional evaluators")
-    first = p["first_seen_epoch"]
-    lines.append("first seen " + ("never (no fact or probe about it)" if first is None
-                                  else f"epoch {first}"))
-    r = p["reliability"]
-    lines += [f"outcomes   {counts(p['outcomes'])}",
-              f"unscored   {counts(p['unscored'])}",
-              f"reliability observed {r['observed']}, answered {pct(r['answer_rate'])}, "
-              f"well-formed {pct(r['well_formed_rate'])}, latency p50 "
-              f"{r['latency_ms']['p50']} ms, p95 {r['latency_ms']['p95']} ms"]
-    for promise, kb in r["promises"].items():
-        lines.append(f"promise    {promise}: kept {kb['kept']}, broken {kb['broken']}")
-    evidence = p.get("evidence")
-    if evidence:
-        lines.append(f"evidence   root {evidence['root']} (the agent's own file up to seq "
-                     f"{p['ledger']['seq']})")
-    lines += [f"probes     passed {p['probes']['passed']}, failed {p['probes']['failed']}",
-              f"excluded   self-dealing {p['excluded']['self_dealing']}, disputed "
-              f"{p['excluded']['disputed']}, distrusted {p['excluded']['distrusted']}"]
-    for row in p["reporters"]:
-        mean = "n/a" if row["mean_value"] is None else f"{row['mean_value']:.3f}"
-        lines.append(f"reporter   {row['reporter'] or '(the others)'}: "
-                     f"{row['interactions']} interactions, {row['scored']} scored by it, "
-                     f"mean {mean}")
-    return "\n".join(lines)
+        print(render_report(envelope, settings.epoch_seconds))
+    return 0
 
 
 cmd_report = read_only(_report)
@@ -374,16 +391,60 @@ def _positive(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError("a port is 0 to 65535 (0: any free port)")
+    return value
+
+
+def _epoch(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("an epoch is 0 or more")
+    return value
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Help that shows every default a flag has, unless its text already says it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if (action.default in (None, False, argparse.SUPPRESS) or "default" in text
+                or not action.option_strings):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+class _Parser(argparse.ArgumentParser):
+    """Every ``bureau`` parser, subcommands included: the same help formatter."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+_EPILOG = """environment: BUREAU_HOME (default ./.bureau), BUREAU_DATABASE_URL (default: an embedded
+PostgreSQL under BUREAU_HOME), BUREAU_EPOCH_SECONDS (default 21600; 60 for a quick demo),
+BUREAU_PUBLIC_URL, BUREAU_ADMIN_KEYS, BUREAU_SIGNING_KEY and more: docs/operations.md.
+"bureau COMMAND --help" describes one command."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="bureau", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="bureau", epilog=_EPILOG,
+                     description="The Agent Reputation Bureau: run the service, make and "
+                     "sign keys, check and\nrebuild the ledger, read reports, simulate.")
+    parser.formatter_class = lambda prog: argparse.RawDescriptionHelpFormatter(prog)
+    parser.add_argument("--version", action="version", version=f"bureau {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                parser_class=_Parser)
     serve = sub.add_parser("serve", help="run the HTTP service")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    serve.add_argument("--port", type=int, default=8080, help="port to listen on")
+    serve.add_argument("--port", type=_port, default=8080, help="port to listen on")
     serve.add_argument("--ops-host", default="127.0.0.1",
                        help="address of the operator listener: /metrics, /healthz, /readyz "
                        "(default 127.0.0.1)")
-    serve.add_argument("--ops-port", type=int, default=9464,
+    serve.add_argument("--ops-port", type=_port, default=9464,
                        help="port of the operator listener (default 9464; 0: any free port, "
                        "printed at start)")
     serve.add_argument("--workers", type=_positive, default=default_serve_workers(),
@@ -391,13 +452,16 @@ def build_parser() -> argparse.ArgumentParser:
                        f"most 8: {default_serve_workers()} here)")
     serve.add_argument("--reuse-port", action="store_true",
                        help="share the port with other bureau processes (SO_REUSEPORT)")
-    serve.add_argument("--max-pending", type=int, default=None,
+    serve.add_argument("--max-pending", type=_positive, default=None,
                        help="envelopes waiting for the ledger before intake answers 503 "
                        "UNAVAILABLE (default 20000)")
     serve.add_argument("--report-workers", type=_positive, default=None,
                        help="processes that derive and sign reports at each seal "
                        "(default BUREAU_REPORT_WORKERS, else one per core up to 4; "
                        "1 = in the serving process)")
+    serve.add_argument("--access-log", choices=ACCESS_LOG_FORMATS, default="off",
+                       help="one line per request on standard output: text, or one JSON "
+                       "object a line (docs/operations.md#access-log)")
     serve.set_defaults(func=cmd_serve)
     keygen = sub.add_parser("keygen", help="write a new Ed25519 key file, print its key id")
     keygen.add_argument("path", help="where to write the PKCS#8 PEM key")
@@ -407,23 +471,34 @@ def build_parser() -> argparse.ArgumentParser:
     keyid.set_defaults(func=cmd_keyid)
     sign = sub.add_parser("sign", help="sign a JSON payload file as a DSSE envelope")
     sign.add_argument("--key", required=True, help="the signer's key file")
-    sign.add_argument("--type", required=True, help="payload name, e.g. fact, reporter")
+    sign.add_argument("--type", required=True, choices=sorted(PAYLOAD_MODELS),
+                      metavar="TYPE", help="the payload's type, one of: "
+                      + ", ".join(sorted(PAYLOAD_MODELS)))
     sign.add_argument("payload", help="payload file, or - for standard input")
     sign.set_defaults(func=cmd_sign)
     verify = sub.add_parser("verify", help="recompute every id, link and signature, and check "
                             "every indexed column against the entry")
+    verify.add_argument("--json", action="store_true",
+                        help='print {"ok", "entries"} or {"ok": false, "seq", "reason"} as '
+                        "JSON on standard output")
     verify.set_defaults(func=cmd_verify)
     rebuild = sub.add_parser("rebuild", help="re-derive every view and report from the "
                              "entries; exit 0 when every byte came out identical")
     rebuild.set_defaults(func=cmd_rebuild)
     report = sub.add_parser("report", help="print an agent's signed report, readably")
     report.add_argument("agent", type=_key_id, help="the agent's key id")
-    report.add_argument("--epoch", type=int, default=None,
+    report.add_argument("--epoch", type=_epoch, default=None,
                         help="a sealed epoch (default: the latest)")
+    report.add_argument("--json", action="store_true",
+                        help='print {"envelope", "report", "epoch_start"} as JSON: the '
+                        "signed envelope, its decoded payload, the epoch's UTC start")
     report.set_defaults(func=cmd_report)
     from bureau.simulate.cli import add_command as add_simulate
 
     add_simulate(sub)  # `bureau simulate`: docs/simulation.md
+    for action in sub._choices_actions:  # each command's --help opens with its summary
+        command = sub.choices[action.dest]
+        command.description = command.description or action.help
     return parser
 
 
@@ -432,6 +507,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("pgserver").setLevel(logging.WARNING)
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     result: int = args.func(args)
     return result
 

@@ -1,12 +1,42 @@
 """Prometheus metrics. Every name starts with ``bureau_``; counters end in ``_total``.
 
-Metrics live in the default registry so that ``/metrics`` shows process figures too.
-docs/operations.md lists each one, and a test holds that list and this module equal.
+One process (``serve --workers 1``): metrics live in the default registry, so that
+``/metrics`` shows process figures too. Several (``--workers N``): every process writes
+its values to files in one per-run directory (prometheus_client's multiprocess mode,
+``PROMETHEUS_MULTIPROC_DIR``, set before this module is imported: see
+:func:`bureau.cli.cmd_serve`), and whichever process a scrape reaches adds them all up
+(:func:`exposition`). Gauges say how: the head seen is the largest any process saw, the
+queue depth the sum over the live processes.
+
+A few gauges are not kept by any process but read from the database at each scrape
+(``SCRAPED``): the last seal and the seal lag are facts of the ledger, the same
+whichever process answers. docs/operations.md lists every metric, and a test holds that
+list and this module equal.
 """
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram
+import os
+import platform
+from collections.abc import Iterable, Iterator
+
+from prometheus_client import REGISTRY, Counter, Gauge, Histogram, generate_latest, multiprocess
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from bureau import __version__
+
+#: gauges computed at each scrape (bureau.http.routes.ops): name -> help
+BUILD_INFO = "bureau_build_info"
+LAST_SEAL = "bureau_last_seal_timestamp_seconds"
+SEAL_LAG = "bureau_seal_lag_seconds"
+SCRAPED = {
+    BUILD_INFO: "Always 1; the labels name the bureau's version and the Python running it.",
+    LAST_SEAL: "When the latest seal entry was recorded (Unix time); absent before the "
+               "first seal.",
+    SEAL_LAG: "Seconds since the end of the oldest elapsed epoch whose reports are not yet "
+              "published; 0 when every elapsed epoch has its reports.",
+}
 
 INTAKE_TOTAL = Counter(
     "bureau_intake_total",
@@ -32,7 +62,9 @@ REQUEST_SECONDS = Histogram(
 )
 LEDGER_HEAD_SEQ = Gauge(
     "bureau_ledger_head_seq",
-    "Seq of the last ledger entry this process committed or saw.",
+    "Seq of the last ledger entry this process committed or saw (with several "
+    "processes: the largest).",
+    multiprocess_mode="max",
 )
 DB_TRANSACTION_SECONDS = Histogram(
     "bureau_db_transaction_seconds",
@@ -69,7 +101,8 @@ COMMIT_SECTION_ENVELOPES = Counter(
 )
 INTAKE_QUEUE_DEPTH = Gauge(
     "bureau_intake_queue_envelopes",
-    "Envelopes waiting for the group committer.",
+    "Envelopes waiting for the group committer (with several processes: their sum).",
+    multiprocess_mode="livesum",
 )
 SEALS_TOTAL = Counter(
     "bureau_seals_total",
@@ -86,7 +119,9 @@ TREE_HEADS = Counter(
 )
 TREE_HEAD_SIZE = Gauge(
     "bureau_tree_head_size",
-    "Size of the latest tree head this process published.",
+    "Size of the latest tree head this process published (with several processes: "
+    "the largest).",
+    multiprocess_mode="max",
 )
 TREE_HEAD_REFUSALS = Counter(
     "bureau_tree_head_refusals_total",
@@ -121,6 +156,46 @@ READS_TOTAL = Counter(
 LEADING = Gauge(
     "bureau_leading",
     "1 while this process holds the election for the work ``role`` names (reports: the "
-    "report builder; tree_heads: the tree-head publisher), else 0.",
+    "report builder; tree_heads: the tree-head publisher), else 0 (with several "
+    "processes: the sum over the live ones, so 1 on the node that leads).",
     ["role"],
+    multiprocess_mode="livesum",
 )
+
+
+def multiprocess_dir() -> str | None:
+    """The per-run directory of multiprocess mode, when this process is one of several."""
+    return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
+
+
+class _Scrape:
+    """What one scrape shows: the processes' metrics and the scraped gauges."""
+
+    def __init__(self, sources: Iterable[Collector], scraped: list[GaugeMetricFamily]) -> None:
+        self.sources, self.scraped = list(sources), scraped
+
+    def collect(self) -> Iterator[object]:
+        for source in self.sources:
+            yield from source.collect()
+        yield from self.scraped
+
+
+def scraped_gauges(last_seal: float | None, seal_lag: float | None) -> list[GaugeMetricFamily]:
+    """The gauges read at scrape time; a value the database could not give is left out."""
+    info = GaugeMetricFamily(BUILD_INFO, SCRAPED[BUILD_INFO], labels=["version", "python"])
+    info.add_metric([__version__, platform.python_version()], 1)
+    out = [info]
+    for name, value in ((LAST_SEAL, last_seal), (SEAL_LAG, seal_lag)):
+        if value is not None:
+            out.append(GaugeMetricFamily(name, SCRAPED[name], value=value))
+    return out
+
+
+def exposition(scraped: list[GaugeMetricFamily]) -> bytes:
+    """The text a scrape of ``/metrics`` answers: with several processes, every
+    process's values added up from the per-run directory (this process's alone would
+    jump between processes from one scrape to the next)."""
+    path = multiprocess_dir()
+    source: Collector = (REGISTRY if path is None
+                         else multiprocess.MultiProcessCollector(None, path))  # type: ignore[no-untyped-call]
+    return generate_latest(_Scrape([source], scraped))  # type: ignore[arg-type]

@@ -30,6 +30,7 @@ from bureau.http.keys import (
     NONCES,
     POOL,
     PUBLISHER,
+    RANKING,
     READS,
     SERVICE,
     SETTLER,
@@ -43,6 +44,7 @@ from bureau.replica import Reads, open_replica
 from bureau.transparency.heads import LogKey
 from bureau.transparency.publisher import Publisher
 from bureau.views.builder import ReportBuilder
+from bureau.views.ranking import Ranking
 from bureau.views.settle import Settler
 
 #: What the ``Server`` header says, instead of aiohttp's default that names the Python and
@@ -65,6 +67,7 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
     app[SIGNING_KEY] = signing_key
     app[DATABASE_URL] = database_url
     app[NONCES] = nonce_store()
+    app[RANKING] = Ranking()
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
         pool = await db.create_pool(database_url)

@@ -13,6 +13,7 @@ from bureau.intake.pipeline import Intake
 from bureau.replica import Reads
 from bureau.transparency.heads import LogKey
 from bureau.transparency.publisher import Publisher
+from bureau.views.ranking import Ranking
 from bureau.views.settle import Settler
 from reporters.httpsig import NonceStore
 
@@ -38,3 +39,5 @@ LOG_KEY = web.AppKey("log_key", LogKey)
 PUBLISHER = web.AppKey("publisher", Publisher)
 # On the operator listener's application: the service application it reports on.
 SERVICE = web.AppKey("service", web.Application)
+#: the home page's ranked list of the latest sealed epoch, read once per epoch
+RANKING = web.AppKey("ranking", Ranking)

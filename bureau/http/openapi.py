@@ -239,13 +239,27 @@ def operations() -> dict[tuple[str, str], Json]:
             "responses": {"200": _json("the record", "EvaluatorRecord"),
                           **_errors(401, 403, 404, 422, 503)}},
         ("GET", "/"): {
-            "operationId": "index", "summary": "The bureau's front page (HTML)",
-            "security": public, "responses": {"200": _html_response("the front page")}},
+            "operationId": "index",
+            "summary": "The bureau's front page (HTML): agents ranked by score.low",
+            "description": "The latest sealed epoch's reports, ranked by the low end of "
+                           "the score's interval, 50 a page; `q` keeps the agents whose "
+                           "name (case aside) or key id contains it.",
+            "security": public, "parameters": [
+                {"name": "q", "in": "query", "required": False,
+                 "schema": {"type": "string", "maxLength": 200}},
+                {"name": "page", "in": "query", "required": False,
+                 "schema": {"type": "integer", "minimum": 1, "maximum": 10000}}],
+            "responses": {"200": _html_response("the front page"), **_errors(422)}},
         ("GET", "/agents/{agent}"): {
             "operationId": "agent_page", "summary": "An agent's latest report, for people",
             "security": public, "parameters": [
                 _key_param("agent")],
-            "responses": {"200": _html_response("the page"), **_errors(404)}},
+            "responses": {"200": _html_response("the page"), "404": {
+                "description": "NOT_FOUND: no report yet; a page when Accept names "
+                               "text/html, the error shape otherwise",
+                "content": {"text/html": {"schema": {"type": "string"}},
+                            "application/json": {"schema": {"$ref":
+                                                            "#/components/schemas/Error"}}}}}},
     }
 
 

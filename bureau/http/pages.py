@@ -11,6 +11,8 @@ import html
 import json
 from typing import Any
 
+from bureau.report_text import epoch_start
+
 _STYLE = """
 :root { color-scheme: light dark; --fg: #1b1f24; --bg: #fdfdfc; --muted: #59636e;
   --accent: #0b5cad; --bar: #0b5cad; --line: #d0d7de; }
@@ -32,20 +34,48 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 svg text { fill: var(--fg); font-size: 13px; }
 svg rect.bar { fill: var(--bar); }
 a { color: var(--accent); }
+header nav { display: flex; flex-wrap: wrap; gap: .25rem 1rem; padding-bottom: .5rem;
+  border-bottom: 1px solid var(--line); font-size: .95rem; }
+header nav a.home { font-weight: 700; margin-right: auto; }
+.explain { background: rgba(127,127,127,.08); padding: .5rem .75rem; border-radius: 4px; }
+form.search { display: flex; gap: .5rem; margin: .75rem 0; }
+form.search input { flex: 1; min-width: 0; font: inherit; padding: .35rem .5rem; }
+form.search button { font: inherit; padding: .35rem .75rem; }
+.pager { display: flex; justify-content: space-between; margin: .75rem 0; }
+#not-found { overflow-wrap: anywhere; }
 """
 
 
-def _e(value: object) -> str:
+def escape(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _layout(title: str, body: str) -> str:
+_e = escape
+
+
+_NAV = ("<header><nav aria-label=\"Site\"><a class=\"home\" href=\"/\">Agent Reputation "
+        "Bureau</a> <a href=\"/#agents\">Agents</a> <a href=\"/#bureau\">This bureau</a> "
+        "<a href=\"/v1/checkpoints/latest\">Latest checkpoint</a> "
+        "<a href=\"/openapi.json\">API</a></nav></header>")
+
+
+def layout(title: str, body: str) -> str:
+    """A whole page: every page has the same head, navigation and style."""
     return (
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
         f"<title>{_e(title)}</title><style>{_STYLE}</style></head>"
-        f"<body><main>{body}</main></body></html>\n"
+        f"<body>{_NAV}<main>{body}</main></body></html>\n"
     )
+
+
+def epoch_dates(epoch: int, epoch_seconds: int) -> str:
+    """``epoch 7 (2026-12-01 00:00 – 06:00 UTC)``: the span an epoch covers."""
+    start = epoch_start(epoch, epoch_seconds)
+    end = epoch_start(epoch + 1, epoch_seconds)
+    shape = "%Y-%m-%d %H:%M:%S" if epoch_seconds % 60 else "%Y-%m-%d %H:%M"
+    until = end.strftime(shape[9:] if end.date() == start.date() else shape)
+    return f"epoch {epoch} ({start.strftime(shape)} – {until} UTC)"
 
 
 def _pct(value: float | None) -> str:
@@ -83,19 +113,33 @@ def _score_block(score: dict[str, Any] | None) -> str:
     if score is None:
         return ("<p class=\"score\">No score</p><p>No scored evidence yet: the bureau "
                 "does not make up a number.</p>")
+    low, high = score["low"], score["high"]
     return (f"<p class=\"score\" id=\"score\">{score['value']:.3f}</p>"
-            f"<p>95% interval <strong>{score['low']:.3f} – {score['high']:.3f}</strong>, "
+            f"<p>95% interval <strong>{low:.3f} – {high:.3f}</strong>, "
             f"from {score['interactions']} scored interactions with total weight "
-            f"{score['weight']:.2f}.</p>")
+            f"{score['weight']:.2f}.</p>"
+            "<div class=\"explain\" id=\"meaning\"><p><strong>What the number means.</strong> "
+            "It runs from 0 (every scored interaction went badly) to 1 (every one went "
+            "well); 0.5 means no evidence either way, and every agent starts there."
+            "</p><p><strong>How sure it is.</strong> The bureau is 95% sure the agent's "
+            f"true figure lies between {low:.3f} and {high:.3f}; the more evidence, the "
+            "narrower that range. Lists rank agents by its lower end, "
+            f"{low:.3f}, so an agent seen a few times never outranks a long good record."
+            "</p><p><strong>The evidence behind it.</strong> "
+            f"{score['interactions']} interactions were scored. Each counts by the weight "
+            "of what judged it: a check the bureau's own reporters made counts 1, a "
+            "caller's verdict counts as much as that caller has proved reliable, so "
+            f"together they weigh {score['weight']:.2f}. Interactions nobody judged "
+            "appear under Reliability below but do not move the score.</p></div>")
 
 
-def _evidence_words(report: dict[str, Any]) -> str:
+def _evidence_words(report: dict[str, Any], epoch_seconds: int) -> str:
     """Where the weight came from and how long the bureau has watched, in plain words."""
     first = report.get("first_seen_epoch")
     watched = ("The bureau has not yet seen this agent at work: no reporter has recorded "
                "a call to it." if first is None else
-               f"The bureau first saw this agent at work in epoch {_e(first)}"
-               + (" (this epoch)." if first == report.get("epoch") else "."))
+               f"The bureau first saw this agent at work in {epoch_dates(first, epoch_seconds)}"
+               + (", this report's epoch." if first == report.get("epoch") else "."))
     return (f"<p>{_pct(report.get('ground_truth_share'))} of this score's weight comes "
             "from checks the bureau's reporters made themselves (probes with known answers "
             "and deliverable checks); "
@@ -106,7 +150,7 @@ def _evidence_words(report: dict[str, Any]) -> str:
 
 def _reliability(rel: dict[str, Any]) -> str:
     lat = rel.get("latency_ms") or {}
-    rows = [("Interactions observed", rel.get("observed")),
+    rows = [("Interactions observed (judged or not)", rel.get("observed")),
             ("Answered", _pct(rel.get("answer_rate"))),
             ("Well formed", _pct(rel.get("well_formed_rate"))),
             ("Latency p50", "—" if lat.get("p50") is None else f"{lat['p50']} ms"),
@@ -132,7 +176,8 @@ def _evidence_block(report: dict[str, Any], public_url: str | None) -> str:
         f" Its evidence root <code>{_e(root)}</code> is the Merkle root of the entries of "
         f"the agent's own file up to entry {_e(seq)}: the agent checks it against the file "
         f"it reads with <code>bureau-check file {_e(base_url)} --key AGENT.key</code>.")
-    return (f"<p>With the bureau's client installed (<code>pip install ./client</code>), "
+    return (f"<p>With the bureau's client installed (<code>pip install ./client</code> "
+            "from the bureau's repository), "
             f"<code>bureau-check report {_e(base_url)} {_e(agent)}</code> checks this report, "
             "its epoch's signed checkpoint and tree head, and that the bureau's published "
             f"log still extends that tree.{evidence}</p>")
@@ -162,7 +207,7 @@ def _verify_snippet(agent: str, bureau_key: str, public_url: str | None) -> str:
 
 
 def agent_page(report: dict[str, Any], envelope: bytes, bureau_key: str,
-               public_url: str | None) -> str:
+               public_url: str | None, epoch_seconds: int) -> str:
     """The public page of one agent's latest report: a pure function of the signed
     report and the bureau's configuration, never of the request."""
     agent = report["agent"]
@@ -172,12 +217,13 @@ def agent_page(report: dict[str, Any], envelope: bytes, bureau_key: str,
     probes = report.get("probes") or {}
     verify_snippet = _verify_snippet(agent, bureau_key, public_url)
     body = f"""
-<p class="muted">Agent Reputation Bureau · report for epoch {_e(report['epoch'])}</p>
+<p class="muted">Report for {_e(epoch_dates(report['epoch'], epoch_seconds))}, the latest
+sealed epoch</p>
 <h1>{_e(name)}</h1>
 <p><code>{_e(agent)}</code></p>
 <section aria-labelledby="score-h"><h2 id="score-h">Score</h2>
 {_score_block(report.get("score"))}
-{_evidence_words(report)}
+{_evidence_words(report, epoch_seconds)}
 </section>
 <section aria-labelledby="outcomes-h"><h2 id="outcomes-h">Outcomes</h2>
 {outcome_chart(report.get("outcomes") or {})}
@@ -195,46 +241,19 @@ the bureau no longer trusts.</p>
 signature. The report is a DSSE envelope signed with the bureau key
 <code>{_e(bureau_key)}</code> over the payload type
 <code>application/vnd.bureau.report.v1+json</code>, computed under scoring policy
-<code>{_e(report.get("policy"))}</code> (<a href="/v1/policy">the policy document</a>)
+<code>{_e(report.get("policy"))}</code>
+(<a href="/v1/policies/{_e(report.get("policy"))}">the policy document</a>)
 from the ledger up to entry {_e(report["ledger"]["seq"])}
 (head <code>{_e(report["ledger"]["head"])}</code>).</p>
 <p>The signed report itself is at <a href="/v1/agents/{_e(agent)}/report">
-<code>/v1/agents/{_e(agent)}/report</code></a>; this checks it:</p>
+<code>/v1/agents/{_e(agent)}/report</code></a>. This Python checks it; it needs
+PyNaCl (<code>pip install pynacl</code>):</p>
 <pre><code>{_e(verify_snippet)}</code></pre>
 {_evidence_block(report, public_url)}
 <details><summary>The signed envelope</summary><pre><code>{_e(envelope.decode())}</code></pre>
 </details>
 </section>"""
-    return _layout(f"{name} — Agent Reputation Bureau", body)
-
-
-def index_page(bureau_key: str, policy_hash: str, epoch_seconds: int,
-               checkpoint: dict[str, Any] | None) -> str:
-    """The bureau's front page: its key, policy and latest checkpoint."""
-    if checkpoint is None:
-        cp = "<p>No epoch has been sealed yet.</p>"
-    else:
-        cp = (f"<p>Epoch {_e(checkpoint['epoch'])} sealed at entry {_e(checkpoint['seq'])} "
-              f"of {_e(checkpoint['entries'])}; head <code>{_e(checkpoint['head'])}</code>. "
-              "<a href=\"/v1/checkpoints/latest\">Signed checkpoint</a>.</p>")
-    body = f"""
-<h1>Agent Reputation Bureau</h1>
-<p>Reputation for AI agents that scores nothing it cannot trace to a witnessed
-interaction. Reports are signed; check them yourself.</p>
-<h2>This bureau</h2>
-<table>
-<tr><th scope="row">Signing key</th><td><code>{_e(bureau_key)}</code></td></tr>
-<tr><th scope="row">Scoring policy</th>
-<td><a href="/v1/policy"><code>{_e(policy_hash)}</code></a></td></tr>
-<tr><th scope="row">Epoch length</th><td>{epoch_seconds} s</td></tr>
-</table>
-<h2>Latest checkpoint</h2>
-{cp}
-<h2>Read more</h2>
-<p>An agent's page is at <code>/agents/&lt;key id&gt;</code>; its signed report at
-<code>/v1/agents/&lt;key id&gt;/report</code>. The API is described at
-<a href="/openapi.json">/openapi.json</a>.</p>"""
-    return _layout("Agent Reputation Bureau", body)
+    return layout(f"{name} — Agent Reputation Bureau", body)
 
 
 def payload_of(envelope: bytes) -> dict[str, Any]:

@@ -5,21 +5,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from bureau.scoring.policy import DEFAULT_POLICY_NAME, KNOWN_POLICIES
 from bureau.simulate.driver import Options, Target, simulate
 from bureau.simulate.progress import Progress
-from bureau.simulate.render import findings, render
+from bureau.simulate.render import as_json, findings, render
 from reporters import BureauClientError, load_key
 
 
-def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_command(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser("simulate", help="drive a simulated population through the "
-                       "reporting proxy and print every agent's report")
+                       "reporting proxy and print a table of every agent's report")
     p.add_argument("--url", help="a running bureau (default: start one in this process, "
                    "on the embedded database in a temporary BUREAU_HOME)")
     p.add_argument("--admin-key", help="with --url: an admin key file of that bureau "
@@ -38,6 +40,10 @@ def add_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                    help="the in-process bureau's scoring policy (repeat for several; "
                    f"default: {DEFAULT_POLICY_NAME}, and with --adversarial every policy "
                    "the bureau knows, one bureau each)")
+    p.add_argument("--json", action="store_true",
+                   help="print the results as one JSON document instead of tables: every "
+                   "agent's report payload, the evaluators' records and the findings (with "
+                   "--adversarial: per policy, per attack)")
     p.set_defaults(func=run)
 
 
@@ -51,7 +57,7 @@ def _policies(args: argparse.Namespace) -> list[str]:
 
 
 async def _adversarial(args: argparse.Namespace) -> int:
-    from bureau.simulate.adversarial import play, play_policies, render_runs
+    from bureau.simulate.adversarial import play, play_policies, render_runs, runs_json
 
     policies = _policies(args)
     if args.url:
@@ -60,7 +66,7 @@ async def _adversarial(args: argparse.Namespace) -> int:
         runs = [await play(Target(args.url.rstrip("/"), admin))]
     else:
         runs = await play_policies(policies, args.epoch_seconds)
-    print(render_runs(runs))
+    print(json.dumps(runs_json(runs), indent=2) if args.json else render_runs(runs))
     # The goals are set for the default policy; other policies are shown beside it.
     judged = [r for r in runs if r.policy == DEFAULT_POLICY_NAME] or runs
     return 0 if all(row.held for r in judged for row in r.rows) else 1
@@ -88,7 +94,7 @@ async def _main(args: argparse.Namespace) -> int:
                 result = await simulate(options, target, progress)
     finally:
         progress.finish()
-    print(render(result))
+    print(json.dumps(as_json(result), indent=2) if args.json else render(result))
     return 0 if all(findings(result).values()) else 1
 
 

@@ -3,6 +3,9 @@ the findings the simulation exists to show."""
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 from bureau.scoring.policy import policy_named
 from bureau.simulate.driver import AgentRow, Result
 from bureau.simulate.world import HONEST_EVALUATORS
@@ -77,7 +80,14 @@ def render(result: Result) -> str:
     lines.append("derived outcomes reported by the proxy: " + (", ".join(
         f"{k} {v}" for k, v in sorted(result.derived.items())) or "none"))
     lines.append("")
-    lines.append(f"{'agent':<12} {'kind':<9} {'score':>6} {'interval':>15} {'weight':>7}  outcomes")
+    lines += ["agents, best first by the low end of the score's interval (each row is that "
+              "agent's signed report):",
+              "  kind: how the simulated agent behaves; score: 0 bad .. 1 good, 0.5 no "
+              "evidence; interval: 95%;",
+              "  weight: the evidence behind the score (scored interactions times their "
+              "evaluators' weights)",
+              f"{'agent':<12} {'kind':<9} {'score':>6} {'interval':>15} {'weight':>7}  "
+              "outcomes"]
     def rank(row: AgentRow) -> float:
         # by score.low, as anything that ranks agents does (SPEC §8): an agent known
         # from little evidence never outranks a long good record
@@ -100,6 +110,10 @@ def render(result: Result) -> str:
     lines.append("")
     lines.append("evaluators (from the ledger's entries, by bureau.scoring; "
                  "reports never name them)")
+    lines.append("  attested: verdicts sent; truth n: verdicts checked against ground truth; "
+                 "J: informedness (0 guessing, 1 always right);")
+    lines.append("  off+/off-: recentring of its good/bad verdicts; weight: what one of its "
+                 "verdicts counts; refused: by reason code")
     lines.append(f"{'evaluator':<13} {'attested':>8} {'truth n':>7} {'J':>6} {'off+':>7} "
                  f"{'off-':>7} {'weight':>7}  refused")
     for ev in result.evaluators:
@@ -121,3 +135,23 @@ def render(result: Result) -> str:
     for text, ok in findings(result).items():
         lines.append(f"[{'ok' if ok else 'NO'}] {text}")
     return "\n".join(lines)
+
+
+def as_json(result: Result) -> dict[str, Any]:
+    """``bureau simulate --json``: what the table shows, as data. Each agent's report is
+    the payload the bureau signed, whole; evaluators' records are the simulation's own
+    reading of the ledger (reports never name evaluators)."""
+    return {
+        "policy": result.policy, "calls": result.calls,
+        "epochs_sealed": result.epochs_sealed, "derived": dict(sorted(result.derived.items())),
+        "agents": [{"name": row.member.name, "kind": row.member.kind, "key": row.member.kid,
+                    "report": row.report} for row in result.agents],
+        "evaluators": [{"name": ev.member.name, "kind": ev.member.kind,
+                        "key": ev.member.kid, "attempted": ev.attempted,
+                        "refused": dict(sorted(ev.refused.items())),
+                        "stats": None if ev.stats is None else dataclasses.asdict(ev.stats)}
+                       for ev in result.evaluators],
+        "honest_weight": {name: dataclasses.asdict(w)
+                          for name, w in sorted(result.honest_weight.items())},
+        "findings": findings(result),
+    }

@@ -7,6 +7,7 @@ reports of epochs that have one.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 
 import asyncpg
@@ -91,3 +92,32 @@ async def checkpoint_envelope(conn: asyncpg.Connection, epoch: int | None) -> by
     return None if row is None else bytes(row["envelope"])
 
 
+
+
+@dataclass(frozen=True, slots=True)
+class SealStatus:
+    """How far sealing has got: what an operator alerts on (``bureau_seal_lag_seconds``)."""
+
+    #: the latest epoch whose reports are published (it has a checkpoint)
+    published: int | None
+    #: the epoch of entry 1 (the first epoch that will need reports), None before it
+    first: int | None
+    #: when the latest seal entry was recorded
+    sealed_at: dt.datetime | None
+
+    def lag(self, now: dt.datetime, epoch_seconds: int) -> float:
+        """Seconds since the end of the oldest elapsed epoch without published reports,
+        0 when there is none (pure: the clock is the caller's)."""
+        if self.first is None:
+            return 0.0
+        oldest = self.first if self.published is None else self.published + 1
+        return max(0.0, now.timestamp() - (oldest + 1) * epoch_seconds)
+
+
+async def seal_status(conn: asyncpg.Connection) -> SealStatus:
+    row = await conn.fetchrow(
+        "SELECT (SELECT max(epoch) FROM checkpoints) AS published,"
+        " (SELECT epoch FROM entries WHERE seq = 1) AS first,"
+        " (SELECT e.recorded_at FROM seals s JOIN entries e ON e.seq = s.seq"
+        "  ORDER BY s.epoch DESC LIMIT 1) AS sealed_at")
+    return SealStatus(row["published"], row["first"], row["sealed_at"])

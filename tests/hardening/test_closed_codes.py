@@ -104,12 +104,14 @@ def _other_vocabularies() -> set[str]:
     words |= {"COMMIT", "ROLLBACK"}
     words |= {"NFC", "NFD", "NFKC", "NFKD"}  # Unicode normalisation forms (unicodedata)
     words |= {"PG_VERSION"}  # the file that marks a PostgreSQL data directory
+    words |= {"PROMETHEUS_MULTIPROC_DIR"}  # prometheus_client's environment variable
     return words
 
 
 def _code_like_literals() -> dict[str, set[str]]:
     """String constants in bureau/ that look like reason codes: value -> files. Names in
-    ``__all__`` and environment variable names are identifiers, not codes."""
+    ``__all__``, environment variable names and a command line's placeholders
+    (argparse's ``metavar=``) are identifiers, not codes."""
     found: dict[str, set[str]] = {}
     for path, tree in _sources():
         skip: set[int] = set()
@@ -117,6 +119,8 @@ def _code_like_literals() -> dict[str, set[str]]:
             if isinstance(node, ast.Assign) and any(
                     isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
                 skip |= {id(c) for c in ast.walk(node.value)}
+            if isinstance(node, ast.keyword) and node.arg == "metavar":
+                skip.add(id(node.value))
         for node in ast.walk(tree):
             if (isinstance(node, ast.Constant) and isinstance(node.value, str)
                     and id(node) not in skip and _CODE_LIKE.match(node.value)

@@ -4,6 +4,7 @@ agent's score and its chart; a screenshot is kept in test-artifacts/."""
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -73,3 +74,79 @@ async def test_front_page_renders(bureau: BureauUnderTest) -> None:
     await _agent_with_a_report(bureau)
     dom = (await _chromium("--dump-dom", bureau.url + "/")).decode()
     assert "Agent Reputation Bureau" in dom and "sealed at entry" in dom
+
+
+async def _screenshots(url: str, name: str) -> None:
+    """``name.png`` at desktop width and ``name-phone.png`` at a phone's."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    for suffix, size in (("-phone", "390,1400"), ("", "1100,1300")):
+        shot = ARTIFACTS / f"{name}{suffix}.png"
+        shot.unlink(missing_ok=True)
+        await _chromium(f"--screenshot={shot}", f"--window-size={size}", url)
+        assert shot.stat().st_size > 10_000  # a real rendering, not a blank page
+
+
+async def test_agent_page_explains_the_score_and_dates_the_epoch(
+        bureau: BureauUnderTest) -> None:
+    agent = await _agent_with_a_report(bureau)
+    dom = (await _chromium("--dump-dom", f"{bureau.url}/agents/{agent}")).decode()
+    assert "What the number means." in dom and "0.5 means no evidence either way" in dom
+    assert "How sure it is." in dom and "95% sure" in dom
+    assert re.search(r"Report for epoch \d+ \(\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)? – ", dom)
+    assert "UTC)" in dom and "pip install pynacl" in dom
+    assert re.search(r'href="/v1/policies/[0-9a-f]{64}"', dom)
+
+
+async def _ranked_agents(bureau: BureauUnderTest) -> dict[str, str]:
+    """Three agents, one epoch: a long good record, a short good one, a bad one."""
+    rep = await bureau.reporter(roles=("facts",))
+    keys: dict[str, str] = {}
+    for name, checks in (("Short Good", ["PASS"] * 2), ("Long Good", ["PASS"] * 12),
+                         ("Often Wrong", ["FAIL"] * 5 + ["PASS"])):
+        agent = wire.generate_key()
+        await bureau.accepted(agent, "enrollment", {
+            "name": name, "anchor": {"kind": "domain",
+                                     "value": name.lower().replace(" ", "") + ".example"},
+            "operator": name + " Ltd", "promises": []})
+        for i, check in enumerate(checks):
+            await bureau.accepted(rep, "fact", fact_payload(f"{name[:4]}-{i}", kid(agent),
+                                                            check=check))
+        keys[name] = kid(agent)
+    bureau.clock.advance(bureau.config.epoch_seconds)
+    assert await bureau.app[SETTLER].settle_once()
+    return keys
+
+
+async def test_home_page_ranks_by_score_low_and_searches(bureau: BureauUnderTest) -> None:
+    keys = await _ranked_agents(bureau)
+    dom = (await _chromium("--dump-dom", bureau.url + "/")).decode()
+    table = dom.split('id="ranked"')[1]
+    # the long record first although the short one's score may be as high: by score.low
+    assert table.index("Long Good") < table.index("Short Good") < table.index("Often Wrong")
+    assert re.search(r"From the signed reports of epoch \d+ \(\d{4}-\d\d-\d\d ", dom)
+    await _screenshots(bureau.url + "/", "home-page")
+
+    found = (await _chromium("--dump-dom", bureau.url + "/?q=good")).decode()
+    table = found.split('id="ranked"')[1]
+    assert "Long Good" in table and "Short Good" in table and "Often Wrong" not in table
+    by_key = (await _chromium("--dump-dom",
+                              bureau.url + "/?q=" + keys["Often Wrong"][8:30])).decode()
+    assert "Often Wrong" in by_key.split('id="ranked"')[1]
+    assert "Long Good" not in by_key.split('id="ranked"')[1]
+    none = (await _chromium("--dump-dom", bureau.url + "/?q=nobody")).decode()
+    assert 'id="no-match"' in none
+    await _screenshots(bureau.url + "/?q=good", "home-page-search")
+
+
+async def test_a_browser_gets_a_page_for_an_agent_without_a_report(
+        bureau: BureauUnderTest) -> None:
+    nobody = kid(wire.generate_key())
+    url = f"{bureau.url}/agents/{nobody}"
+    dom = (await _chromium("--dump-dom", url)).decode()
+    assert "<h1>Not found</h1>" in dom and f"No report for {nobody} yet" in dom
+    await _screenshots(url, "not-found-page")
+    # a program asking for JSON gets the error shape, with the same status
+    async with bureau.session.get(url, headers={"Accept": "application/json"}) as resp:
+        assert resp.status == 404 and (await resp.json())["code"] == "NOT_FOUND"
+    async with bureau.session.get(url, headers={"Accept": "text/html"}) as resp:
+        assert resp.status == 404 and resp.content_type == "text/html"

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bureau.config import Config, public_url
+from reporters import wire
 from tests.support import BureauUnderTest, kid, start_bureau
 from tests.views.support import EPOCH_SECONDS, World, next_epoch
 
@@ -61,3 +62,18 @@ def test_a_public_url_that_is_not_a_plain_address_is_refused(bad: str) -> None:
     with pytest.raises(ValueError, match="BUREAU_PUBLIC_URL"):
         Config.from_env({"BUREAU_PUBLIC_URL": bad})
     assert public_url("https://bureau.example/") == "https://bureau.example"
+
+
+async def test_no_page_reflects_the_request(bureau: BureauUnderTest) -> None:
+    """The home page (with a search and a page number), an agent's page and the page a
+    browser gets for an agent without a report."""
+    agent, _ = await _page(bureau)
+    hostile = {"Host": EVIL, "X-Forwarded-Host": EVIL, "X-Forwarded-Proto": "gopher",
+               "Forwarded": f"host={EVIL};proto=gopher", "Accept": "text/html"}
+    nobody = kid(wire.generate_key())
+    for path in ("/", "/?q=alpha", f"/?q={agent[8:20]}&page=1", f"/agents/{nobody}"):
+        async with bureau.session.get(bureau.url + path, headers=hostile) as resp:
+            page = await resp.text()
+        assert resp.content_type == "text/html", path
+        assert EVIL not in page and "gopher" not in page and "127.0.0.1" not in page, path
+        assert 'href="http' not in page, path  # every link relative

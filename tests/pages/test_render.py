@@ -5,7 +5,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bureau.http.pages import agent_page, index_page, outcome_chart
+from bureau.http.home import index_page, not_found_page
+from bureau.http.pages import agent_page, outcome_chart
+from bureau.views.ranking import Ranked, RankedPage
+
+HOURS_6 = 21600
 
 
 def report(**over: Any) -> dict[str, Any]:
@@ -30,7 +34,7 @@ def report(**over: Any) -> dict[str, Any]:
 
 def test_agent_page_shows_score_interval_chart_and_how_to_verify() -> None:
     page = agent_page(report(), b'{"payloadType":"x"}', "ed25519:" + "B" * 43,
-                      "http://bureau.example")
+                      "http://bureau.example", HOURS_6)
     assert "0.812" in page and "0.610 – 0.920" in page
     assert "<svg" in page and 'role="img"' in page and "ACCEPTED: 5" in page
     assert "NO_RESPONSE" not in page.split("<svg")[1].split("</svg>")[0]  # zero bars hidden
@@ -40,24 +44,25 @@ def test_agent_page_shows_score_interval_chart_and_how_to_verify() -> None:
 
 
 def test_the_page_says_where_the_weight_came_from_and_since_when() -> None:
-    page = agent_page(report(), b"{}", "k", "http://x")
+    page = agent_page(report(), b"{}", "k", "http://x", HOURS_6)
     assert "61.5% of this score's weight comes from checks the bureau's reporters made" in page
     assert "15.4% from callers the bureau has not yet measured" in page
-    assert "first saw this agent at work in epoch 3." in page
-    never = agent_page(report(first_seen_epoch=None), b"{}", "k", "http://x")
+    assert "first saw this agent at work in epoch 3 (1970-01-01 18:00 – " \
+           "1970-01-02 00:00 UTC)." in page
+    never = agent_page(report(first_seen_epoch=None), b"{}", "k", "http://x", HOURS_6)
     assert "has not yet seen this agent at work" in never
-    now = agent_page(report(first_seen_epoch=7), b"{}", "k", "http://x")
-    assert "in epoch 7 (this epoch)." in now
+    now = agent_page(report(first_seen_epoch=7), b"{}", "k", "http://x", HOURS_6)
+    assert "in epoch 7 (1970-01-02 18:00 – 1970-01-03 00:00 UTC), this report's epoch." in now
 
 
 def test_ledger_text_is_escaped() -> None:
-    page = agent_page(report(name="<script>alert(1)</script>"), b"{}", "k", "http://x")
+    page = agent_page(report(name="<script>alert(1)</script>"), b"{}", "k", "http://x", HOURS_6)
     assert "<script>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
 
 
 def test_no_score_is_said_plainly() -> None:
-    page = agent_page(report(score=None, outcomes={}), b"{}", "k", "http://x")
+    page = agent_page(report(score=None, outcomes={}), b"{}", "k", "http://x", HOURS_6)
     assert "No score" in page and "<svg" not in page
 
 
@@ -69,15 +74,61 @@ def test_chart_bars_are_proportional() -> None:
 
 def test_index_page() -> None:
     page = index_page("ed25519:key", "ff" * 32, 21600,
-                      {"epoch": 3, "seq": 10, "head": "aa" * 32, "entries": 10})
-    assert "ed25519:key" in page and "Epoch 3 sealed at entry 10" in page
-    assert "No epoch has been sealed yet" in index_page("k", "p", 60, None)
+                      {"epoch": 3, "seq": 10, "head": "aa" * 32, "entries": 10},
+                      RankedPage(3, [], False), None, 1)
+    assert "ed25519:key" in page
+    assert "Epoch 3 (1970-01-01 18:00 – 1970-01-02 00:00 UTC) sealed at entry 10" in page
+    assert f'href="/v1/policies/{"ff" * 32}"' in page and "21600 s (6 hours)" in page
+    empty = index_page("k", "p", 60, None, RankedPage(None, [], False), None, 1)
+    assert "No epoch has been sealed yet" in empty and "no reports to list" in empty
+
+
+AGENT = "ed25519:" + "C" * 43
+
+
+def test_index_lists_agents_in_the_order_given_with_ranks_and_pages() -> None:
+    rows = [Ranked(AGENT, "Good <one>", 0.9, 0.8, 0.95, 40),
+            Ranked("ed25519:" + "D" * 43, None, None, None, None, None)]
+    page = index_page("k", "p", 60, None, RankedPage(5, rows, True), "go&od", 2)
+    table = page.split('id="ranked"')[1]
+    assert table.index("Good &lt;one&gt;") < table.index("(not enrolled)")
+    assert f'href="/agents/{AGENT}"' in table and "0.800 – 0.950" in table
+    assert "<td class=\"num\">51</td>" in table  # page 2 starts at rank 51
+    assert 'href="/?q=go%26od#agents"' in page  # previous: page 1 of the same search
+    assert 'href="/?q=go%26od&amp;page=3#agents"' in page
+    assert 'value="go&amp;od"' in page and "no score yet" in table
+    assert "epoch 5 (1970-01-01 00:05 – 00:06 UTC)" in page
+    nothing = index_page("k", "p", 60, None, RankedPage(5, [], False), "zz<", 1)
+    assert "No agent's name or key contains <strong>zz&lt;</strong>" in nothing
+
+
+def test_the_score_is_explained_in_plain_words_next_to_it() -> None:
+    page = agent_page(report(), b"{}", "k", "http://x", HOURS_6)
+    meaning = page.split('id="meaning"')[1].split("</div>")[0]
+    assert "0.5 means no evidence either way" in meaning
+    assert "95% sure" in meaning and "between 0.610 and 0.920" in meaning
+    assert "8 interactions were scored" in meaning and "weigh 6.50" in meaning
+    assert "Report for epoch 7 (1970-01-02 18:00 – 1970-01-03 00:00 UTC)" in page
+
+
+def test_the_policy_link_names_the_reports_policy_and_the_snippet_its_needs() -> None:
+    page = agent_page(report(), b"{}", "k", "http://x", HOURS_6)
+    assert f'<a href="/v1/policies/{"cd" * 32}">the policy document</a>' in page
+    assert "pip install pynacl" in page
+    for target in ('href="/"', 'href="/#agents"', 'href="/v1/checkpoints/latest"'):
+        assert target in page.split("</nav>")[0]  # the navigation on every page
+
+
+def test_not_found_page() -> None:
+    page = not_found_page("No report for <x> yet")
+    assert "<h1>Not found</h1>" in page and "No report for &lt;x&gt; yet." in page
+    assert 'href="/"' in page and "<script" not in page
 
 
 def test_agent_page_says_how_to_hold_the_report_to_the_log_and_the_file() -> None:
     root = "ef" * 32
     page = agent_page(report(evidence={"root": root}), b"{}", "ed25519:" + "B" * 43,
-                      "http://bureau.example")
+                      "http://bureau.example", HOURS_6)
     assert f"bureau-check report http://bureau.example ed25519:{'A' * 43}" in page
     assert root in page and "bureau-check file http://bureau.example" in page
     assert "up to entry 42" in page

@@ -3,6 +3,7 @@ knows: its findings must hold (honest agents above bluffers among them)."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from bureau.scoring.policy import KNOWN_POLICIES
 from bureau.simulate import Options, Target, findings, render, simulate
+from bureau.simulate.render import as_json
 from tests.support import start_bureau
 
 
@@ -29,3 +31,7 @@ async def test_small_simulation_ranks_as_it_should(database_url: str, tmp_path: 
     assert result.derived["ABANDONED"] > 0
     assert all(r.report and not r.report.get("computed") for r in result.agents)
     assert time.monotonic() - started < 60
+    doc = json.loads(json.dumps(as_json(result)))  # `bureau simulate --json`
+    assert doc["findings"] == findings(result) and doc["policy"] == policy
+    assert [a["report"] for a in doc["agents"]] == [r.report for r in result.agents]
+    assert {e["name"] for e in doc["evaluators"]} == {e.member.name for e in result.evaluators}

@@ -11,12 +11,19 @@ its ``/readyz`` asks the service application's pool (``SERVICE``).
 
 from __future__ import annotations
 
+import logging
+
+import asyncpg
 import prometheus_client
 from aiohttp import web
 
 from bureau import db
+from bureau import metrics as bureau_metrics
 from bureau.errors import BureauError, Code, Pushback
-from bureau.http.keys import POOL, SERVICE
+from bureau.http.keys import CONFIG, LEDGER, POOL, SERVICE
+from bureau.views.store import seal_status
+
+log = logging.getLogger("bureau.ops")
 
 routes = web.RouteTableDef()
 ops_routes = web.RouteTableDef()
@@ -41,9 +48,24 @@ async def readyz(request: web.Request) -> web.Response:
 
 
 async def metrics(request: web.Request) -> web.Response:
-    """This process's Prometheus metrics (with ``--workers N``, one process's: a
-    scrape reaches whichever process the kernel hands the connection to)."""
-    body = prometheus_client.generate_latest()
+    """The bureau's Prometheus metrics: with ``--workers N`` every process's, added up
+    (:func:`bureau.metrics.exposition`), whichever process the kernel hands the scrape
+    to; and the seal gauges, read from the ledger at each scrape."""
+    service = request.app.get(SERVICE, request.app)
+    last_seal: float | None = None
+    lag: float | None = None
+    pool = service.get(POOL)
+    if pool is not None and LEDGER in service:
+        try:
+            async with pool.acquire() as conn:
+                status = await seal_status(conn)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+            log.warning("metrics: the database did not answer; no seal gauges this scrape")
+        else:
+            if status.sealed_at is not None:
+                last_seal = status.sealed_at.timestamp()
+            lag = status.lag(service[LEDGER].clock(), service[CONFIG].epoch_seconds)
+    body = bureau_metrics.exposition(bureau_metrics.scraped_gauges(last_seal, lag))
     return web.Response(body=body, headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST})
 
 

@@ -4,6 +4,7 @@ change, the goal and whether it held."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from bureau.simulate.adversarial.run import PolicyRun, Row
 
@@ -37,3 +38,15 @@ def render_run(run: PolicyRun) -> str:
 
 def render_runs(runs: Sequence[PolicyRun]) -> str:
     return "\n\n".join(render_run(r) for r in runs)
+
+
+def runs_json(runs: Sequence[PolicyRun]) -> list[dict[str, Any]]:
+    """``bureau simulate --adversarial --json``: per policy, per attack, as data."""
+    return [{"policy": run.policy, "epochs": list(run.epochs), "seconds": run.seconds,
+             "sealed_reports_unchanged": run.sealed_reports_unchanged,
+             "attacks": [{"name": r.attack.name, "victim": r.attack.victim,
+                          "metric": r.attack.metric, "baseline": r.baseline,
+                          "attacked": r.attacked, "change": r.change,
+                          "before_later": r.before_later, "goal": r.attack.goal.text,
+                          "held": r.held} for r in run.rows]}
+            for run in runs]
