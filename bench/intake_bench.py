@@ -11,7 +11,7 @@ a reporter, pre-signs N distinct facts, then measures:
 and, for each phase, the commit section: what the group committers spent per envelope
 holding the ledger head lock: the wall time, the committer thread's CPU ("python") and
 the rest (waiting on PostgreSQL, on the GIL, for a core), summed over the server's
-processes (read from each process's ``/metrics``); and, with the database on this
+processes (one scrape of the operator listener, which adds them up); and, with the database on this
 machine, the CPU its backends spent serving the committers.
 
     python bench/intake_bench.py [--facts 100000] [--connections 8] [--rate 1000]
@@ -126,30 +126,17 @@ _SECTION_METRICS = {'bureau_commit_section_seconds_total{part="python"}': 0,
                     "bureau_commit_section_envelopes_total": 2}
 
 
-async def commit_sections(ops_url: str, processes: int) -> Section:
-    """The commit-section counters summed over the server's processes.
-
-    Every process listens on the operator port (SO_REUSEPORT) and a scrape reaches one
-    of them, chosen by the kernel per connection; between phases nothing commits, so
-    each process's counters stand still and tell the processes apart. Scrape on fresh
-    connections until ``processes`` different ones have answered."""
-    seen: set[Section] = set()
-    connector = aiohttp.TCPConnector(force_close=True)
-    async with aiohttp.ClientSession(connector=connector) as session:
-        for _ in range(50 * processes):
-            async with session.get(ops_url + "/metrics") as r:
-                text = await r.text()
-            values = [0.0, 0.0, 0.0]
-            for line in text.splitlines():
-                name, _, value = line.rpartition(" ")
-                if name in _SECTION_METRICS:
-                    values[_SECTION_METRICS[name]] = float(value)
-            seen.add((values[0], values[1], values[2]))
-            if len(seen) == processes:
-                break
-    if len(seen) != processes:
-        print(f"(commit section: saw {len(seen)} of {processes} processes' figures)")
-    return (sum(v[0] for v in seen), sum(v[1] for v in seen), sum(v[2] for v in seen))
+async def commit_sections(ops_url: str) -> Section:
+    """The commit-section counters summed over the server's processes: one scrape, as
+    the operator listener adds up every process's counters (multiprocess metrics)."""
+    async with aiohttp.ClientSession() as session, session.get(ops_url + "/metrics") as r:
+        text = await r.text()
+    values = [0.0, 0.0, 0.0]
+    for line in text.splitlines():
+        name, _, value = line.rpartition(" ")
+        if name in _SECTION_METRICS:
+            values[_SECTION_METRICS[name]] = float(value)
+    return (values[0], values[1], values[2])
 
 
 async def committer_backends_cpu(url: str) -> dict[int, float]:
@@ -232,12 +219,12 @@ async def main() -> None:
             singles = presign(rep, args.single, "single")
             paced = presign(rep, args.single, "paced")
 
-            section = await commit_sections(server.ops_url, processes)
+            section = await commit_sections(server.ops_url)
             pg = await committer_backends_cpu(url)
 
             async def phase_done() -> None:
                 nonlocal section, pg
-                section, before = await commit_sections(server.ops_url, processes), section
+                section, before = await commit_sections(server.ops_url), section
                 pg, pg_before = await committer_backends_cpu(url), pg
                 print(section_line(before, section, pg_before, pg))
 
