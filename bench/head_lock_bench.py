@@ -16,19 +16,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.intake_bench import batch_phase, presign
+from bench.intake_bench import batch_phase, bench_bureau, presign
 from reporters import wire
-from tests.processes import ServeProcess, bureau_env
-from tests.support import now_text
+from tests.processes import ServeProcess
 
 HELD = "bureau_db_transaction_seconds_sum"
 GROUPS = "bureau_db_transaction_seconds_count"
@@ -66,30 +63,13 @@ async def main() -> None:
     ap.add_argument("--facts", type=int, default=40_000, help="split over the two phases")
     ap.add_argument("--connections", type=int, default=8)
     args = ap.parse_args()
-    admin, rep = wire.generate_key(), wire.generate_key()
-    with tempfile.TemporaryDirectory(prefix="bureau-bench-") as tmp:
-        home = Path(tmp)
-        url = os.environ.get("BUREAU_DATABASE_URL") or ""
-        if not url:
-            from bureau.db import embedded_database_url
-            url = embedded_database_url(home)
-        server = ServeProcess(bureau_env(url, home, wire.signing_key_id(admin)),
-                              home / "serve.log", extra_args=("--workers", "1"))
-        await server.start()
-        try:
-            env = wire.sign_payload(admin, "reporter", {
-                "reporter": wire.signing_key_id(rep), "name": "bench", "operator": "bench",
-                "roles": ["facts"], "issued_at": now_text()})
-            async with aiohttp.ClientSession() as s, \
-                    s.post(server.url + "/v1/evidence", json=env) as r:
-                assert r.status == 201, await r.text()
-            lines = presign(rep, args.facts, "lock")
-            half = len(lines) // 2
-            print("bureau serve --workers 1, batches of 500")
-            await phase(server, lines[:half], 1)
-            await phase(server, lines[half:], args.connections)
-        finally:
-            server.stop()
+    rep = wire.generate_key()
+    async with bench_bureau(rep, workers=1) as (server, _):
+        lines = presign(rep, args.facts, "lock")
+        half = len(lines) // 2
+        print("bureau serve --workers 1, batches of 500")
+        await phase(server, lines[:half], 1)
+        await phase(server, lines[half:], args.connections)
 
 
 if __name__ == "__main__":

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
@@ -179,6 +181,33 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))] * 1000
 
 
+@contextlib.asynccontextmanager
+async def bench_bureau(reporter: nacl.signing.SigningKey, *, workers: int | None
+                       ) -> AsyncIterator[tuple[ServeProcess, str]]:
+    """``bureau serve`` on a fresh embedded database (or ``BUREAU_DATABASE_URL``) with
+    ``reporter`` registered for facts: (the server, its database URL); stopped after."""
+    admin = wire.generate_key()
+    with tempfile.TemporaryDirectory(prefix="bureau-bench-") as tmp:
+        home = Path(tmp)
+        url = os.environ.get("BUREAU_DATABASE_URL") or ""
+        if not url:
+            from bureau.db import embedded_database_url
+            url = embedded_database_url(home)
+        server = ServeProcess(bureau_env(url, home, wire.signing_key_id(admin)),
+                              home / "serve.log", workers=workers)
+        await server.start()
+        try:
+            env = wire.sign_payload(admin, "reporter", {
+                "reporter": wire.signing_key_id(reporter), "name": "bench",
+                "operator": "bench", "roles": ["facts"], "issued_at": now_text()})
+            async with aiohttp.ClientSession() as s, \
+                    s.post(server.url + "/v1/evidence", json=env) as r:
+                assert r.status == 201, await r.text()
+            yield server, url
+        finally:
+            server.stop()
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--facts", type=int, default=100_000)
@@ -197,52 +226,35 @@ async def main() -> None:
     print(f"bureau serve --workers {processes}"
           + ("" if args.workers else " (its default)"))
 
-    admin, rep = wire.generate_key(), wire.generate_key()
-    with tempfile.TemporaryDirectory(prefix="bureau-bench-") as tmp:
-        home = Path(tmp)
-        url = os.environ.get("BUREAU_DATABASE_URL") or ""
-        if not url:
-            from bureau.db import embedded_database_url
-            url = embedded_database_url(home)
-        server = ServeProcess(bureau_env(url, home, wire.signing_key_id(admin)),
-                              home / "serve.log", workers=args.workers)
-        await server.start()
-        try:
-            env = wire.sign_payload(admin, "reporter", {
-                "reporter": wire.signing_key_id(rep), "name": "bench", "operator": "bench",
-                "roles": ["facts"], "issued_at": now_text()})
-            async with aiohttp.ClientSession() as s, \
-                    s.post(server.url + "/v1/evidence", json=env) as r:
-                assert r.status == 201, await r.text()
-            print(f"pre-signing {args.facts + 2 * args.single:,} facts ...", flush=True)
-            lines = presign(rep, args.facts, "batch")
-            singles = presign(rep, args.single, "single")
-            paced = presign(rep, args.single, "paced")
+    rep = wire.generate_key()
+    async with bench_bureau(rep, workers=args.workers) as (server, url):
+        print(f"pre-signing {args.facts + 2 * args.single:,} facts ...", flush=True)
+        lines = presign(rep, args.facts, "batch")
+        singles = presign(rep, args.single, "single")
+        paced = presign(rep, args.single, "paced")
 
-            section = await commit_sections(server.ops_url)
-            pg = await committer_backends_cpu(url)
+        section = await commit_sections(server.ops_url)
+        pg = await committer_backends_cpu(url)
 
-            async def phase_done() -> None:
-                nonlocal section, pg
-                section, before = await commit_sections(server.ops_url), section
-                pg, pg_before = await committer_backends_cpu(url), pg
-                print(section_line(before, section, pg_before, pg))
+        async def phase_done() -> None:
+            nonlocal section, pg
+            section, before = await commit_sections(server.ops_url), section
+            pg, pg_before = await committer_backends_cpu(url), pg
+            print(section_line(before, section, pg_before, pg))
 
-            rate = await batch_phase(server.url, lines, args.connections)
-            print(f"batch intake (500/batch, {args.connections} conns): {rate:10,.0f} facts/s "
-                  f"durable   ratio to one-core verify: {rate / single_core:.2f}")
-            await phase_done()
-            rate, lat = await single_phase(server.url, singles, 32, None)
-            print(f"single POST, flat out (32 conns): {rate:8,.0f} facts/s   "
-                  f"p50 {pct(lat, 50):.1f} ms  p99 {pct(lat, 99):.1f} ms")
-            await phase_done()
-            rate, lat = await single_phase(server.url, paced, 64, args.rate)
-            print(f"single POST, paced at {args.rate:,.0f}/s:   {rate:8,.0f} facts/s   "
-                  f"p50 {pct(lat, 50):.1f} ms  p99 {pct(lat, 99):.1f} ms")
-            print(f"(mean latency {statistics.mean(lat) * 1000:.1f} ms)")
-            await phase_done()
-        finally:
-            server.stop()
+        rate = await batch_phase(server.url, lines, args.connections)
+        print(f"batch intake (500/batch, {args.connections} conns): {rate:10,.0f} facts/s "
+              f"durable   ratio to one-core verify: {rate / single_core:.2f}")
+        await phase_done()
+        rate, lat = await single_phase(server.url, singles, 32, None)
+        print(f"single POST, flat out (32 conns): {rate:8,.0f} facts/s   "
+              f"p50 {pct(lat, 50):.1f} ms  p99 {pct(lat, 99):.1f} ms")
+        await phase_done()
+        rate, lat = await single_phase(server.url, paced, 64, args.rate)
+        print(f"single POST, paced at {args.rate:,.0f}/s:   {rate:8,.0f} facts/s   "
+              f"p50 {pct(lat, 50):.1f} ms  p99 {pct(lat, 99):.1f} ms")
+        print(f"(mean latency {statistics.mean(lat) * 1000:.1f} ms)")
+        await phase_done()
 
 
 if __name__ == "__main__":

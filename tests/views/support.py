@@ -14,6 +14,9 @@ import asyncpg
 import nacl.signing
 
 from bureau.http.keys import SETTLER
+from bureau.views.builder import ReportBuilder
+from bureau.views.rebuild import rebuild
+from bureau.views.store import seals
 from reporters import wire
 from tests.support import BureauUnderTest, fact_payload, kid
 
@@ -134,3 +137,20 @@ async def seal_counts(database_url: str) -> dict[int, int]:
 
 __all__ = ["EPOCH_SECONDS", "Key", "World", "aiohttp", "bureau_key", "get", "next_epoch",
            "open_envelope", "seal_counts", "settle"]
+
+
+async def assert_workers_and_rebuild_agree(conn: asyncpg.Connection, bureau: BureauUnderTest,
+                                           stored: dict[tuple[int, str], bytes]) -> None:
+    """Report workers signing every sealed epoch afresh, and ``bureau rebuild``, give
+    exactly the ``stored`` reports ((epoch, agent) -> envelope bytes)."""
+    many = ReportBuilder(bureau.signing_key, bureau.log_key, workers=2,
+                         dsn=bureau.database_url)
+    try:
+        for seal in await seals(conn):
+            agents, envelopes, _ = await many.sign_epoch(conn, seal)
+            assert dict(zip(agents, envelopes, strict=True)) == {
+                agent: env for (epoch, agent), env in stored.items() if epoch == seal.epoch}
+    finally:
+        many.close()
+    result = await rebuild(conn, bureau.signing_key, bureau.log_key)
+    assert result.identical, result.differences

@@ -9,11 +9,15 @@ from typing import Any
 import asyncpg
 import nacl.signing
 
-from bureau.views.builder import ReportBuilder
-from bureau.views.rebuild import rebuild
-from bureau.views.store import seals
 from tests.support import BureauUnderTest, issued, kid, now_text
-from tests.views.support import World, bureau_key, get, next_epoch, open_envelope
+from tests.views.support import (
+    World,
+    assert_workers_and_rebuild_agree,
+    bureau_key,
+    get,
+    next_epoch,
+    open_envelope,
+)
 
 
 async def _registration(bureau: BureauUnderTest, rogue: nacl.signing.SigningKey,
@@ -73,16 +77,6 @@ async def test_distrust_from_its_seal_on_and_lifted_later(bureau: BureauUnderTes
     try:
         stored = {(r["epoch"], r["agent"]): bytes(r["envelope"]) for r in await conn.fetch(
             "SELECT epoch, agent, envelope FROM reports")}
-        many = ReportBuilder(bureau.signing_key, bureau.log_key, workers=2,
-                             dsn=bureau.database_url)
-        try:
-            for seal in await seals(conn):
-                agents, envelopes, _ = await many.sign_epoch(conn, seal)
-                assert dict(zip(agents, envelopes, strict=True)) == {
-                    a: e for (epoch, a), e in stored.items() if epoch == seal.epoch}
-        finally:
-            many.close()
-        result = await rebuild(conn, bureau.signing_key, bureau.log_key)
-        assert result.identical, result.differences
+        await assert_workers_and_rebuild_agree(conn, bureau, stored)
     finally:
         await conn.close()

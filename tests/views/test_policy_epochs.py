@@ -10,15 +10,19 @@ import asyncpg
 import nacl.signing
 
 from bureau.scoring.policy import KNOWN_POLICIES, policy_bytes, policy_hash, policy_named
-from bureau.views.builder import ReportBuilder
 from bureau.views.derive import reference_payloads
 from bureau.views.evidence import load_evidence
 from bureau.views.files import load_files
-from bureau.views.rebuild import rebuild
 from bureau.views.store import seals
 from reporters import wire
 from tests.support import BureauUnderTest, issued, kid
-from tests.views.support import EPOCH_SECONDS, World, get, next_epoch
+from tests.views.support import (
+    EPOCH_SECONDS,
+    World,
+    assert_workers_and_rebuild_agree,
+    get,
+    next_epoch,
+)
 
 V1, V2 = policy_hash(KNOWN_POLICIES["v1"]), policy_hash(KNOWN_POLICIES["v2"])
 
@@ -80,18 +84,7 @@ async def test_a_policy_change_applies_from_its_epoch_and_never_before(
         assert by_epoch[start + 2]["provisional_share"] == 1
 
         # Report workers, started under v1, start over under v2 and agree byte for byte.
-        many = ReportBuilder(bureau.signing_key, bureau.log_key, workers=2,
-                             dsn=bureau.database_url)
-        try:
-            for seal in await seals(conn):
-                agents, envelopes, _ = await many.sign_epoch(conn, seal)
-                assert dict(zip(agents, envelopes, strict=True)) == {
-                    agent: env for (epoch, agent), env in after.items() if epoch == seal.epoch}
-        finally:
-            many.close()
-
-        result = await rebuild(conn, bureau.signing_key, bureau.log_key)
-        assert result.identical, result.differences
+        await assert_workers_and_rebuild_agree(conn, bureau, after)
         assert await _stored(conn) == after
     finally:
         await conn.close()
