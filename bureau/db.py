@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 import time
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -21,7 +22,15 @@ from bureau import metrics
 
 log = logging.getLogger(__name__)
 
-MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+def migrations_dir(package_root: Path, prefix: Path) -> Path:
+    """Where the SQL migrations are: ``migrations/`` beside the package in a checkout
+    (or an editable install), else where a wheel installed them (pyproject's
+    data-files: ``<prefix>/share/bureau/migrations``)."""
+    beside = package_root / "migrations"
+    return beside if beside.is_dir() else prefix / "share" / "bureau" / "migrations"
+
+
+MIGRATIONS_DIR = migrations_dir(Path(__file__).resolve().parent.parent, Path(sys.prefix))
 # Any constant works; it only has to be the same in every bureau process.
 _MIGRATION_LOCK = 0x6275726561750001
 
