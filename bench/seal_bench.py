@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bureau import db
 from bureau.config import Config, default_report_workers
 from bureau.intake.ledger import GroupTx, Ledger, epoch_of, flush
+from bureau.intake.links import is_favourable
 from bureau.intake.state import GroupState
 from bureau.kinds import GENESIS
 from bureau.scoring.policy import DEFAULT_POLICY_NAME, KNOWN_POLICIES, policy_hash
@@ -148,7 +149,7 @@ def make_chunk(spec: tuple[int, int, str]) -> list[Row]:
                    "corrections": 1 if outcome == "ACCEPTED_AFTER_CORRECTIONS" else 0}
             env, ck = _signed(w.evaluators[e], "attestation", att)
             rows.append(("attestation", env, w.eval_ids[e], subject, ck,
-                         (w.rep_ids[r], ia, subject)))
+                         (w.rep_ids[r], ia, subject, is_favourable("attestation", outcome))))
         if probe_row is not None:
             rows.append(probe_row)
     return rows[:count]
@@ -194,7 +195,7 @@ async def write_rows(conn: asyncpg.Connection, rows: list[Row], at: dt.datetime)
                 w.probes.append((extra[0], extra[1], seq, ck, extra[2]))
             elif kind == "attestation":
                 w.verdicts.append((seq, entry_id, kind, signer, extra[0], extra[1], extra[2],
-                                   ck))
+                                   ck, extra[3]))
             elif kind == "reporter":
                 kid, body = extra
                 w.reporters.append((kid, body["name"], body["operator"], body["roles"],

@@ -1,0 +1,38 @@
+"""The benchmarks still run: each one, at a tiny size, exits 0 and prints its figures.
+
+They are how the speed targets are measured (docs/benchmarks.md), by hand and by the
+make targets, never timed here; a bench that no longer matches the code it measures (a
+column added to an index table, a metric renamed) should fail the suite, not the next
+person who runs it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+RUNS = {
+    "seal_bench.py": (["--entries", "3000", "--new", "500", "--agents", "50",
+                       "--evaluators", "10", "--report-workers", "2"],
+                      ["first seal of", "seal + ", "report worker"]),
+    "intake_bench.py": (["--facts", "1000", "--single", "200", "--rate", "200"],
+                        ["batch intake", "single POST, paced", "commit section under the "
+                         "head lock"]),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", sorted(RUNS))
+def test_the_bench_runs_and_prints_its_figures(script: str, tmp_path: Path) -> None:
+    args, expected = RUNS[script]
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / script), *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
+                               "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    for line in expected:
+        assert line in done.stdout, (line, done.stdout[-2000:])
