@@ -113,11 +113,13 @@ async def build(url: str, n: int, signing_public: bytes) -> list[str]:
         await conn.close()
 
 
-async def server_share_under(session: aiohttp.ClientSession, url: str, route: str,
+async def server_share_under(session: aiohttp.ClientSession, ops_url: str, route: str,
                              before: tuple[float, float] | None) -> tuple[float, float]:
     """(requests answered within 5 ms, all requests) of ``route`` by the server's own
-    clock (the bureau_http_request_seconds histogram), since ``before``."""
-    async with session.get(url + "/metrics") as resp:
+    clock (the bureau_http_request_seconds histogram on the operator listener), since
+    ``before``."""
+    async with session.get(ops_url + "/metrics") as resp:
+        assert resp.status == 200, resp.status
         text = await resp.text()
     under = total = 0.0
     for line in text.splitlines():
@@ -138,7 +140,7 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))] * 1000
 
 
-async def measure(url: str, ids: list[str], requests: int, connections: int,
+async def measure(url: str, ops_url: str, ids: list[str], requests: int, connections: int,
                   rate: float) -> None:
     n = len(ids)
     rng = random.Random(11)
@@ -188,11 +190,12 @@ async def measure(url: str, ids: list[str], requests: int, connections: int,
                              ("/checkpoint", ["/checkpoint"] * requests)):
             await series(paths[:1000], 1)  # warm the connection and the caches
             for conc, paced in ((1, None), (connections, None), (connections, rate)):
-                before = await server_share_under(session, url, routes[label], None)
+                before = await server_share_under(session, ops_url, routes[label], None)
                 start = time.perf_counter()
                 times, bodies = await series(paths, conc, paced)
                 wall = time.perf_counter() - start
-                under, total = await server_share_under(session, url, routes[label], before)
+                under, total = await server_share_under(session, ops_url, routes[label],
+                                                         before)
                 how = f"{conc} conn" + (f" at {paced:,.0f}/s" if paced else "")
                 print(f"{label:12} {how:16} {len(times) / wall:7,.0f} req/s   "
                       f"p50 {pct(times, 50):.2f} ms  p99 {pct(times, 99):.2f} ms  "
@@ -239,7 +242,8 @@ async def main() -> None:
                               home / "serve.log")
         await server.start(timeout=120)
         try:
-            await measure(server.url, ids, args.requests, args.connections, args.rate)
+            await measure(server.url, server.ops_url, ids, args.requests, args.connections,
+                          args.rate)
         finally:
             server.stop()
 

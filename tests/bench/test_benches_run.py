@@ -22,6 +22,13 @@ RUNS = {
     "intake_bench.py": (["--facts", "1000", "--single", "200", "--rate", "200"],
                         ["batch intake", "single POST, paced", "commit section under the "
                          "head lock"]),
+    "head_lock_bench.py": (["--facts", "2000"], ["lock held", "ceiling"]),
+    "proof_bench.py": (["--entries", "2000", "--requests", "50"],
+                       ["inclusion    8 conn at", "consistency  1 conn", "within 5 ms"]),
+    "judge_bench.py": (["--n", "200", "--rounds", "1"], ["judge_one, fact"]),
+    "tlog_bench.py": (["--entries", "2000", "--proofs", "50"], ["evidence root over"]),
+    "proxy_bench.py": (["--calls", "200"], ["through the proxy"]),
+    "ranking_bench.py": (["200"], ["200 reports  epoch read", "name search"]),
 }
 
 
