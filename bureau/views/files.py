@@ -89,10 +89,8 @@ def _range_sql(shard: bool) -> str:
         f" AND {b.seq} > $1 AND {b.seq} <= $2 AND {b.agent} IS NOT NULL"
         for b in (_BRANCHES[link] for link in _USED))
     where = f" WHERE {shard_of('m.agent')} = $3" if shard else ""
-    # The range repeated on the join lets the planner read only that range of entries:
-    # without it a merge join walked entries from seq 1 at every seal.
     return (f"SELECT m.agent, m.seq, e.id FROM ({pairs}) m JOIN entries e ON e.seq = m.seq"
-            f" AND e.seq > $1 AND e.seq <= $2{where} ORDER BY m.seq, m.agent")
+            f"{where} ORDER BY m.seq, m.agent")
 
 
 _ALL_SQL = _range_sql(False)
