@@ -20,6 +20,7 @@ from aiohttp import web
 from bureau.config import Config
 from bureau.http.app import create_app, create_ops_app
 from bureau.http.keys import LOG_KEY
+from bureau.simulate.loopback import serving as serving  # tests start small servers with it
 from bureau.transparency.heads import LogKey
 from reporters import wire
 from reporters._internal.payloads import issued_timestamp
@@ -117,20 +118,6 @@ class BureauUnderTest:
             "reporter": kid, "name": f"gw-{kid[8:14]}", "operator": operator,
             "roles": list(roles), "issued_at": issued()})
         return key
-
-
-@asynccontextmanager
-async def serving(app: web.Application) -> AsyncIterator[str]:
-    """``app`` on a free loopback port for as long as the block runs; yields its URL."""
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
 
 
 def kid(key: nacl.signing.SigningKey) -> str:

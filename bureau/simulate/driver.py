@@ -15,12 +15,12 @@ from typing import Any, TypeVar
 
 import aiohttp
 import nacl.signing
-from aiohttp import web
 
 from bureau.scoring import EvaluatorStats
 from bureau.scoring.policy import KNOWN_POLICIES, policy_by_hash, policy_named
 from bureau.simulate import ledger_view
 from bureau.simulate.epochs import seal_current
+from bureau.simulate.loopback import serving
 from bureau.simulate.population import Member, Session, enroll_all, next_agent, plan
 from bureau.simulate.progress import Progress
 from bureau.simulate.world import (
@@ -186,13 +186,8 @@ class Simulation:
                        for m, up in zip(self.agents, upstreams, strict=True)]}, tmp)
         check = deliverable_check(self.o.seed, self.o.check_share)
         proxy = Proxy(config, key, checks={r.prefix: check for r in config.routes})
-        runner = web.AppRunner(proxy.app(), access_log=None)
-        await runner.setup()
-        stack.push_async_callback(runner.cleanup)
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        return proxy, f"http://127.0.0.1:{port}"
+        url = await stack.enter_async_context(serving(proxy.app(), access_log=False))
+        return proxy, url
 
     # ------------------------------------------------------------------ one epoch
 

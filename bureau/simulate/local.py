@@ -11,12 +11,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
-
 from bureau.config import Config
 from bureau.http.app import create_app
 from bureau.scoring.policy import DEFAULT_POLICY_NAME
 from bureau.simulate.driver import Target
+from bureau.simulate.loopback import serving
 from reporters import wire
 
 
@@ -44,14 +43,7 @@ async def local_bureau(epoch_seconds: int, policy: str | None = None
                             epoch_seconds=epoch_seconds,
                             settle_interval=min(1.0, epoch_seconds / 4),
                             policy=policy or DEFAULT_POLICY_NAME)
-            runner = web.AppRunner(create_app(config, url, signing), access_log=None)
-            await runner.setup()
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            await site.start()
-            port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-            try:
-                yield Target(f"http://127.0.0.1:{port}", admin)
-            finally:
-                await runner.cleanup()
+            async with serving(create_app(config, url, signing), access_log=False) as base:
+                yield Target(base, admin)
         finally:
             await asyncio.to_thread(server.cleanup)

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from aiohttp import web
 
+from bureau.simulate.loopback import serving
 from reporters.proxy import Exchange
 
 AgentKind = Literal["honest", "bluffer", "flaky", "decliner"]
@@ -122,15 +123,8 @@ class SimAgent:
         """Serve on 127.0.0.1, an OS-chosen port; yields the base URL."""
         app = web.Application()
         app.router.add_post("/solve", self.solve)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        try:
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            await runner.cleanup()
+        async with serving(app, access_log=False) as url:
+            yield url
 
 
 Verdict = tuple[str, int]  # (attestation outcome, corrections)

@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator, Sequence
 import aiohttp
 import nacl.signing
 import pytest
-from aiohttp import web
 
+from bureau.simulate.loopback import serving
 from reporters.tlog import merkle, proofs
 from reporters.tlog.checkpoint import (
     Checkpoint,
@@ -71,17 +71,10 @@ class Log:
 async def witness() -> AsyncIterator[tuple[TestWitness, Witness, aiohttp.ClientSession]]:
     state = TestWitness("witness.test/w1", nacl.signing.SigningKey(bytes([9]) * 32),
                         {ORIGIN: [log_signer(ORIGIN, LOG_KEY).verifier]}, clock=lambda: NOW)
-    runner = web.AppRunner(state.app())
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    (client,) = parse_witnesses(f"{state.vkey}=http://127.0.0.1:{port}/")
-    async with aiohttp.ClientSession() as session:
-        try:
+    async with serving(state.app()) as base:
+        (client,) = parse_witnesses(f"{state.vkey}={base}/")
+        async with aiohttp.ClientSession() as session:
             yield state, client, session
-        finally:
-            await runner.cleanup()
 
 
 async def push(session: aiohttp.ClientSession, client: Witness, log: Log, size: int,
