@@ -86,9 +86,11 @@ class Leadership:
                 return False
             await conn.execute("SELECT 1")
         except Exception as exc:
-            if not db.is_connection_error(exc):
-                raise
-            log.warning("this process no longer %s: its session is gone (%s)", self.role, exc)
+            # Nothing about data fails ``SELECT 1``: whatever it raised (a server that
+            # vanished can leave asyncpg's protocol in an error state rather than
+            # closed), the session cannot be trusted to hold the lock.
+            log.warning("this process no longer %s: its session is gone (%s)", self.role,
+                        str(exc) or type(exc).__name__)
             return False
         return True
 

@@ -57,14 +57,109 @@ def has_embedded_database(home: Path) -> bool:
     return (home / "pgdata" / "PG_VERSION").is_file()
 
 async def create_pool(url: str, *, min_size: int = 2, max_size: int = 10,
-                      connect_timeout: float = 60) -> asyncpg.Pool:
+                      connect_timeout: float = 60, link: str = "database pool",
+                      ) -> asyncpg.Pool:
+    """A pool on ``url`` (one host, or several with ``target_session_attrs``). asyncpg
+    replaces a connection that died at its next use; every new one goes through the
+    :class:`Link` named ``link``, which tells the log when the pool lost the database
+    and where it reconnected."""
+    tracked = Link(link)
+    logging.getLogger("asyncpg.pool").addFilter(_SAID_BY_THE_LINK)
+
+    async def connect(*args: Any, **kwargs: Any) -> asyncpg.Connection:
+        return await tracked.connect(lambda: asyncpg.connect(*args, **kwargs))
+
     pool = await asyncpg.create_pool(
         url, min_size=min_size, max_size=max_size, command_timeout=60,
-        timeout=connect_timeout,
+        timeout=connect_timeout, connect=connect,
         server_settings={"application_name": "bureau"},
     )
     assert pool is not None
     return pool
+
+
+class _SaidByTheLink(logging.Filter):
+    """asyncpg's pool logs each failed attempt to restore its connections, traceback
+    and all, every few seconds for as long as the database is away; the pool's
+    :class:`Link` has said that once, so those records are dropped (any other failure
+    of the pool's is still logged)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return exc is None or not is_connection_error(exc)
+
+
+_SAID_BY_THE_LINK = _SaidByTheLink()
+
+
+async def server_of(conn: asyncpg.Connection) -> str:
+    """Which server ``conn`` reached: ``host:port``, or the local socket. With a
+    multi-host URL this is the node that was read-write when the connection opened."""
+    row = await conn.fetchrow("SELECT host(inet_server_addr()) AS host,"
+                              " current_setting('port') AS port")
+    if row is None or row["host"] is None:
+        return f"the local socket (port {row['port'] if row else '?'})"
+    host: str = row["host"]
+    return f"[{host}]:{row['port']}" if ":" in host else f"{host}:{row['port']}"
+
+
+class Link:
+    """One way this process keeps reaching the database — its pool, the committer's
+    own connection, a report worker's — which says in the log, once each, when it lost
+    the database and when it has it back (and on which server: after a failover, the
+    new primary), and counts each return in ``bureau_db_reconnects_total{link}``.
+
+    The database is lost when opening a connection fails for want of one
+    (:func:`is_connection_error`: no host answers, or none of the URL's hosts is the
+    read-write node yet), or when its owner reports a connection that died in use
+    (:meth:`lost`). Nothing here retries: each owner opens again when it next needs a
+    connection, so reconnecting costs nothing while the database is away."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        #: where the last connection opened went (None before the first)
+        self.server: str | None = None
+        self._lost_at: float | None = None
+
+    @property
+    def is_lost(self) -> bool:
+        return self._lost_at is not None
+
+    def lost(self, exc: BaseException) -> None:
+        if self._lost_at is None:
+            self._lost_at = time.monotonic()
+            log.warning("%s: lost the database (%s); it reconnects by itself", self.name,
+                        str(exc) or type(exc).__name__)
+
+    async def connect(self, open_one: Callable[[], Awaitable[asyncpg.Connection]],
+                      ) -> asyncpg.Connection:
+        """``open_one()``'s connection, noted; a failure for want of a database is
+        noted and raised."""
+        try:
+            conn = await open_one()
+        except Exception as exc:
+            if is_connection_error(exc):
+                self.lost(exc)
+            raise
+        try:
+            server = await server_of(conn)
+        except BaseException as exc:
+            conn.terminate()
+            if is_connection_error(exc):
+                self.lost(exc)
+            raise
+        if self._lost_at is not None:
+            metrics.DB_RECONNECTS.labels(link=self.name).inc()
+            log.warning("%s: reconnected, to the database at %s, %.1f s after losing it",
+                        self.name, server, time.monotonic() - self._lost_at)
+        elif self.server is None:
+            log.info("%s: connected to the database at %s", self.name, server)
+        elif server != self.server:
+            metrics.DB_RECONNECTS.labels(link=self.name).inc()
+            log.warning("%s: reconnected, to the database at %s (it was at %s)",
+                        self.name, server, self.server)
+        self._lost_at, self.server = None, server
+        return conn
 
 def migration_files() -> list[Path]:
     files = sorted(MIGRATIONS_DIR.glob("[0-9][0-9][0-9][0-9]_*.sql"))
@@ -155,6 +250,12 @@ async def is_reachable(pool: asyncpg.Pool) -> bool:
 def is_connection_error(exc: BaseException) -> bool:
     """True for failures that mean 'the database is not there right now'.
 
+    With a multi-host URL (``target_session_attrs=read-write``) that includes finding
+    no read-write node among the hosts, and a write refused because the node stopped
+    being the read-write one (SQLSTATE 25006; pg_auto_failover makes a standby it is
+    promoting refuse writes until the old primary is out): during a failover, both
+    mean "retry later", like a connection refused.
+
     asyncpg's client-side ``DataError`` ("invalid input for query argument": a value it
     cannot encode) is an ``InterfaceError`` and a ``ValueError``: it says something about
     the data, not the connection, so it is not one of these."""
@@ -163,7 +264,8 @@ def is_connection_error(exc: BaseException) -> bool:
     return isinstance(
         exc,
         OSError | TimeoutError | asyncpg.InterfaceError | asyncpg.PostgresConnectionError
-        | asyncpg.CannotConnectNowError | asyncpg.AdminShutdownError,
+        | asyncpg.CannotConnectNowError | asyncpg.AdminShutdownError
+        | asyncpg.TargetServerAttributeNotMatched | asyncpg.ReadOnlySQLTransactionError,
     )
 
 Record = dict[str, Any]

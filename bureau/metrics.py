@@ -72,6 +72,13 @@ DB_TRANSACTION_SECONDS = Histogram(
     ["name", "outcome"],
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
 )
+DB_RECONNECTS = Counter(
+    "bureau_db_reconnects_total",
+    "Times a way this process reaches the database (link: database pool, committer, "
+    "replica pool) connected again after losing it, or to another server than before "
+    "(a failover).",
+    ["link"],
+)
 COMMIT_GROUP_SIZE = Histogram(
     "bureau_commit_group_envelopes",
     "Envelopes judged per group-commit transaction.",

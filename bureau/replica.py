@@ -109,7 +109,8 @@ async def open_replica(url: str, primary: asyncpg.Pool) -> asyncpg.Pool:
     that is down when the bureau starts holds nothing up (its reads go to the primary);
     one that answers must hold this ledger: its genesis entry, once replayed, is the
     primary's (a URL naming another bureau's database would serve another ledger)."""
-    pool = await db.create_pool(url, min_size=0, connect_timeout=CONNECT_TIMEOUT)
+    pool = await db.create_pool(url, min_size=0, connect_timeout=CONNECT_TIMEOUT,
+                                link="replica pool")
     try:
         async with primary.acquire() as conn:
             ours = await conn.fetchval("SELECT id FROM entries WHERE seq = 1")

@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Protocol
 
 import aiohttp
 
@@ -92,6 +93,15 @@ def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]
                           timeout=300)
 
 
+class Killable(Protocol):
+    """What :class:`ProgressKiller` strikes: a :class:`ServeProcess`, or anything killed
+    at once and brought back (or replaced: a database's failover) by ``start``."""
+
+    def kill(self) -> None: ...
+
+    async def start(self, timeout: float = 30) -> None: ...
+
+
 class ProgressKiller:
     """Kills ``server`` with SIGKILL at chosen points of a client's progress, never after
     a fixed time: a crash test must crash as often on a fast machine as on a slow one.
@@ -106,7 +116,7 @@ class ProgressKiller:
     (``kills == len(targets)``).
     """
 
-    def __init__(self, server: ServeProcess, targets: Iterable[int], rnd: random.Random,
+    def __init__(self, server: Killable, targets: Iterable[int], rnd: random.Random,
                  *, max_delay: float = 0.2, restart_timeout: float = 60,
                  log: Callable[[str], None] = lambda _: None) -> None:
         self.server = server

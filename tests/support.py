@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import secrets
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -15,6 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 import aiohttp
 import asyncpg
 import nacl.signing
+import pytest
 from aiohttp import web
 
 from bureau.config import Config
@@ -24,6 +26,15 @@ from bureau.simulate.loopback import serving as serving  # tests start small ser
 from bureau.transparency.heads import LogKey
 from reporters import wire
 from reporters._internal.payloads import issued_timestamp
+
+
+def missing(what: str) -> None:
+    """Skip, saying what is missing — or fail, where it must be there (CI sets
+    ``BUREAU_REQUIRE_OPS_TOOLS`` once it has installed every tool: tests/ops's, and
+    pg_auto_failover for tests/scaling/test_failover.py)."""
+    if os.environ.get("BUREAU_REQUIRE_OPS_TOOLS"):
+        pytest.fail(f"{what}, and BUREAU_REQUIRE_OPS_TOOLS is set")
+    pytest.skip(what)
 
 
 class TestClock:

@@ -292,6 +292,8 @@ class Ledger:
         self._inflight = 0
         self._task: asyncio.Task[None] | None = None
         self._conn: asyncpg.Connection | None = None  # the committer's, see _connection
+        #: says in the log when the committer lost the database and where it reconnected
+        self._link = db.Link("committer")
         #: run under the lock, before the flush, in a group that admitted an admin
         #: ``seal`` (SPEC §3: it closes every elapsed epoch); set by bureau.views.settle
         self.seal_hook: LockedWork | None = None
@@ -435,13 +437,15 @@ class Ledger:
 
     async def _connection(self) -> asyncpg.Connection:
         """The committer's own connection, kept between groups (a group commit is a
-        handful of round trips in all), opened again after it was lost."""
+        handful of round trips in all), opened again after it was lost: to whichever
+        host of a multi-host URL is read-write by then (after a failover, the new
+        primary)."""
         conn = self._conn
         if conn is not None and not conn.is_closed():
             return conn
-        self._conn = await asyncpg.connect(
+        self._conn = await self._link.connect(lambda: asyncpg.connect(
             self.database_url, command_timeout=60,
-            server_settings={"application_name": "bureau committer"})
+            server_settings={"application_name": "bureau committer"}))
         return self._conn
 
     async def _drop_connection(self) -> None:
@@ -510,7 +514,9 @@ class Ledger:
                 i != _WORK for _, i in items))
         except Exception as exc:
             if db.is_connection_error(exc):
-                log.warning("database unreachable during group commit: %s", exc)
+                # said once an outage (the link); each group's failure only at debug
+                self._link.lost(exc)
+                log.debug("database unreachable during group commit: %s", exc)
                 self._fail(items, BureauError(
                     Code.UNAVAILABLE, "", "database unreachable; nothing was written; retry "
                     "later", pushback=Pushback.DATABASE_UNREACHABLE))

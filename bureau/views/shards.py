@@ -60,6 +60,11 @@ class ShardFailed(InternalError):
     """A worker process failed or died; the builder's state is no longer trusted."""
 
 
+class ShardUnreachable(ShardFailed, ConnectionError):
+    """A worker could not reach the database: a connection error to the settler (it
+    logs "database unreachable", and the next pass starts workers afresh)."""
+
+
 class ShardPool:
     """``shards`` worker processes that derive and sign reports together."""
 
@@ -180,6 +185,8 @@ def _reply(proc: BaseProcess, pipe: Connection) -> Any:
     except (EOFError, OSError) as exc:
         raise ShardFailed(f"report worker {proc.name} died (exit code "
                           f"{proc.exitcode})") from exc
+    if status == "unreachable":
+        raise ShardUnreachable(f"report worker {proc.name} lost the database: {value}")
     if status != "ok":
         raise ShardFailed(f"report worker {proc.name} failed:\n{value}")
     return value
@@ -192,13 +199,38 @@ def _worker_main(pipe: Connection, dsn: str, shard: int, shards: int, seed: byte
                  policy: str) -> None:
     # Ctrl-C reaches the whole process group; the parent decides when workers stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A spawned process has no logging of its own: lines like the service's, on the
+    # standard error it shares with it.
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     asyncio.run(_serve(pipe, dsn, shard, shards, nacl.signing.SigningKey(seed), policy))
+
+
+async def _connected(conn: asyncpg.Connection | None, dsn: str,
+                     link: db.Link) -> asyncpg.Connection:
+    """The worker's connection, checked before each message (a worker idles between
+    seals, and its server may have gone meanwhile: a failover), or a new one. The
+    deriver's state does not depend on the connection, and a message that fails half
+    way is never resumed (the parent starts over), so reconnecting between messages
+    loses nothing."""
+    if conn is not None:
+        try:
+            await conn.execute("SELECT 1")
+            return conn
+        except Exception as exc:
+            # Nothing about data can fail this: whatever it says (a connection whose
+            # server vanished while this process was blocked on its pipe may answer
+            # with a protocol error rather than a closed connection), it is gone.
+            link.lost(exc)
+            conn.terminate()
+    return await link.connect(lambda: asyncpg.connect(dsn))
 
 
 async def _serve(pipe: Connection, dsn: str, shard: int, shards: int,
                  key: nacl.signing.SigningKey, policy: str) -> None:
     deriver = Deriver(policy_by_hash(policy)[0], policy)
-    conn = await asyncpg.connect(dsn)
+    link = db.Link(f"report worker {shard}")
+    conn: asyncpg.Connection | None = None
     try:
         while True:
             try:
@@ -208,6 +240,7 @@ async def _serve(pipe: Connection, dsn: str, shard: int, shards: int,
             try:
                 if message[0] == "stop":
                     return
+                conn = await _connected(conn, dsn, link)
                 t0 = time.perf_counter()
                 reply: Any
                 if message[0] == "advance":
@@ -232,9 +265,14 @@ async def _serve(pipe: Connection, dsn: str, shard: int, shards: int,
                     else:
                         reply = list(zip(agents, envelopes, strict=True))
                 reply = (reply, (t1 - t0, time.perf_counter() - t1))
-            except Exception:
-                pipe.send(("error", traceback.format_exc()))
+            except Exception as exc:
+                if db.is_connection_error(exc):
+                    pipe.send(("unreachable", str(exc) or type(exc).__name__))
+                else:
+                    pipe.send(("error", traceback.format_exc()))
                 return
             pipe.send(("ok", reply))
     finally:
-        await conn.close()
+        if conn is not None:
+            with contextlib.suppress(Exception):  # it may be gone with its server
+                await conn.close(timeout=2)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncpg
@@ -26,17 +26,6 @@ from tests.support import BureauUnderTest, fact_payload, start_bureau
 pytestmark = pytest.mark.slow
 
 FACTS = 400
-
-
-@pytest.fixture
-def private_pg() -> Iterator[PrivatePostgres]:
-    pg = PrivatePostgres()
-    pg.init()
-    pg.start()
-    try:
-        yield pg
-    finally:
-        pg.destroy()
 
 
 @pytest.fixture

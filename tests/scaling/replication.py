@@ -42,7 +42,7 @@ def _bin_dir() -> Path:
     return path
 
 
-def _user() -> str | None:
+def postgres_user() -> str | None:
     """Who runs PostgreSQL: as root, the embedded server's user (initdb refuses root)."""
     if os.geteuid() != 0:
         return None
@@ -72,7 +72,7 @@ class Pair:
 class _Tools:
     def __init__(self, root: Path) -> None:
         self.bin = _bin_dir()
-        self.user = _user()
+        self.user = postgres_user()
         self.root = root
 
     def run(self, tool: str, *args: str, timeout: float = 120) -> None:
