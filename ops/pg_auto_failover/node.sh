@@ -18,7 +18,7 @@ if [ ! -f "$PGDATA/PG_VERSION" ]; then
     PGPASSWORD="$REPLICATION_PASSWORD" pg_autoctl create postgres --pgdata "$PGDATA" \
         --name "$NODE_NAME" --hostname "$NODE_HOSTNAME" --dbname bureau \
         --auth scram-sha-256 --ssl-self-signed --pg-hba-lan \
-        --monitor "postgres://autoctl_node:${AUTOCTL_NODE_PASSWORD}@${MONITOR_HOSTNAME}:5432/pg_auto_failover?sslmode=require"
+        --monitor "postgres://autoctl_node:${AUTOCTL_NODE_PASSWORD}@${MONITOR_HOSTNAME}:${MONITOR_PORT:-5432}/pg_auto_failover?sslmode=require"
     pg_autoctl config set --pgdata "$PGDATA" replication.password "$REPLICATION_PASSWORD"
     # Stopped as a primary, not as a standby: this is the first node.
     if pg_controldata "$PGDATA" | grep -q '^Database cluster state: *shut down$'; then

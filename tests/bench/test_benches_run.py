@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.scaling.autofailover import Unavailable, find_tools
+from tests.support import missing
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 RUNS = {
@@ -35,7 +38,23 @@ RUNS = {
 @pytest.mark.slow
 @pytest.mark.parametrize("script", sorted(RUNS))
 def test_the_bench_runs_and_prints_its_figures(script: str, tmp_path: Path) -> None:
-    args, expected = RUNS[script]
+    _runs_and_prints(script, *RUNS[script], tmp_path)
+
+
+@pytest.mark.slow
+def test_the_failover_bench_runs_and_prints_its_figures(tmp_path: Path) -> None:
+    """One failover (it needs pg_auto_failover, as tests/scaling/test_failover.py)."""
+    try:
+        find_tools()
+    except Unavailable as why:
+        missing(str(why))
+    _runs_and_prints("failover_bench.py", ["--runs", "1", "--posts", "10"],
+                     ["run 1: first envelope accepted", "kill -9 -> first accepted envelope",
+                      "synchronous replication: a single POST takes"], tmp_path)
+
+
+def _runs_and_prints(script: str, args: list[str], expected: list[str],
+                     tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(ROOT / "bench" / script), *args],
                           cwd=ROOT, capture_output=True, text=True, timeout=600,
                           env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),

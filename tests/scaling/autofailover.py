@@ -122,6 +122,8 @@ class Formation:
     user: str | None
     monitor: Node
     nodes: list[Node] = field(default_factory=list)
+    #: autoctl_node's password on the monitor, where it has one (ops/pg_auto_failover)
+    monitor_password: str | None = None
 
     # ------------------------------------------------------------------ pg_autoctl
 
@@ -164,7 +166,7 @@ class Formation:
         processes (its group) and PostgreSQL's (the postmaster and every backend, each
         of which is a session leader of its own, so not in that group)."""
         assert node.proc is not None
-        victims = _postgres_processes(node.pgdata)
+        victims = postgres_processes(node.pgdata)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(node.proc.pid, signal.SIGKILL)
         for pid in victims:
@@ -178,7 +180,7 @@ class Formation:
             if node.proc is not None and node.proc.poll() is None:
                 self.kill(node)
             else:
-                for pid in _postgres_processes(node.pgdata):
+                for pid in postgres_processes(node.pgdata):
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGKILL)
 
@@ -193,7 +195,10 @@ class Formation:
     # ------------------------------------------------------------------ the monitor's state
 
     def monitor_url(self) -> str:
-        return f"postgresql://autoctl_node@127.0.0.1:{self.monitor.port}/pg_auto_failover"
+        if self.monitor_password is None:
+            return f"postgresql://autoctl_node@127.0.0.1:{self.monitor.port}/pg_auto_failover"
+        return (f"postgresql://autoctl_node:{self.monitor_password}@127.0.0.1:"
+                f"{self.monitor.port}/pg_auto_failover?sslmode=require")
 
     async def states(self, conn: asyncpg.Connection) -> dict[str, tuple[str, str]]:
         """Each data node's (reported state, goal state), as the monitor has them."""
@@ -259,7 +264,7 @@ class Formation:
         return next(n for n in self.nodes if n is not primary)
 
 
-def _postgres_processes(pgdata: Path) -> list[int]:
+def postgres_processes(pgdata: Path) -> list[int]:
     """The postmaster of ``pgdata`` (from its pid file) and its children."""
     try:
         postmaster = int((pgdata / "postmaster.pid").read_text().split()[0])
