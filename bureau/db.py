@@ -121,10 +121,6 @@ class Link:
         self.server: str | None = None
         self._lost_at: float | None = None
 
-    @property
-    def is_lost(self) -> bool:
-        return self._lost_at is not None
-
     def lost(self, exc: BaseException) -> None:
         if self._lost_at is None:
             self._lost_at = time.monotonic()

@@ -72,6 +72,12 @@ def made() -> Iterator[tuple[Formation, dict[str, str]]]:
     root = Path(tempfile.mkdtemp(prefix="bureau-ha-scripts-"))
     root.chmod(0o755)
     shutil.chown(root, "postgres")
+    # Copied, as the image copies them to /usr/local/bin: the checkout may be where the
+    # postgres user cannot reach (under /root).
+    bin_dir = root / "bin"
+    bin_dir.mkdir()
+    for script in SCRIPTS.glob("*.sh"):
+        shutil.copy2(script, bin_dir / script.name)
     ports = {name: free_port() for name in ("pg-monitor", "pg-node1", "pg-node2")}
     monitor = Node("monitor", ports["pg-monitor"], root / "monitor", root / "monitor.log")
     nodes = [Node(n, ports[f"pg-{n}"], root / n, root / f"{n}.log") for n in ("node1", "node2")]
@@ -90,7 +96,7 @@ def made() -> Iterator[tuple[Formation, dict[str, str]]]:
                        XDG_CONFIG_HOME=str(root / name / "config"),
                        XDG_DATA_HOME=str(root / name / "data"),
                        XDG_RUNTIME_DIR=str(root / name / "run"),
-                       PATH=f"{tools.bindir}:{SCRIPTS}:/usr/bin:/bin", LANG="C.UTF-8")
+                       PATH=f"{tools.bindir}:{bin_dir}:/usr/bin:/bin", LANG="C.UTF-8")
             for sub in ("config", "data", "run"):
                 (root / name / sub).mkdir(parents=True)
                 shutil.chown(root / name / sub, "postgres")
@@ -98,7 +104,7 @@ def made() -> Iterator[tuple[Formation, dict[str, str]]]:
             [script] = service["command"]  # type: ignore[misc]
             with node.log.open("ab") as out:
                 node.proc = subprocess.Popen(
-                    [str(SCRIPTS / str(script))], stdout=out, stderr=subprocess.STDOUT,
+                    [str(bin_dir / str(script))], stdout=out, stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL, env=env, user="postgres", cwd=root,
                     start_new_session=True)
             # As compose's depends_on: the next one once this one answers over TCP.
