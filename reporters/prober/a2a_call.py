@@ -120,6 +120,11 @@ def _from_error(exc: BaseException, latency_ms: int) -> Asked:
     return Asked(True, latency_ms, False, note=f"not an A2A answer: {exc}")
 
 
+class CannotCall(RuntimeError):
+    """The prober cannot call this agent as configured (its card offers no interface
+    a2a-sdk's client speaks): a setup problem, not an answer."""
+
+
 class A2ASender:
     """One route's A2A client: the card is read once and kept while calls go through."""
 
@@ -138,7 +143,10 @@ class A2ASender:
             card = await A2ACardResolver(self._http, self.route.upstream).get_agent_card(
                 relative_card_path=self.route.card_path)
             factory = ClientFactory(ClientConfig(streaming=False, httpx_client=self._http))
-            self._client = factory.create(card)
+            try:
+                self._client = factory.create(card)
+            except ValueError as exc:  # no JSON-RPC interface: not the agent's answer
+                raise CannotCall(f"{self.route.upstream}: {exc}") from exc
         return self._client
 
     async def _finish(self, client: Client, task: Task, deadline: float) -> Task:

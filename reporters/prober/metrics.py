@@ -32,8 +32,9 @@ class ProbeMetrics:
             "tasks of its kinds than the batch holds (no more probes until the next epoch).",
             ["agent"], registry=r)
         self.interrupted = Counter(
-            "bureau_probe_interrupted", "Tasks in flight when a run ended without stopping "
-            "cleanly, found at start: their answers are unknown, so nothing was reported.",
+            "bureau_probe_interrupted", "Tasks whose answers are unknown, so nothing was "
+            "reported for them: in flight when a run ended without stopping cleanly (found "
+            "at start), or failed in the prober itself (logged with the error).",
             registry=r)
         self.recovered = Counter(
             "bureau_probe_recovered", "Probes answered and judged by a run that ended before "

@@ -311,7 +311,15 @@ class Prober:
         await self.reporter.hold({progress.name: progress.dump()})  # step 1
 
         self.metrics.sent.labels(agent, probe_task.kind).inc()
-        asked = await self._senders[agent].ask(probe_task.text)
+        try:
+            asked = await self._senders[agent].ask(probe_task.text)
+        except Exception:  # a fault of the prober's, or a setup it cannot call with
+            log.exception("%s to %s as %s: the answer could not be judged; nothing is "
+                          "reported for it", probe_task.probe_id, agent, interaction)
+            self.metrics.interrupted.inc()
+            progress.asking = None
+            await self.reporter.hold({progress.name: progress.dump()})
+            return
         result = judge(probe_task, asked)
         fact = self.reporter.fact(
             interaction, agent, observed_at=observed_at, answered=asked.answered,

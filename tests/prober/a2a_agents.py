@@ -108,10 +108,10 @@ class MethodLog:
         await self.app(scope, replay, send)
 
 
-def card(url: str, version: str) -> AgentCard:
+def card(url: str, version: str, binding: str = "JSONRPC") -> AgentCard:
     return AgentCard(
         name="puzzle solver", description="answers questions", version="1.0.0",
-        supported_interfaces=[AgentInterface(protocol_binding="JSONRPC", url=url,
+        supported_interfaces=[AgentInterface(protocol_binding=binding, url=url,
                                              protocol_version=version)],
         capabilities=AgentCapabilities(streaming=False),
         default_input_modes=["text/plain"], default_output_modes=["text/plain"],
@@ -133,6 +133,9 @@ async def a2a_agents(version: str) -> AsyncIterator[tuple[str, dict[str, Executo
         mounts.append(Mount(f"/{name}", routes=[
             *create_agent_card_routes(c),
             *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=version == "0.3")]))
+    # and one whose card offers gRPC only, which the prober's client does not speak
+    mounts.append(Mount("/grpc-only", routes=create_agent_card_routes(
+        card(f"{base}/grpc-only/", version, "GRPC"))))
     app = MethodLog(Starlette(routes=mounts))
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     serving = asyncio.create_task(server.serve(sockets=[sock]))

@@ -63,6 +63,24 @@ async def test_every_final_state(bureau: BureauUnderTest, tmp_path: Path, versio
     assert got["right"]["probes"] == {"passed": 3, "failed": 0}
 
 
+async def test_an_agent_the_client_cannot_call_is_reported_nowhere(
+        bureau: BureauUnderTest, tmp_path: Path) -> None:
+    """A card offering no interface a2a-sdk's client speaks is a setup problem, not an
+    answer: logged, counted as interrupted, nothing reported; the prober goes on."""
+    reporter = await bureau.reporter(("facts", "probes"))
+    async with a2a_agents("1.0") as (base, _, _):
+        routes = [{"agent": kid(new_agent()), "protocol": "a2a",
+                   "upstream": f"{base}/grpc-only", "probes_per_hour": 360000},
+                  {"agent": kid(new_agent()), "protocol": "a2a", "upstream": f"{base}/right",
+                   "probes_per_hour": 360000}]
+        async with prober(bureau, tmp_path, routes, limit=2, reporter=reporter) as p:
+            await run(p)
+            assert p.metrics.interrupted._value.get() == 2
+            assert p.run.results["passed"] == 2
+    facts = await entries(bureau.database_url, kid(reporter), "fact")
+    assert {f["subject"] for f in facts} == {routes[1]["agent"]}
+
+
 async def test_an_agent_that_is_not_there_did_not_answer(bureau: BureauUnderTest,
                                                          tmp_path: Path) -> None:
     agent = new_agent()
