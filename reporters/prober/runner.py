@@ -245,8 +245,9 @@ class Prober:
                             "answer is unknown, nothing is reported for it (%s)", GENERATOR,
                             progress.epoch, progress.asking["index"], progress.agent,
                             progress.asking["interaction"])
-            progress.asking = progress.answered = None
-            await self.reporter.hold({progress.name: progress.dump()})
+            if progress.asking is not None or progress.answered is not None:
+                progress.asking = progress.answered = None
+                await self.reporter.hold({progress.name: progress.dump()})
             self._progress[progress.agent] = progress
 
     # ------------------------------------------------------------------ probing

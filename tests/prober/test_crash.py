@@ -12,6 +12,8 @@ import os
 import random
 import signal
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +150,10 @@ async def test_sigterm_stops_it_cleanly_and_limit_stops_it_by_itself(
         px = ProberProcess(tmp_path / "probe.log", config)
         await px.start()
         await answered.wait()
+        second = await asyncio.to_thread(subprocess.run, [
+            sys.executable, "-m", "reporters.proxy.cli", "probe", "--config", str(config),
+            "--ops-listen", "off"], capture_output=True, text=True, timeout=120)
+        assert second.returncode == 2 and "another Reporter holds the spool" in second.stderr
         assert await px.stop(signal.SIGTERM) == 0
     log = px.logged()
     assert "SIGTERM: stopping" in log
