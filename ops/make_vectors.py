@@ -1,7 +1,10 @@
-"""Regenerate tests/vectors/*.json, the known-answer vectors of the wire format.
+"""Regenerate tests/vectors/*.json, the known-answer vectors of the wire format, and
+tests/vectors/probing/batches.json, those of the probe task generator.
 
 Ed25519 is deterministic, so a fixed seed and payload give fixed PAE bytes, signature,
-content key and entry id. Run by hand only when the wire format changes on purpose:
+content key and entry id; the task generator is a pure function of its seed and epoch.
+Run by hand only when the wire format changes on purpose (the generator never changes:
+a new one is a new version, with vectors of its own):
 
     python ops/make_vectors.py
 """
@@ -12,7 +15,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import blake3
+
 from reporters import wire
+from reporters.probing import GENERATOR, batch
+from reporters.probing.tasks import batch_bytes
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "vectors"
 
@@ -54,8 +61,28 @@ def vector(case: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+#: (seed, epoch, size): the probe batches pinned.
+PROBE_CASES: list[tuple[bytes, int, int]] = [
+    (bytes(32), 0, 10),
+    (bytes.fromhex("a5" * 32), 82620, 25),
+    (b"bureau-simulate", 4, 5),
+    (bytes(range(64)), 2**40, 10),
+]
+
+
+def probe_vectors() -> dict[str, Any]:
+    return {"generator": GENERATOR, "cases": [
+        {"seed": seed.hex(), "epoch": epoch, "size": size,
+         "blake3": blake3.blake3(batch_bytes(epoch, seed, size)).hexdigest(),
+         "tasks": [t.to_json() for t in batch(epoch, seed, size)]}
+        for seed, epoch, size in PROBE_CASES]}
+
+
 def main() -> None:
-    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "probing").mkdir(parents=True, exist_ok=True)
+    probes = OUT / "probing" / "batches.json"
+    probes.write_text(json.dumps(probe_vectors(), indent=2, ensure_ascii=True) + "\n")
+    print(f"wrote {probes}")
     for case in CASES:
         path = OUT / f"{case['name']}.json"
         path.write_text(json.dumps(vector(case), indent=2, ensure_ascii=False) + "\n")

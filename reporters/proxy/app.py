@@ -222,17 +222,7 @@ class Proxy:
     async def bureau_ready(self) -> str | None:
         """``None`` when the bureau answers its ``/readyz`` with 200 within 2 s, else
         why not."""
-        if self._session is None:
-            return "not started"
-        url = self.config.bureau_url + "/readyz"
-        try:
-            async with self._session.get(url, timeout=aiohttp.ClientTimeout(total=2)) as resp:
-                if resp.status == 200:
-                    return None
-                return f"the bureau at {self.config.bureau_url} answered /readyz {resp.status}"
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            return (f"the bureau at {self.config.bureau_url} did not answer /readyz: "
-                    f"{type(exc).__name__}")
+        return await ops.bureau_readiness(self._session, self.config.bureau_url)
 
     # ------------------------------------------------------------------ the call
 

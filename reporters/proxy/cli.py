@@ -7,6 +7,8 @@
     bureau-reporter resend --key gw.key --bureau http://127.0.0.1:8080 --spool ./spool \
         [--since 2026-11-30T00:00:00Z]
 
+    bureau-reporter probe --config probe.toml          (docs/probing.md)
+
 Flags given override the file's values; ``--route`` and ``--promise`` add to its lists.
 ``resend`` sends again the facts a proxy kept as delivered (``--keep-delivered-days``),
 after the bureau was restored from a backup that lost them (docs/runbook.md); run it
@@ -22,7 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,6 +34,8 @@ from aiohttp import web
 from reporters import Delivery, Reporter, load_key
 from reporters._internal.errors import BureauClientError
 from reporters.models import parse_timestamp
+from reporters.prober.cli import add_command as add_probe_command
+from reporters.proxy import ops
 from reporters.proxy.app import Proxy
 from reporters.proxy.config import ConfigError, ProxyConfig, from_mapping, read_file
 
@@ -76,26 +79,11 @@ def build_config(args: argparse.Namespace) -> dict[str, Any]:
     return raw
 
 
-def _bound(runner: web.AppRunner) -> str:
-    """``host:port`` a runner's site listens on (the real port when 0 was asked for)."""
-    host, port = runner.addresses[0][:2]
-    return f"{host}:{port}"
-
-
 async def serve(proxy: Proxy, config: ProxyConfig) -> None:
     """Run the proxy and its ops listener until SIGTERM or SIGINT, then stop cleanly:
     stop accepting, give calls in flight ``drain_seconds`` to finish, then
     :meth:`Proxy.close` (release held facts, deliver for ``drain_seconds``)."""
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    received: list[str] = []
-
-    def on_signal(sig: signal.Signals) -> None:
-        received.append(sig.name)
-        stop.set()
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, on_signal, sig)
+    stop, received = ops.stop_on_signals()
     runner = web.AppRunner(proxy.app(), access_log=None,
                            shutdown_timeout=config.drain_seconds)
     await runner.setup()  # starts the proxy: opens the spool, takes back held facts
@@ -109,9 +97,9 @@ async def serve(proxy: Proxy, config: ProxyConfig) -> None:
             await ops_runner.setup()
             ops_site = web.TCPSite(ops_runner, config.ops_host, config.ops_port)
             await ops_site.start()
-            ops_at = f"ops on http://{_bound(ops_runner)}"
+            ops_at = f"ops on http://{ops.bound(ops_runner)}"
         print(f"bureau-reporter proxy {proxy.proxy_id} as reporter {proxy.reporter.key_id}, "
-              f"{len(config.routes)} route(s), on http://{_bound(runner)}, {ops_at}, "
+              f"{len(config.routes)} route(s), on http://{ops.bound(runner)}, {ops_at}, "
               f"spool {config.spool_dir}", flush=True)
         await stop.wait()
         log.info("%s: stopping; calls in flight and delivery get %g s each",
@@ -221,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     again.add_argument("--timeout", type=float, default=300.0,
                        help="seconds to wait for the bureau's answers (default 300)")
     again.set_defaults(func=cmd_resend)
+    add_probe_command(sub)
     return parser
 
 

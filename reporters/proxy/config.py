@@ -126,7 +126,8 @@ class ProxyConfig:
         return best
 
 
-def _key_id(value: Any, where: str) -> str:
+def key_id_field(value: Any, where: str) -> str:
+    """``value`` when it is a valid key id, else a :class:`ConfigError` naming ``where``."""
     if not isinstance(value, str):
         raise ConfigError(f"{where}: a key id (ed25519:…) is needed")
     try:
@@ -163,14 +164,14 @@ def _route(raw: Mapping[str, Any], base: Path, i: int) -> Route:
     check = raw.get("check")
     if check is not None and (not isinstance(check, str) or ":" not in check):
         raise ConfigError(f"{where}.check: module:function is needed")
-    return Route(prefix, _key_id(raw.get("agent"), f"{where}.agent"), upstream,
+    return Route(prefix, key_id_field(raw.get("agent"), f"{where}.agent"), upstream,
                  float(raw.get("timeout_seconds", 30.0)), schema, claim, check)
 
 
 def _promises(raw: Mapping[str, Any]) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for agent, spec in raw.items():
-        kid = _key_id(agent, f"agents.{agent}")
+        kid = key_id_field(agent, f"agents.{agent}")
         bounds: dict[str, int] = {}
         for j, p in enumerate(spec.get("promises", [])):
             pid, max_ms = p.get("promise"), p.get("max_ms")

@@ -15,9 +15,12 @@ proxy's own port, where ``/metrics`` is answered 404. None of them is ever forwa
 
 from __future__ import annotations
 
+import asyncio
+import signal
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+import aiohttp
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
@@ -35,6 +38,43 @@ class Proxy(Protocol):
     @property
     def metrics(self) -> _Exposition: ...
     async def bureau_ready(self) -> str | None: ...
+
+def bound(runner: web.AppRunner) -> str:
+    """``host:port`` a runner's site listens on (the real port when 0 was asked for)."""
+    host, port = runner.addresses[0][:2]
+    return f"{host}:{port}"
+
+
+def stop_on_signals() -> tuple[asyncio.Event, list[str]]:
+    """An event set at SIGTERM or SIGINT, and the names of the signals received (the
+    running loop's handlers: ``bureau-reporter``'s commands stop this way)."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    received: list[str] = []
+
+    def on_signal(sig: signal.Signals) -> None:
+        received.append(sig.name)
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, on_signal, sig)
+    return stop, received
+
+
+async def bureau_readiness(session: aiohttp.ClientSession | None, bureau_url: str) -> str | None:
+    """``None`` when the bureau answers its ``/readyz`` with 200 within 2 s, else why
+    not (for a ``/readyz`` of our own: the proxy's, the prober's)."""
+    if session is None:
+        return "not started"
+    try:
+        async with session.get(bureau_url + "/readyz",
+                               timeout=aiohttp.ClientTimeout(total=2)) as resp:
+            if resp.status == 200:
+                return None
+            return f"the bureau at {bureau_url} answered /readyz {resp.status}"
+    except (TimeoutError, aiohttp.ClientError) as exc:
+        return f"the bureau at {bureau_url} did not answer /readyz: {type(exc).__name__}"
+
 
 _OWN_METHODS = frozenset({"GET", "HEAD"})
 

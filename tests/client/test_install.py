@@ -77,13 +77,16 @@ def _imports(path: Path) -> set[str]:
 
 def test_the_client_declares_what_reporters_imports_and_nothing_of_the_service() -> None:
     """Every third-party module reporters/ imports comes with a client dependency (the
-    proxy may also use the ``proxy`` extra); none of them is the service's."""
+    proxy may also use the ``proxy`` extra, the prober the ``proxy`` and ``a2a`` extras);
+    none of them is the service's."""
     extras = CLIENT["optional-dependencies"]
     base = _with_their_dependencies(_requirement_names(CLIENT["dependencies"]))
     proxy = base | _with_their_dependencies(_requirement_names(extras["proxy"]))
+    prober = proxy | _with_their_dependencies(_requirement_names(extras["a2a"]))
     provided = importlib.metadata.packages_distributions()
     for path in sorted(PACKAGE.rglob("*.py")):
-        allowed = proxy if "proxy" in path.relative_to(PACKAGE).parts else base
+        parts = path.relative_to(PACKAGE).parts
+        allowed = prober if "prober" in parts else proxy if "proxy" in parts else base
         for module in _imports(path) - set(sys.stdlib_module_names) - {"reporters", "__future__"}:
             where = path.relative_to(ROOT)
             assert module not in SERVICE_ONLY, f"{where} imports {module}"
@@ -98,6 +101,11 @@ def test_the_client_pyproject_is_the_projects_restricted_to_the_client() -> None
     whole = {Requirement(s).name: str(Requirement(s)) for s in WHOLE["dependencies"]}
     for spec in [*CLIENT["dependencies"], *extras["proxy"]]:
         assert whole.get(Requirement(spec).name) == str(Requirement(spec)), spec
+    # the client's a2a extra is the project's, and the tests install it
+    assert sorted(map(str, map(Requirement, extras["a2a"]))) == sorted(
+        map(str, map(Requirement, WHOLE["optional-dependencies"]["a2a"])))
+    assert any(Requirement(s).name == WHOLE["name"] and "a2a" in Requirement(s).extras
+               for s in WHOLE["optional-dependencies"]["test"])
     assert CLIENT["scripts"].items() <= WHOLE["scripts"].items()
     assert not _requirement_names(CLIENT["dependencies"]) & SERVICE_ONLY
 

@@ -1,4 +1,5 @@
-"""``bureau-reporter proxy`` as a real process, for tests that signal or kill it."""
+"""``bureau-reporter`` commands as real processes, for tests that signal or kill them:
+``proxy`` here, ``probe`` in tests/prober/process.py."""
 
 from __future__ import annotations
 
@@ -9,30 +10,33 @@ import signal
 import sys
 from pathlib import Path
 
-_STARTED = re.compile(rb"on (http://\S+), ops on (http://\S+), spool ")
 
+class ReporterProcess:
+    """One run of ``bureau-reporter COMMAND``; ``start`` again for the next run on the
+    same spool. Listeners bind port 0; the startup line says where they ended up."""
 
-class ProxyProcess:
-    """One run of the command; ``start`` again for the next run on the same spool.
-    Both listeners bind port 0; the startup line says where they ended up."""
+    command = ""
+    #: the startup line, its groups the listeners' URLs
+    started = re.compile(rb"")
+    listeners: tuple[str, ...] = ()
 
     def __init__(self, log: Path, *args: str) -> None:
         self.log = log
         self.args = args
         self.proc: asyncio.subprocess.Process | None = None
-        self.url = self.ops_url = ""
+        self.urls: tuple[str, ...] = ()
 
     async def start(self, *more: str, timeout: float = 30) -> None:
+        listen = [arg for flag in self.listeners for arg in (flag, "127.0.0.1:0")]
         with self.log.open("ab") as err:
             self.proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "reporters.proxy.cli", "proxy", *self.args,
-                "--listen", "127.0.0.1:0", "--ops-listen", "127.0.0.1:0", *more,
-                stdout=asyncio.subprocess.PIPE, stderr=err, cwd=os.getcwd())
+                sys.executable, "-m", "reporters.proxy.cli", self.command, *self.args,
+                *listen, *more, stdout=asyncio.subprocess.PIPE, stderr=err, cwd=os.getcwd())
         assert self.proc.stdout is not None
         line = await asyncio.wait_for(self.proc.stdout.readline(), timeout)
-        found = _STARTED.search(line)
+        found = self.started.search(line)
         assert found, (line, self.log.read_text()[-3000:])
-        self.url, self.ops_url = found[1].decode(), found[2].decode()
+        self.urls = tuple(g.decode() for g in found.groups())
 
     def kill(self) -> None:
         """SIGKILL, now: no handler runs, nothing is flushed or closed."""
@@ -52,3 +56,17 @@ class ProxyProcess:
 
     def logged(self) -> str:
         return self.log.read_text()
+
+
+class ProxyProcess(ReporterProcess):
+    command = "proxy"
+    started = re.compile(rb"on (http://\S+), ops on (http://\S+), spool ")
+    listeners = ("--listen", "--ops-listen")
+
+    @property
+    def url(self) -> str:
+        return self.urls[0]
+
+    @property
+    def ops_url(self) -> str:
+        return self.urls[1]

@@ -122,6 +122,15 @@ async def stored_facts(database_url: str, reporter: str) -> dict[str, dict[str, 
     return {f["interaction"]: f for f in await ledger_facts(database_url, reporter)}
 
 
+async def metric(session: aiohttp.ClientSession, ops_url: str, name: str) -> float:
+    """One unlabelled sample of an ops listener's /metrics."""
+    async with session.get(ops_url + "/metrics") as resp:
+        for line in (await resp.text()).splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+    raise AssertionError(f"{name} not exported")
+
+
 def new_agent() -> str:
     """A key id for an agent behind the proxy (facts need no enrollment)."""
     return wire.signing_key_id(wire.generate_key())

@@ -25,7 +25,7 @@ from reporters.httpsig import sign_request_headers
 from reporters.proxy import INTERACTION_HEADER
 from tests.client.helpers import DEAD_URL
 from tests.proxy.process import ProxyProcess
-from tests.proxy.support import ledger_facts, new_agent, upstream
+from tests.proxy.support import ledger_facts, metric, new_agent, upstream
 from tests.support import BureauUnderTest, fresh_database, issued, start_bureau
 
 pytestmark = pytest.mark.slow
@@ -72,14 +72,6 @@ async def unsigned_calls(session: aiohttp.ClientSession, base: str, n: int) -> s
         async with session.get(f"{base}/{i}") as resp:
             ids.add(resp.headers[INTERACTION_HEADER])
     return ids
-
-
-async def metric(session: aiohttp.ClientSession, ops_url: str, name: str) -> float:
-    async with session.get(ops_url + "/metrics") as resp:
-        for line in (await resp.text()).splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[1])
-    raise AssertionError(f"{name} not exported")
 
 
 async def test_kill_9_at_random_points_loses_no_fact_and_sends_none_twice(

@@ -48,13 +48,16 @@ def test_every_config_field_is_documented() -> None:
         assert f"{name} =" in text or f"`{name}`" in text, name
 
 
-def test_every_metric_is_documented_with_its_type_labels_and_help() -> None:
-    rows = _table_rows((DOCS / "proxy.md").read_text(), "| metric | type |")
+def check_metrics_table(doc: str, registry_owner: object, prefix: str) -> None:
+    """The doc's ``| metric | type | labels |`` table is exactly the metrics of
+    ``registry_owner`` (an object whose attributes are its metrics), with their types
+    and labels; every metric has help text and the prefix."""
+    rows = _table_rows(doc, "| metric | type |")
     documented = {row[0].strip("`"): row for row in rows}
-    metrics = [m for m in vars(ProxyMetrics()).values() if isinstance(m, MetricWrapperBase)]
+    metrics = [m for m in vars(registry_owner).values() if isinstance(m, MetricWrapperBase)]
     exposed = {}
     for m in metrics:
-        assert m._name.startswith("bureau_proxy_"), m._name
+        assert m._name.startswith(prefix), m._name
         assert m._documentation.strip(), m._name
         # prometheus_client keeps a counter's name without "_total" and adds it on exposition
         exposed[m._name + "_total" if m._type == "counter" else m._name] = m
@@ -64,6 +67,10 @@ def test_every_metric_is_documented_with_its_type_labels_and_help() -> None:
         assert kind == m._type, name
         assert {label.strip("` ") for label in labels.split(",") if label.strip()} == \
             set(m._labelnames), name
+
+
+def test_every_metric_is_documented_with_its_type_labels_and_help() -> None:
+    check_metrics_table((DOCS / "proxy.md").read_text(), ProxyMetrics(), "bureau_proxy_")
 
 
 def test_the_ops_paths_are_documented() -> None:
