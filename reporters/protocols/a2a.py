@@ -146,7 +146,9 @@ def _send_request(version: Version, params: Any) -> SendMessageRequest:
     if not isinstance(params, dict):
         raise ValueError("params must be an object")
     if version == "1.0":
-        return ParseDict(params, SendMessageRequest(), ignore_unknown_fields=True)
+        parsed: SendMessageRequest = ParseDict(params, SendMessageRequest(),
+                                               ignore_unknown_fields=True)
+        return parsed
     return conversions.to_core_send_message_request(
         v03.SendMessageRequest(id=0, params=v03.MessageSendParams.model_validate(params)))
 

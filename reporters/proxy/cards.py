@@ -128,7 +128,8 @@ class AgentCards:
         def key_for(kid: str | None, jku: str | None) -> PyJWK:
             for key in keys:
                 if kid is None or key.key_id == kid:
-                    return key
+                    found: PyJWK = key
+                    return found
             raise CardError("bad_signature", f"no key {kid!r}")
 
         try:

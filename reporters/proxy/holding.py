@@ -32,7 +32,7 @@ import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, cast
 
 from reporters import Reporter
 from reporters._internal.errors import BureauClientError
@@ -82,7 +82,7 @@ class OpenMark:
 
 
 #: ``derived`` left to the tracker (what the caller does next), in :meth:`HeldFacts.end`.
-TRACKED = "tracked"
+TRACKED: Literal["tracked"] = "tracked"
 
 
 @dataclass(slots=True)
@@ -188,7 +188,8 @@ class HeldFacts:
                 self.tasks.turn(interaction, fact.measured.agent, fact.open.task_id,
                                 fact.open.state, on_clock(fact.open.last_at))
                 continue
-            if fact.settled or fact.open is not None or fact.thread is None or fact.measured.caller is None:
+            if fact.settled or fact.open is not None or fact.thread is None or \
+                    fact.measured.caller is None:
                 # Settled before the stop (a thread's first fact always has its mark).
                 self._ready.append(Settled(interaction, fact.derived))
                 continue
@@ -269,14 +270,14 @@ class HeldFacts:
         fact.measured, fact.task, fact.satisfactory, fact.open = (measured, task,
                                                                   satisfactory, None)
         fact.answered_at = self._wall()
-        if derived != TRACKED:
-            changed = {interaction, *self._settled(
-                [Settled(interaction, derived)])}  # type: ignore[list-item]
-        else:
+        if derived == TRACKED:
             changed = self._track(interaction, fact)
             if satisfactory:
                 closed = self.tracker.close(fact.measured.caller, task)
                 changed |= set(self._settled([closed] if closed else []))
+        else:
+            given = cast("Derived | None", derived)  # not TRACKED: mypy cannot narrow it
+            changed = {interaction, *self._settled([Settled(interaction, given)])}
         await self._write(interaction, changed)
 
     def _track(self, interaction: str, fact: HeldFact) -> set[str]:

@@ -11,7 +11,9 @@ from typing import Any, Literal
 
 import jsonschema
 
-from reporters.protocols.answers import Claimed, parse_strict
+# Claimed and parse_strict live with the protocol readers; the proxy's users import them here.
+from reporters.protocols.answers import Claimed as Claimed
+from reporters.protocols.answers import parse_strict as parse_strict
 
 Check = Literal["PASS", "FAIL"]
 CLAIMS: frozenset[str] = frozenset({"SUCCESS", "FAILURE", "DECLINED"})

@@ -12,6 +12,7 @@ went upstream.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
@@ -105,10 +106,8 @@ async def forward(session: aiohttp.ClientSession, request: web.Request, target: 
                     await on_event(event, round((clock() - started) * 1000))
         except (aiohttp.ClientError, TimeoutError):
             clean = False  # the agent's stream was cut or went silent
-        try:
+        with contextlib.suppress(ConnectionError, aiohttp.ClientConnectionResetError):
             await out.write_eof()
-        except (ConnectionError, aiohttp.ClientConnectionResetError):
-            pass
         return Streamed(resp.status, out, events, clean)
 
 
