@@ -60,7 +60,8 @@ from a2a.utils.errors import JSON_RPC_ERROR_CODE_MAP, A2AError
 
 from reporters.prober.config import Route
 from reporters.prober.outcome import Asked
-from reporters.protocols.a2a import STATE_CLAIMS, WAITING, error_claim
+from reporters.protocols.a2a import STATE_CLAIMS, error_claim
+
 
 def _parts_text(parts: Any) -> list[str]:
     texts = [t for t in get_text_parts(parts) if t]
