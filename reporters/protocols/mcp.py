@@ -44,6 +44,16 @@ def is_method(name: str) -> bool:
     return name in METHODS or name.startswith("notifications/")
 
 
+def is_transport(method: str, headers: Mapping[str, str]) -> bool:
+    """A request of the streamable HTTP transport itself, not a JSON-RPC message: the
+    GET that opens a session's stream of server messages, the DELETE that ends a
+    session. Both name the session (``Mcp-Session-Id``)."""
+    if "Mcp-Session-Id" not in headers:
+        return False
+    return method == "DELETE" or (
+        method == "GET" and "text/event-stream" in headers.get("Accept", ""))
+
+
 def tool_name(params: Any) -> str | None:
     """The tool a ``tools/call`` asks for; None when its params are not valid."""
     try:

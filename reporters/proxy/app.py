@@ -256,9 +256,7 @@ class Proxy:
         caller = self._caller(request)
         sub_path = raw_path[len(route.prefix):] or "/"
         wall = self._wall()
-        if request.method == "GET" and route.protocol in ("auto", "a2a") and \
-                sub_path in (route.card_path, *CARD_PATHS):
-            # Reading the agent card is not work: forwarded, no fact.
+        if self._no_fact(route, request, sub_path):
             return await self.pass_through(Call(request, route, caller, wall, sub_path,
                                                 raw_query, body))
         read = protocol_of(route, request.method, body)
@@ -293,6 +291,20 @@ class Proxy:
         return web.Response(status=up.status, body=up.body, headers=headers)
 
     # ------------------------------------------------------------------ protocol calls
+
+    @staticmethod
+    def _no_fact(route: Route, request: web.Request, sub_path: str) -> bool:
+        """Requests that are a protocol's plumbing, not work: reading an A2A agent card;
+        an MCP session's event stream (GET) and its end (DELETE). Forwarded (streams
+        unbuffered), no fact."""
+        if route.protocol in ("auto", "a2a") and request.method == "GET" and \
+                sub_path in (route.card_path, *CARD_PATHS):
+            return True
+        if route.protocol in ("auto", "mcp"):
+            from reporters.protocols.mcp import is_transport
+
+            return is_transport(request.method, request.headers)
+        return False
 
     #: What a call the agent did not answer raises.
     FAILURES = (TimeoutError, aiohttp.ClientError, TooLarge)
