@@ -180,8 +180,12 @@ class Proxy:
         earlier run left held, and start releasing."""
         await self.reporter.start()  # takes the spool lock: one proxy per spool dir
         self._ids = InteractionIds(self.config.spool_dir, self.proxy_id)
+        # Idle upstream connections are closed after 4 s, before the agent's server
+        # closes them (uvicorn's default is 5 s): a POST sent on a connection the other
+        # end has just closed fails with a reset, and is not retried.
         self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0), cookie_jar=aiohttp.DummyCookieJar())
+            connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=4),
+            cookie_jar=aiohttp.DummyCookieJar())
         await self.cards.start(self._session)
         recovered = await self.facts.recover()
         if recovered:
