@@ -167,9 +167,10 @@ class A2ACalls:
                 return p.failure(exc, p.marks(interaction))
             return p.failure(exc, {})
         if isinstance(relayed, Streamed):
-            if not seen.ended:  # the stream ended before the task did
+            if not seen.ended:  # the stream ended before the task did: it was cut,
+                # unless the task waits for the caller (a stream stops there in A2A)
                 seen.streamed = relayed.clean and relayed.events > 0 and \
-                    seen.well_formed is not False
+                    seen.well_formed is not False and _latest_state(seen.turns) in a2a.WAITING
                 if relayed.events == 0:
                     seen.well_formed = False
                 await decide()
