@@ -88,7 +88,9 @@ class A2ACalls:
         agent = call.route.agent
         task = None if asked is None else p.facts.tasks.find(agent, asked.task_id)
         if asked is None or (asked.kind in ("get", "cancel", "resubscribe") and task is None):
+            p.metrics.protocol_calls.labels(call.route.prefix, "a2a", "none").inc()
             return await p.pass_through(call)  # bookkeeping, or a task we do not follow
+        p.metrics.protocol_calls.labels(call.route.prefix, "a2a", "fact").inc()
         interaction = task.interaction if task is not None else p.next_interaction()
         seen = _Seen(asked)
         base = p.facts.measured(interaction)

@@ -41,7 +41,7 @@ from reporters.httpsig import HttpSignatureError, NonceStore, verify_request
 from reporters.protocols import jsonrpc
 from reporters.proxy import ops
 from reporters.proxy.cards import AgentCards
-from reporters.proxy.config import ProxyConfig, Route
+from reporters.proxy.config import ProxyConfig, Route, extra_installed
 from reporters.proxy.holding import HeldFacts, Measured
 from reporters.proxy.ids import InteractionIds
 from reporters.proxy.measure import (
@@ -108,13 +108,18 @@ def protocol_of(route: Route, method: str, body: bytes) -> tuple[str, jsonrpc.Re
     rpc = jsonrpc.read_request(body)
     if rpc is None:
         return None
-    from reporters.protocols import a2a, mcp
+    # An auto route reads a protocol only when its extra is installed (a2a, mcp);
+    # a route that names one was refused at startup without it (config).
+    if route.protocol in ("auto", "a2a") and extra_installed("a2a"):
+        from reporters.protocols import a2a
 
-    if route.protocol in ("auto", "a2a") and (
-            rpc.method in a2a.METHODS or rpc.method in a2a.OTHER_METHODS):
-        return "a2a", rpc
-    if route.protocol in ("auto", "mcp") and mcp.is_method(rpc.method):
-        return "mcp", rpc
+        if rpc.method in a2a.METHODS or rpc.method in a2a.OTHER_METHODS:
+            return "a2a", rpc
+    if route.protocol in ("auto", "mcp") and extra_installed("mcp"):
+        from reporters.protocols import mcp
+
+        if mcp.is_method(rpc.method):
+            return "mcp", rpc
     return None
 
 
@@ -304,7 +309,7 @@ class Proxy:
         if route.protocol in ("auto", "a2a") and request.method == "GET" and \
                 sub_path in (route.card_path, *CARD_PATHS):
             return True
-        if route.protocol in ("auto", "mcp"):
+        if route.protocol in ("auto", "mcp") and extra_installed("mcp"):
             from reporters.protocols.mcp import is_transport
 
             return is_transport(request.method, request.headers)

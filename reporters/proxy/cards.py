@@ -19,14 +19,16 @@ import contextlib
 import json
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
-from reporters.protocols import a2a
 from reporters.protocols.answers import parse_strict
 from reporters.proxy.config import Route
 from reporters.proxy.metrics import ProxyMetrics
+
+if TYPE_CHECKING:
+    from reporters.protocols import a2a
 
 log = logging.getLogger("reporters.proxy")
 
@@ -88,6 +90,8 @@ class AgentCards:
             self._declared.pop(route.prefix, None)
             self._raw.pop(route.prefix, None)
             return
+        from reporters.protocols import a2a  # only for a2a routes: the a2a extra
+
         if route.prefix in self._raw:
             log.info("agent card of route %s changed; its promises are now the new card's",
                      route.prefix)
@@ -108,6 +112,8 @@ class AgentCards:
 
     async def _verified(self, session: aiohttp.ClientSession, route: Route,
                         raw: bytes) -> Any:
+        from reporters.protocols import a2a
+
         ok, doc = parse_strict(raw)
         if not ok:
             raise CardError("invalid", "not strict JSON")

@@ -33,6 +33,8 @@ Relative paths in a file are relative to the file.
 
 from __future__ import annotations
 
+import functools
+import importlib
 import json
 import re
 import tomllib
@@ -52,6 +54,20 @@ _PROMISE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")
 #: Paths the proxy answers itself, on its own port as well as on the ops listener:
 #: never forwarded, so no route may cover them.
 RESERVED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+
+
+#: The package each protocol's extra brings, and how to install it.
+_EXTRAS = {"a2a": ("a2a.client", "a2a-sdk"), "mcp": ("mcp.types", "mcp")}
+
+
+@functools.cache
+def extra_installed(protocol: str) -> bool:
+    """Whether the extra that reads ``protocol`` (``a2a``, ``mcp``) is installed."""
+    try:
+        importlib.import_module(_EXTRAS[protocol][0])
+    except ImportError:
+        return False
+    return True
 
 
 class ConfigError(ValueError):
@@ -181,6 +197,9 @@ def _route(raw: Mapping[str, Any], base: Path, i: int) -> Route:
     protocol = raw.get("protocol", "auto")
     if protocol not in PROTOCOLS:
         raise ConfigError(f"{where}.protocol: one of {', '.join(PROTOCOLS)}")
+    if protocol in _EXTRAS and not extra_installed(protocol):
+        raise ConfigError(f"{where}.protocol: an {protocol} route needs {_EXTRAS[protocol][1]}: "
+                          f"pip install 'agent-reputation-bureau[{protocol}]'")
     card_path = raw.get("card_path", "/.well-known/agent-card.json")
     if not isinstance(card_path, str) or not card_path.startswith("/"):
         raise ConfigError(f"{where}.card_path: a path like /.well-known/agent-card.json")

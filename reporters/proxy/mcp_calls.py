@@ -70,9 +70,11 @@ class MCPCalls:
 
     async def handle(self, call: Call, rpc: jsonrpc.Request) -> web.StreamResponse:
         p = self.proxy
+        made = "fact" if rpc.method == mcp.TOOLS_CALL and not rpc.notification else "none"
+        p.metrics.protocol_calls.labels(call.route.prefix, "mcp", made).inc()
         if rpc.method == mcp.TOOLS_LIST and not rpc.notification:
             return await self._tools_list(call, rpc)
-        if rpc.method != mcp.TOOLS_CALL or rpc.notification:
+        if made == "none":
             return await p.pass_through(call)
         agent = call.route.agent
         interaction = p.next_interaction()

@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from reporters.protocols.a2a import WAITING
 from reporters.proxy.tracker import Settled
 
 
@@ -73,6 +72,10 @@ class OpenTasks:
 
     def due(self) -> list[Settled]:
         """Tasks quiet for ``quiet`` seconds: they end now (see the module docstring)."""
+        if not self._by_interaction:
+            return []
+        from reporters.protocols.a2a import WAITING  # tasks exist: the a2a extra is there
+
         now = self._clock()
         out = []
         for interaction, task in list(self._by_interaction.items()):
