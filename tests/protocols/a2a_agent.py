@@ -55,6 +55,7 @@ class Executor(AgentExecutor):
         text = context.get_user_input().strip()
         task = context.current_task
         if task is None:
+            assert context.message is not None
             task = new_task_from_user_message(context.message)
             await event_queue.enqueue_event(task)
         up = TaskUpdater(event_queue, task.id, task.context_id)

@@ -290,6 +290,7 @@ async def test_the_card_is_read_at_start_and_a_broken_one_leaves_the_route_worki
         await px.proxy.settle()
     assert metrics[("bureau_proxy_agent_card_failures_total",
                     (("reason", "status"), ("route", "/a2a")))] == 1
+    assert interaction is not None
     fact = (await stored_facts(bureau.database_url, reporters.key_id(key)))[interaction]
     assert (fact["claimed"], fact["promises"]) == ("SUCCESS", [])
 
