@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -148,8 +149,21 @@ class A2ACalls:
                 await p.facts.hold_open(interaction, m, context_key(), task_id,
                                         _latest_state(seen.turns))
 
+        # A stream's headers carry the interaction id, so its fact must be on disk
+        # before they go back. Held while the request is upstream, the fsync overlaps
+        # the agent's own time and does not delay the first event. Until an answer
+        # comes, the record says none came (a crash then reports just that).
+        provisional: asyncio.Task[None] | None = None
+        if asked.kind in ("stream", "resubscribe"):
+            provisional = asyncio.create_task(p.facts.hold_open(
+                interaction, replace(base, answered=task is not None), context_key(),
+                asked.task_id, None))
+
         async def on_start() -> dict[str, str]:
-            await p.facts.hold_open(interaction, measured(), context_key(), None, None)
+            if provisional is not None:
+                await provisional
+            else:
+                await p.facts.hold_open(interaction, measured(), context_key(), None, None)
             return p.marks(interaction)
 
         async def on_event(event: Event, latency_ms: int) -> None:
@@ -161,6 +175,8 @@ class A2ACalls:
         try:
             relayed = await p.forward(call, on_start=on_start, on_event=on_event)
         except p.FAILURES as exc:
+            if provisional is not None:
+                await provisional  # written in order: the end below comes after it
             if task is None:  # nothing began: a call the agent did not answer
                 m = replace(base, answered=False, latency_ms=None, well_formed=None,
                             promises=promises_kept(False, None,
@@ -177,6 +193,8 @@ class A2ACalls:
                     seen.well_formed = False
                 await decide()
             return relayed.response
+        if provisional is not None:
+            await provisional
         self._judge_buffered(seen, relayed)
         if asked.kind in ("stream", "resubscribe"):
             seen.streamed = False  # a streaming call answered without a stream
