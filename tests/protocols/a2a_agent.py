@@ -9,8 +9,6 @@ output modes). Its card offers streaming, ``text/plain`` output and one skill,
 
 from __future__ import annotations
 
-import asyncio
-import socket
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -19,7 +17,6 @@ from typing import Any
 
 import httpx
 import nacl.signing
-import uvicorn
 from a2a.client import Client, ClientConfig, ClientFactory
 from a2a.client.card_resolver import A2ACardResolver
 from a2a.helpers import new_task_from_user_message, new_text_part
@@ -48,6 +45,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from reporters.httpsig import sign_request_headers
+from tests.asgi import loopback_socket, served
 
 
 class Executor(AgentExecutor):
@@ -97,27 +95,16 @@ def card(url: str, version: str) -> AgentCard:
 @asynccontextmanager
 async def a2a_agent(version: str) -> AsyncIterator[str]:
     """The agent at ``http://127.0.0.1:PORT/agent``; yields that base URL."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    base = f"http://127.0.0.1:{sock.getsockname()[1]}/agent"
+    sock, root = loopback_socket()
+    base = root + "/agent"
     c = card(base + "/", version)
     handler = DefaultRequestHandler(agent_executor=Executor(), task_store=InMemoryTaskStore(),
                                     agent_card=c)
     app = Starlette(routes=[Mount("/agent", routes=[
         *create_agent_card_routes(c),
         *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=version == "0.3")])])
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    serving = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        while not server.started:
-            if serving.done():
-                serving.result()
-            await asyncio.sleep(0.01)
+    async with served(app, sock):
         yield base
-    finally:
-        server.should_exit = True
-        await serving
-        sock.close()
 
 
 @dataclass

@@ -8,18 +8,17 @@ against them, which is how a server that breaks its schema is built."""
 
 from __future__ import annotations
 
-import asyncio
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx2
 import mcp.types as types
-import uvicorn
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.lowlevel import Server
+
+from tests.asgi import loopback_socket, served
 
 SUM_SCHEMA = {"type": "object", "properties": {"sum": {"type": "integer"}},
               "required": ["sum"]}
@@ -52,21 +51,9 @@ async def mcp_server(*, json_response: bool) -> AsyncIterator[str]:
     """The server's endpoint, ``http://127.0.0.1:PORT/mcp``; answers as JSON or SSE."""
     server = Server("tools", on_list_tools=list_tools, on_call_tool=call_tool)
     app = server.streamable_http_app(json_response=json_response)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    runner = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    serving = asyncio.create_task(runner.serve(sockets=[sock]))
-    try:
-        while not runner.started:
-            if serving.done():
-                serving.result()
-            await asyncio.sleep(0.01)
+    sock, url = loopback_socket()
+    async with served(app, sock, lifespan="on"):  # the session manager runs in it
         yield url
-    finally:
-        runner.should_exit = True
-        await serving
-        sock.close()
 
 
 @asynccontextmanager
