@@ -360,6 +360,8 @@ class Proxy:
             self.metrics.calls.labels(route.prefix, _failure_kind(exc)).inc()
             raise
         self.metrics.calls.labels(route.prefix, "answered").inc()
+        if isinstance(got, Buffered):
+            self.metrics.upstream_seconds.labels(route.prefix).observe(got.latency_ms / 1000)
         self.run.calls += 1
         return got
 
