@@ -122,10 +122,12 @@ async def a2a_agents(version: str) -> AsyncIterator[tuple[str, dict[str, Executo
     sock, base = loopback_socket()
     executors = {b: Executor(b) for b in BEHAVIOURS}
     mounts = []
+    handlers = []
     for name, executor in executors.items():
         c = card(f"{base}/{name}/", version)
         handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(),
                                         agent_card=c)
+        handlers.append(handler)
         mounts.append(Mount(f"/{name}", routes=[
             *create_agent_card_routes(c),
             *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=version == "0.3")]))
@@ -133,5 +135,9 @@ async def a2a_agents(version: str) -> AsyncIterator[tuple[str, dict[str, Executo
     mounts.append(Mount("/grpc-only", routes=create_agent_card_routes(
         card(f"{base}/grpc-only/", version, "GRPC"))))
     app = MethodLog(Starlette(routes=mounts))
-    async with served(app, sock):
-        yield base, executors, app
+    try:
+        async with served(app, sock):
+            yield base, executors, app
+    finally:
+        for handler in handlers:  # end a2a-sdk's tasks for the tasks left unfinished
+            await handler.aclose()

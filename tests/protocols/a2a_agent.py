@@ -103,8 +103,13 @@ async def a2a_agent(version: str) -> AsyncIterator[str]:
     app = Starlette(routes=[Mount("/agent", routes=[
         *create_agent_card_routes(c),
         *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=version == "0.3")])])
-    async with served(app, sock):
-        yield base
+    try:
+        async with served(app, sock):
+            yield base
+    finally:
+        # Tasks left waiting or working hold a2a-sdk's background tasks: end them now,
+        # or they are destroyed pending later, in whatever test runs then.
+        await handler.aclose()
 
 
 @dataclass
