@@ -50,6 +50,7 @@ async def _stage(a: Arena, plan: Plan, tag: str) -> tuple[list[Party], dict[str,
     ids = itertools.count(1)
     sent: list[tuple[str, int]] = []  # (interaction, call index)
     engagements: list[tuple[str, int]] = []
+    facts = []
     for i, call in enumerate(plan.calls):
         subject = agents[call.agent]
         if call.value is not None:
@@ -57,10 +58,11 @@ async def _stage(a: Arena, plan: Plan, tag: str) -> tuple[list[Party], dict[str,
                                                    call.value[2]), i))
             continue
         ia = f"acc-{tag}-{next(ids):05d}"
-        await gw.send(gw.fact(ia, subject.kid, caller=callers[call.caller].kid
-                              if call.caller else None, latency_ms=200, well_formed=True,
-                              claimed=call.claimed, check=call.check))
+        facts.append(gw.fact(ia, subject.kid, caller=callers[call.caller].kid
+                             if call.caller else None, latency_ms=200, well_formed=True,
+                             claimed=call.claimed, check=call.check))
         sent.append((ia, i))
+    await asyncio.gather(*(gw.send(f) for f in facts))
     await a.settle()
     verdicts = []
     for ia, i in sent:
@@ -76,19 +78,22 @@ async def _stage(a: Arena, plan: Plan, tag: str) -> tuple[list[Party], dict[str,
         judged.append(a.judge(callers[buyer], agents[call.agent], eid, spent, judgment))
     await asyncio.gather(*judged)
     # covert probes, recorded after every verdict: the blind ground truth
-    for ia, i in sent:
-        call = plan.calls[i]
-        if call.probed:
-            await a.probe(agents[call.agent], ia, call.right and call.attempted)
+    await asyncio.gather(*(a.probe(agents[plan.calls[i].agent], ia,
+                                   plan.calls[i].right and plan.calls[i].attempted)
+                           for ia, i in sent if plan.calls[i].probed))
     return list(agents), callers
 
 
 async def play(target: Target, plans: Sequence[Plan]) -> list[Played]:
     """Stage every plan on the bureau at ``target``, seal once, read everything back."""
     async with arena(target) as a:
-        staged = []
-        for n, plan in enumerate(plans):  # one at a time: the machine is small
-            staged.append(await _stage(a, plan, f"{n}"))
+        limit = asyncio.Semaphore(4)  # a few plans at a time: the machine is small
+
+        async def stage(n: int, plan: Plan) -> tuple[list[Party], dict[str, Party]]:
+            async with limit:
+                return await _stage(a, plan, f"{n}")
+
+        staged = await asyncio.gather(*(stage(n, p) for n, p in enumerate(plans)))
         await a.settle()
         await a.seal()
         out = []

@@ -19,8 +19,8 @@ plan, whoever plays it.
   ``coverage`` (seen in the caller's file before it attests), and is re-tested by a
   covert probe recorded after the verdicts with chance ``probes`` (blind).
 * **Adversaries** (``attacks=True``), the attack catalogue's (docs/simulation.md) on
-  this population: a sybil ring of fresh keys calling the worst agents and attesting
-  every call ``ACCEPTED``; a smaller ring attesting the best agents'
+  this population: a sybil ring of fresh keys, each calling each of the worst agents
+  once and attesting ``ACCEPTED`` (too few verdicts each for the constant-rater rule); a smaller ring attesting the best agents'
   calls ``FAILED_DISCOVERED``; calibrated liars that read the check in their file and
   are truthful where it is shown, ``ACCEPTED`` elsewhere, on the worst agents; a
   constant rater (``ACCEPTED`` on everything, one verdict varied) over the worst
@@ -64,7 +64,9 @@ class Options:
     #: sybil ring: keys, worst agents targeted, calls by each key on each target
     sybils: int = 6
     sybil_targets: int = 6
-    sybil_calls: int = 3
+    sybil_calls: int = 1
+    #: calls by each calibrated liar (check reader) and each down-ring key on each target
+    liar_calls: int = 3
     seed: int = 1
 
 
@@ -204,11 +206,11 @@ def plan(o: Options) -> Plan:
                     add(agent, member, "up")
         for member in down:
             for agent in best:
-                for _ in range(o.sybil_calls):
+                for _ in range(o.liar_calls):
                     add(agent, member, "down")
         for member in readers:
             for agent in worst:
-                for _ in range(o.sybil_calls):
+                for _ in range(o.liar_calls):
                     add(agent, member, "reader")
         for n, agent in enumerate(worst[:4]):
             for k in range(4):  # 16 verdicts over 4 subjects, one of them varied
