@@ -128,6 +128,9 @@ class Settling(_Frozen):
     per_evaluator_subject: float = Field(gt=0)
     #: ``C_prov``: the provisional verdicts about one subject weigh at most this in total
     provisional_total: float = Field(gt=0)
+    #: whom K binds: every evaluator (v2), or only the calibrated ones (v3: provisional
+    #: verdicts are bounded together by ``C_prov``, each counting alike within it)
+    per_evaluator_applies_to: Literal["all", "calibrated"] = "all"
 
 
 class ScoreRules(_Frozen):

@@ -27,6 +27,10 @@ def test_the_plan_is_seeded_and_spans_the_qualities_and_styles() -> None:
     assert len(qs) == 24 and qs[0] == 0.05 and qs[-1] == 0.95
     assert {s.style for s in a.agents} == {"bluff", "admit", "decline"}
     assert sum(s.admits for s in a.agents) == 12
+    # pairs of one quality, one bluffing and one honest: the gap compares like with like
+    for bluffer, admitter in zip(a.agents[::2], a.agents[1::2], strict=True):
+        assert bluffer.quality == admitter.quality
+        assert bluffer.style == "bluff" and admitter.admits
     honest = [c for c in a.callers if c.role == "honest"]
     assert [c.manner for c in honest].count("harsh") == 2
     assert [c.manner for c in honest].count("generous") == 2

@@ -3,11 +3,11 @@ who see the work with some noise, the attack catalogue's adversaries, and a seed
 of every call, check, probe and verdict. Pure: the same options and seed give the same
 plan, whoever plays it.
 
-* **Agents.** ``agents`` of them, true quality ``q`` (the probability of a right
-  answer on a task it attempts) evenly from 0.05 to 0.95. In order of ``q`` they
-  alternate between *bluffing* (a wrong answer is presented as a success:
-  ``claimed: SUCCESS``) and *admitting* (``claimed: FAILURE``); every second admitter
-  is also a *decliner*, which declines a share of its tasks (``claimed: DECLINED``,
+* **Agents.** ``agents`` of them (an even number), in pairs of the same true quality
+  ``q`` (the probability of a right answer on a task it attempts), the pairs evenly
+  from 0.05 to 0.95. One of each pair *bluffs* (a wrong answer is presented as a
+  success: ``claimed: SUCCESS``), the other *admits* (``claimed: FAILURE``); every
+  second admitter is also a *decliner*, which declines a share of its tasks (``claimed: DECLINED``,
   free) and admits its failures on the rest.
 * **Honest callers.** Each call has a caller drawn from them; the caller perceives the
   answer's rightness with ``noise`` chance of getting it wrong, and attests in its
@@ -125,10 +125,14 @@ class Plan:
 
 
 def qualities(n: int) -> list[float]:
-    return [round(0.05 + 0.90 * i / (n - 1), 6) for i in range(n)]
+    """``n // 2`` levels evenly from 0.05 to 0.95, each held by two agents."""
+    levels = n // 2
+    return [round(0.05 + 0.90 * (i // 2) / (levels - 1), 6) for i in range(2 * levels)]
 
 
 def agent_specs(n: int) -> tuple[AgentSpec, ...]:
+    """Pairs of the same true quality, one bluffing and one honest about its failures
+    (every second honest one a decliner): the honesty gap compares like with like."""
     specs = []
     for i, q in enumerate(qualities(n)):
         style: Style = "bluff" if i % 2 == 0 else ("decline" if i % 4 == 3 else "admit")

@@ -33,7 +33,7 @@ from bureau.simulate.accuracy.measure import (
     under_policy,
 )
 from bureau.simulate.accuracy.play import Played, play
-from bureau.simulate.accuracy.population import Options, plan
+from bureau.simulate.accuracy.population import Options, Plan, plan
 
 COVERAGES = (0.0, 0.02, 0.05, 0.20, 0.60)
 MIXES = {"honest": False, "attacks": True}
@@ -45,11 +45,19 @@ class Sweep:
     coverages: tuple[float, ...] = COVERAGES
     mixes: tuple[str, ...] = ("attacks", "honest")
     base: Options = Options()
+    #: the share of each coverage that is covert probes (the rest deliverable checks);
+    #: the base options' probe share is a floor under it
+    probe_part: float = 0.0
 
 
-def plans(sweep: Sweep) -> list[tuple[str, float, int, Any]]:
-    return [(mix, c, seed, plan(replace(sweep.base, coverage=c, seed=seed,
-                                        attacks=MIXES[mix])))
+def plan_at(sweep: Sweep, mix: str, coverage: float, seed: int) -> Plan:
+    probes = max(sweep.base.probes, coverage * sweep.probe_part)
+    return plan(replace(sweep.base, coverage=coverage * (1 - sweep.probe_part),
+                        probes=probes, seed=seed, attacks=MIXES[mix]))
+
+
+def plans(sweep: Sweep) -> list[tuple[str, float, int, Plan]]:
+    return [(mix, c, seed, plan_at(sweep, mix, c, seed))
             for mix in sweep.mixes for c in sweep.coverages for seed in sweep.seeds]
 
 
@@ -95,7 +103,9 @@ def render(measured: Measured, ceilings: Mapping[str, Mapping[float, float]],
     lines = [f"accuracy: {o.agents} agents (q 0.05-0.95; bluffers, admitters, decliners), "
              f"{o.calls} honest calls each by {o.honest_callers} callers "
              f"({o.harsh} harsh, {o.generous} generous, noise {o.noise:.0%}), "
-             f"covert probes on {o.probes:.0%} of calls; seeds {list(sweep.seeds)} (means)"]
+             f"coverage: {1 - sweep.probe_part:.0%} of it deliverable checks (the caller "
+             f"sees them), {sweep.probe_part:.0%} covert probes after the verdicts (blind), "
+             f"probes on at least {o.probes:.0%} of calls; seeds {list(sweep.seeds)} (means)"]
     head = (f"{'coverage':>8}  {'row':<12} {'tau':>6} {'MAE':>6} {'in 95%':>7} "
             f"{'width':>6} {'null':>4} {'honest w':>8} {'gap':>7}  bureau")
     for mix, by_c in measured.items():
@@ -131,7 +141,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--coverages", default=",".join(f"{c:g}" for c in COVERAGES),
                    help="shares of calls with a deliverable check, comma-separated")
     p.add_argument("--probe-share", type=float, default=0.01,
-                   help="share of calls covertly probed after the verdicts")
+                   help="share of calls covertly probed after the verdicts, at least")
+    p.add_argument("--probe-part", type=float, default=0.0,
+                   help="share of each coverage that is covert probes rather than "
+                   "checks (default 0: checks, and the probe share on top)")
     p.add_argument("--mix", choices=["both", *MIXES], default="both")
     p.add_argument("--bureau-policy", choices=sorted(KNOWN_POLICIES),
                    default=DEFAULT_POLICY_NAME, help="the policy the bureau itself scores "
@@ -150,13 +163,16 @@ def sweep_of(args: argparse.Namespace) -> Sweep:
                  coverages=tuple(float(c) for c in args.coverages.split(",")),
                  mixes=("attacks", "honest") if args.mix == "both" else (args.mix,),
                  base=Options(agents=args.agents, calls=args.calls,
-                              probes=args.probe_share))
+                              probes=args.probe_share),
+                 probe_part=args.probe_part)
 
 
 def main(args: argparse.Namespace) -> int:
     sweep = sweep_of(args)
     if args.load:
         sweep, played = pickle.loads(args.load.read_bytes())  # noqa: S301 - our own file
+        if not isinstance(sweep, Sweep):
+            raise ValueError(f"{args.load} holds no saved sweep")
     else:
         played = asyncio.run(play_sweep(sweep, args.bureau_policy))
         if args.save:
