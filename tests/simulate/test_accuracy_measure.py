@@ -31,6 +31,12 @@ def test_the_plan_is_seeded_and_spans_the_qualities_and_styles() -> None:
     for bluffer, admitter in zip(a.agents[::2], a.agents[1::2], strict=True):
         assert bluffer.quality == admitter.quality
         assert bluffer.style == "bluff" and admitter.admits
+        # ... and the same draws: only what the agent claims differs
+        mine = [(c.caller, c.right, c.check is None, c.probed) for c in a.calls
+                if c.agent == bluffer.index]
+        twin = [(c.caller, c.right, c.check is None, c.probed) for c in a.calls
+                if c.agent == admitter.index]
+        assert mine[:40] == twin[:40]
     honest = [c for c in a.callers if c.role == "honest"]
     assert [c.manner for c in honest].count("harsh") == 2
     assert [c.manner for c in honest].count("generous") == 2

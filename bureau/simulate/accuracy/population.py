@@ -159,7 +159,8 @@ def _call(rnd: random.Random, o: Options, agent: AgentSpec
           ) -> tuple[bool, Claim, Check, bool]:
     """(right, claimed, check, probed) of one call: the draws every call makes, in one
     order, whoever the caller."""
-    declined = agent.style == "decline" and rnd.random() < o.decline_share
+    declines = rnd.random()  # drawn by every agent: the streams of a pair stay aligned
+    declined = agent.style == "decline" and declines < o.decline_share
     right = rnd.random() < agent.quality
     claimed: Claim = ("DECLINED" if declined else
                       "SUCCESS" if right or agent.style == "bluff" else "FAILURE")
@@ -175,9 +176,10 @@ def plan(o: Options) -> Plan:
     callers = honest_callers(o)
     calls: list[Call] = []
 
-    def add(agent: AgentSpec, caller: CallerSpec, decide: str) -> None:
-        right, claimed, check, probed = _call(rnd, o, agent)
-        noisy = rnd.random() < o.noise
+    def add(agent: AgentSpec, caller: CallerSpec, decide: str,
+            draws: random.Random = rnd) -> None:
+        right, claimed, check, probed = _call(draws, o, agent)
+        noisy = draws.random() < o.noise
         if claimed == "DECLINED":
             verdict: tuple[AttestationOutcome, int] | None = ("DECLINED", 0)
         elif claimed == "FAILURE" and decide == "honest":
@@ -193,8 +195,11 @@ def plan(o: Options) -> Plan:
         calls.append(Call(agent.index, caller.label, right, claimed, check, probed, verdict))
 
     for agent in agents:
+        # both agents of a pair draw the same calls: the same callers, right answers,
+        # checks, probes and noise; only what they claim differs (common random numbers)
+        pair = random.Random(f"accuracy-{o.seed}-pair-{agent.index // 2}")
         for _ in range(o.calls):
-            add(agent, rnd.choice(callers), "honest")
+            add(agent, pair.choice(callers), "honest", pair)
     if o.attacks:
         worst = agents[:o.sybil_targets]
         best = agents[-max(1, o.sybil_targets // 2):]
