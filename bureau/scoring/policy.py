@@ -249,7 +249,7 @@ KNOWN_POLICIES: Final[Mapping[str, Mapping[str, Any]]] = MappingProxyType({
     "v3": POLICY_V3_DOCUMENT,
 })
 #: The policy a new ledger starts with when ``BUREAU_POLICY`` is unset (SPEC §10).
-DEFAULT_POLICY_NAME: Final = "v2"
+DEFAULT_POLICY_NAME: Final = "v3"
 
 
 @functools.cache

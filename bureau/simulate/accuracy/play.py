@@ -95,7 +95,7 @@ async def play(target: Target, plans: Sequence[Plan]) -> list[Played]:
 
         staged = await asyncio.gather(*(stage(n, p) for n, p in enumerate(plans)))
         await a.settle()
-        await a.seal()
+        await a.seal(max_wait=600)  # the first seal builds every report of the sweep
         out = []
         for plan, (agents, callers) in zip(plans, staged, strict=True):
             reports = await asyncio.gather(*(a.report(p) for p in agents))

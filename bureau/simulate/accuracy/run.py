@@ -62,8 +62,10 @@ def plans(sweep: Sweep) -> list[tuple[str, float, int, Plan]]:
 
 
 async def play_sweep(sweep: Sweep, policy: str = DEFAULT_POLICY_NAME,
-                     epoch_seconds: int = 2) -> list[tuple[str, float, int, Played]]:
-    """Every plan of the sweep on one in-process bureau scoring with ``policy``."""
+                     epoch_seconds: int = 10) -> list[tuple[str, float, int, Played]]:
+    """Every plan of the sweep on one in-process bureau scoring with ``policy``. The
+    epochs are long enough that the settler does not seal (and build every report)
+    over and over while the plans are staged; one seal at the end is what is read."""
     from bureau.simulate.local import local_bureau
 
     todo = plans(sweep)
