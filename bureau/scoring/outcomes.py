@@ -175,20 +175,18 @@ def verdicts_of(unit: Unit, policy: Policy) -> tuple[Verdict, ...]:
     On a v3 unchecked admission each becomes the admission weighed by that evaluator
     (rule 2, the value of ``FAILED_ADMITTED``, whatever the verdict said)."""
     out: list[Verdict] = []
-    att = unit.attestation
+    att, vj = unit.attestation, unit.value_judgment
     if unchecked_admission(unit, policy):
         admitted = policy.outcome_value("FAILED_ADMITTED")
         if att is not None:
             out.append(("FAILED_ADMITTED", 2, att.evaluator, admitted, None))
-        if unit.value_judgment is not None:
-            vj = unit.value_judgment
+        if vj is not None:
             out.append(("FAILED_ADMITTED", 2, vj.evaluator, admitted, vj.spent))
         return tuple(out)
     if att is not None:
         raw = None if policy.is_unscored(att.outcome) else policy.outcome_value(
             att.outcome, att.corrections)
         out.append((att.outcome, 3, att.evaluator, raw, None))
-    vj = unit.value_judgment
     if vj is not None:
         out.append((vj.judgment, 4, vj.evaluator, policy.outcome_value(vj.judgment),
                     vj.spent))

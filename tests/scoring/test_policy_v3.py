@@ -12,9 +12,17 @@ from bureau.scoring.policy import (
     policy_v2,
     policy_v3,
 )
-from tests.scoring.attacks import SCENARIOS, TARGET, Scenario, World, bluffer, honest, report
+from tests.scoring.attacks import (
+    SCENARIOS,
+    TARGET,
+    Scenario,
+    World,
+    bluffer,
+    honest,
+    report,
+    sybil_ring,
+)
 from tests.scoring.attacks import run as run_scenario
-from tests.scoring.attacks import sybil_ring
 from tests.scoring.test_policy_v2 import calibrated
 
 CALLER = "ed25519:caller"

@@ -20,12 +20,12 @@ plan, whoever plays it.
   covert probe recorded after the verdicts with chance ``probes`` (blind).
 * **Adversaries** (``attacks=True``), the attack catalogue's (docs/simulation.md) on
   this population: a sybil ring of fresh keys, each calling each of the worst agents
-  once and attesting ``ACCEPTED`` (too few verdicts each for the constant-rater rule); a smaller ring attesting the best agents'
-  calls ``FAILED_DISCOVERED``; calibrated liars that read the check in their file and
-  are truthful where it is shown, ``ACCEPTED`` elsewhere, on the worst agents; a
-  constant rater (``ACCEPTED`` on everything, one verdict varied) over the worst
-  agents; and buyers flooding the worst agents with ``VALUE_OK`` on engagements that
-  spent nothing.
+  once and attesting ``ACCEPTED`` (too few verdicts each for the constant-rater rule);
+  a smaller ring attesting the best agents' calls ``FAILED_DISCOVERED``; calibrated
+  liars that read the check in their file, truthful where it is shown and ``ACCEPTED``
+  elsewhere, on the worst agents; a constant rater (``ACCEPTED`` on everything, one
+  verdict varied) over the worst agents; and buyers flooding the worst agents with
+  ``VALUE_OK`` on engagements that spent nothing.
 """
 
 from __future__ import annotations
@@ -225,8 +225,10 @@ def plan(o: Options) -> Plan:
             for k in range(4):  # 16 verdicts over 4 subjects, one of them varied
                 right, claimed, check, probed = _call(rnd, o, agent)
                 varied = n == 0 and k == 0
-                calls.append(Call(agent.index, constant.label, right, claimed, check, probed, ("ACCEPTED_AFTER_CORRECTIONS", 1)
-                                  if varied else ("ACCEPTED", 0)))
+                verdict: tuple[AttestationOutcome, int] = (
+                    ("ACCEPTED_AFTER_CORRECTIONS", 1) if varied else ("ACCEPTED", 0))
+                calls.append(Call(agent.index, constant.label, right, claimed, check, probed,
+                                  verdict))
         for buyer in buyers:
             for agent in worst[:3]:
                 for _ in range(5):

@@ -14,9 +14,8 @@ import asyncio
 import json
 import pickle
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from bureau.scoring import Policy
 from bureau.scoring.policy import (
@@ -44,7 +43,7 @@ class Sweep:
     seeds: tuple[int, ...] = (1, 2, 3)
     coverages: tuple[float, ...] = COVERAGES
     mixes: tuple[str, ...] = ("attacks", "honest")
-    base: Options = Options()
+    base: Options = field(default_factory=Options)
     #: the share of each coverage that is covert probes (the rest deliverable checks);
     #: the base options' probe share is a floor under it
     probe_part: float = 0.0
@@ -172,7 +171,7 @@ def sweep_of(args: argparse.Namespace) -> Sweep:
 def main(args: argparse.Namespace) -> int:
     sweep = sweep_of(args)
     if args.load:
-        sweep, played = pickle.loads(args.load.read_bytes())  # noqa: S301 - our own file
+        sweep, played = pickle.loads(args.load.read_bytes())
         if not isinstance(sweep, Sweep):
             raise ValueError(f"{args.load} holds no saved sweep")
     else:
