@@ -217,9 +217,9 @@ class HostileBureau:
             await runner.setup()
             site = web.TCPSite(runner, "127.0.0.1", 0)
             await site.start()
-            server = site._server
-            assert server is not None
-            return int(server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
+            for sock in getattr(site._server, "sockets", ()):
+                return int(sock.getsockname()[1])
+            raise RuntimeError("the test bureau is not listening")
 
         port = asyncio.run_coroutine_threadsafe(start(), self.loop).result(30)
         self.url = f"http://127.0.0.1:{port}"

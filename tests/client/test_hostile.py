@@ -248,7 +248,7 @@ def test_any_bureau_description_ends_in_one_line(bureau: HostileBureau, name: st
     for args in (("report", bureau.url, bureau.ledger.agent),
                  ("monitor", bureau.url, "--state", str(tmp_path / "s.json"), "--once"),
                  ("inclusion", bureau.url, bureau.ledger.tree.ids[0])):
-        status, line = refused(capsys, *args)
+        _, line = refused(capsys, *args)
         assert "/v1/bureau" in line, line
 
 
@@ -448,3 +448,12 @@ def test_the_monitor_never_says_ok_for_a_head_that_does_not_extend_the_kept_one(
             assert json.loads(state.read_text())["size"] == kept  # the state did not move
         if extends and proof_kind == "honest" and note_kind == "signed":
             assert status == 0, doc  # and an honest extension is accepted
+
+
+def test_the_caps_are_the_documented_ones() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "transparency.md").read_text()
+    words = {"note": "a note", "proof": "a proof", "checkpoint": "a checkpoint",
+             "report": "a report", "bureau": "`/v1/bureau`", "error": "an error answer"}
+    for kind, cap in CAPS.items():
+        size = f"{cap // 1024**2} MiB" if cap % 1024**2 == 0 else f"{cap // 1024} KiB"
+        assert f"{words[kind]} {size}" in doc, kind
