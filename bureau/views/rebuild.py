@@ -35,14 +35,15 @@ from bureau.intake.envelope import decode_payload, parse_envelope
 from bureau.intake.index import record_admitted, record_exclusion
 from bureau.intake.ledger import GroupTx, flush
 from bureau.intake.state import GroupState, Submission
-from bureau.kinds import EXCLUSION, SEAL, SUBMITTED, subject_of
+from bureau.kinds import EXCLUSION, GENESIS, SEAL, SUBMITTED, subject_of
+from bureau.ledger_keys import NotInForce
 from bureau.transparency.heads import InconsistentHead, LogKey
 from bureau.transparency.tree import TreeCheck
 from bureau.views.builder import ReportBuilder
 from bureau.views.store import seals
 
 INDEX_TABLES = ("reporters", "facts", "probes", "agents", "verdicts", "exclusions",
-                "disputes", "resolutions", "policies")
+                "disputes", "resolutions", "policies", "ledger_keys")
 DERIVED_TABLES = (*INDEX_TABLES, "tree_nodes", "seals", "reports", "checkpoints")
 _CHUNK = 5000
 
@@ -54,6 +55,9 @@ class RebuildResult:
     reports: int = 0
     #: one line per table that differs, naming its first differing row
     differences: list[str] = field(default_factory=list)
+    #: sealed epochs signed under an earlier bureau key (SPEC §3 r3): their reports and
+    #: checkpoint are kept as they were, not re-signed (this run holds only its own key)
+    kept: list[int] = field(default_factory=list)
 
     @property
     def identical(self) -> bool:
@@ -99,7 +103,7 @@ async def _replay_indexes(conn: asyncpg.Connection, head: asyncpg.Record) -> int
             if "envelope" in doc:
                 env = parse_envelope(doc["envelope"])
                 subs[r["seq"]] = Submission(env, decode_payload(env))
-        state = await GroupState.load(conn, list(subs.values()), frozenset())
+        state = await GroupState.load(conn, list(subs.values()))
         tx = GroupTx(conn, state, head["seq"], head["head"], head["recorded_at"], 1)
         for r, doc in zip(rows, docs, strict=True):
             sub = subs.get(r["seq"])
@@ -112,6 +116,9 @@ async def _replay_indexes(conn: asyncpg.Connection, head: asyncpg.Record) -> int
             elif r["kind"] == EXCLUSION.name:
                 body = doc["body"]
                 record_exclusion(tx.state, tx.writes, body["entry"], r["seq"], body["reason"])
+            elif r["kind"] == GENESIS.name:
+                body = doc["body"]
+                tx.writes.ledger_keys.append((1, 1, body["key"], body["admins"], None))
             elif r["kind"] == SEAL.name:
                 body = doc["body"]
                 await conn.execute(
@@ -121,6 +128,13 @@ async def _replay_indexes(conn: asyncpg.Connection, head: asyncpg.Record) -> int
         # with the values it already has.
         await flush(tx)
         after, total = rows[-1]["seq"], total + len(rows)
+
+
+async def _keep_signed(conn: asyncpg.Connection, epoch: int) -> None:
+    """Put back an epoch's reports and checkpoint as the service had signed them."""
+    for table in ("reports", "checkpoints"):
+        await conn.execute(f"INSERT INTO {table} SELECT * FROM old_{table} WHERE epoch = $1",
+                           epoch)
 
 
 async def _first_difference(conn: asyncpg.Connection, table: str) -> str | None:
@@ -169,6 +183,10 @@ async def rebuild(conn: asyncpg.Connection, signing_key: nacl.signing.SigningKey
                     result.reports += await builder.build(conn, seal)
                 except InconsistentHead as exc:  # its note would contradict a published one
                     tree_differences.append(f"checkpoints: epoch {seal.epoch}: {exc.detail}")
+                    continue
+                except NotInForce:  # signed by an earlier key, which this run has not
+                    await _keep_signed(conn, seal.epoch)
+                    result.kept.append(seal.epoch)
                     continue
                 result.epochs += 1
         finally:
