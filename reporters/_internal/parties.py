@@ -295,8 +295,8 @@ class Agent(_Party):
 
 
 class Admin(_Party):
-    """An admin key (one of ``BUREAU_ADMIN_KEYS``): registers reporters, resolves
-    disputes, seals elapsed epochs. Errors as for :class:`Agent`."""
+    """An admin key (one of the ledger's admin set in force): registers reporters,
+    resolves disputes, seals elapsed epochs, rotates the ledger's keys. Errors as for :class:`Agent`."""
 
     async def __aenter__(self) -> Admin:
         return self
