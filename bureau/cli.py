@@ -387,6 +387,10 @@ async def _rebuild(url: str, signing_path: Path) -> int:
         await conn.close()
     print(f"bureau rebuild: {result.entries} entries replayed, {result.reports} reports and "
           f"{result.epochs} checkpoints signed")
+    if result.unfinished:
+        print(f"bureau rebuild: epochs {', '.join(map(str, result.unfinished))} were still "
+              "being built by the service: derived, not compared (nothing finished to "
+              "compare with)")
     if result.kept:
         print(f"bureau rebuild: epochs {', '.join(map(str, result.kept))} were signed by an "
               "earlier bureau key: their reports and checkpoints were kept, not re-signed")
