@@ -210,3 +210,22 @@ async def test_a_second_node_serves_the_ledgers_key(bureau: BureauUnderTest,
     async with aiohttp.ClientSession() as session, \
             session.get(bureau.url + "/v1/bureau") as resp:
         assert (await resp.json())["admins"] == [kid(bureau.admin)]
+
+
+async def test_a_keys_entry_rules_from_the_next_entry_of_its_own_batch(
+        bureau: BureauUnderTest) -> None:
+    new_admin = wire.generate_key()
+
+    def reporter() -> dict[str, Any]:
+        return {"reporter": kid(wire.generate_key()), "name": "gw", "operator": "Op",
+                "roles": ["facts"], "issued_at": issued()}
+
+    results = await bureau.batch([
+        wire.sign_payload(bureau.admin, "keys",
+                          keys_payload(kid(bureau.signing_key), [kid(new_admin)])),
+        wire.sign_payload(new_admin, "reporter", reporter()),
+        wire.sign_payload(bureau.admin, "reporter", reporter()),
+    ])
+    assert [r["status"] for r in results] == ["accepted", "accepted", "rejected"], results
+    assert results[2]["code"] == "NOT_ADMIN"
+    assert await _verify(bureau.database_url) > 0
