@@ -23,6 +23,7 @@ from bureau import keyfiles
 from bureau.http.keys import PUBLISHER, SETTLER
 from bureau.intake.genesis import StartRefused
 from bureau.verify import BadTree, verify_database
+from bureau.views.rebuild import rebuild
 from reporters import Admin, wire
 from reporters.models import MAX_ADMINS
 from tests.processes import bureau_env, run_cli
@@ -134,7 +135,17 @@ async def test_a_rotation_retires_the_old_key_and_the_new_one_takes_over(
         bureau.clock.advance(2 * bureau.config.epoch_seconds)
         assert await bureau.app[SETTLER].settle_once()  # sealed and signed by the new key
         await bureau.app[PUBLISHER].tick()
+        log_key = bureau.log_key
     # every note, checkpoint and report checked against the key in force where it stands
+    assert await _verify(database_url) > 0
+    # rebuild holds the new key: it re-signs the new key's epochs, keeps the old one's
+    conn = await asyncpg.connect(database_url)
+    try:
+        result = await rebuild(conn, new_key, log_key)
+    finally:
+        await conn.close()
+    assert result.identical, result.differences
+    assert len(result.kept) == 1 and result.epochs >= 1, result
     assert await _verify(database_url) > 0
 
 
