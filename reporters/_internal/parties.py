@@ -296,7 +296,8 @@ class Agent(_Party):
 
 class Admin(_Party):
     """An admin key (one of the ledger's admin set in force): registers reporters,
-    resolves disputes, seals elapsed epochs, rotates the ledger's keys. Errors as for :class:`Agent`."""
+    resolves disputes, seals elapsed epochs, rotates the ledger's keys. Errors as for
+    :class:`Agent`."""
 
     async def __aenter__(self) -> Admin:
         return self
