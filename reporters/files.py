@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 
 from reporters import strictjson, wire
 from reporters._internal.errors import BureauClientError
-from reporters._internal.transport import Transport
+from reporters._internal.transport import Transport, file_page_cap
 from reporters.models import PAYLOAD_MODELS, Payload
 
 
@@ -71,6 +71,9 @@ class GenesisBody(_Read):
     policy: str
     epoch_seconds: int
     origin: str
+    #: the bureau's signing key and the admin set it started with (SPEC §3 r3)
+    key: str = ""
+    admins: tuple[str, ...] = ()
 
 
 class ExclusionBody(_Read):
@@ -232,7 +235,7 @@ async def file_page(transport: Transport, key: nacl.signing.SigningKey, party_pa
     """One signed read of ``{party_path}/entries``, as a :class:`FilePage`."""
     return FilePage.from_raw(await transport.signed_get_json(
         key, f"{party_path}/entries?after={int(after)}&limit={int(limit)}"
-             f"&refusals_after={int(refusals_after)}"))
+             f"&refusals_after={int(refusals_after)}", cap=file_page_cap(int(limit))))
 
 
 async def file_pages(transport: Transport, key: nacl.signing.SigningKey, party_path: str,
