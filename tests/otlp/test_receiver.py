@@ -58,7 +58,7 @@ async def test_exported_agent_spans_become_facts(tmp_path: Path, encoding: str,
         assert await export(r.url, spans, encoding, compressed) == SpanExportResult.SUCCESS
         assert await r.metric("bureau_otlp_spans_total", result="ignored") == 1
     facts = {f["interaction"]: _valid(f) for f in spooled_facts(tmp_path / "spool")}
-    tutor, tool, peer, chat = spans
+    tutor, tool, peer, _chat = spans
     assert set(facts) == {ids(tutor), ids(tool), ids(peer)}  # the chat span is no agent's
     assert {k: facts[ids(tutor)][k] for k in ("subject", "answered", "claimed", "derived")} \
         == {"subject": TUTOR, "answered": True, "claimed": None, "derived": None}
