@@ -115,7 +115,10 @@ async def export(url: str, spans: Sequence[ReadableSpan], encoding: str = "proto
 
 
 def spooled_facts(spool_dir: Path) -> list[dict[str, Any]]:
-    """Every fact in the spool file (waiting or kept as delivered), decoded, oldest first."""
+    """Every fact waiting in the spool file, decoded, oldest first (none before the
+    spool exists)."""
+    if not (spool_dir / DB_FILE).exists():
+        return []
     db = sqlite3.connect(spool_dir / DB_FILE)
     try:
         rows = db.execute("SELECT line FROM spool ORDER BY seq").fetchall()
