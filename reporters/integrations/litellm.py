@@ -20,8 +20,9 @@ and reads this plugin's own config from the file named by ``BUREAU_LITELLM_CONFI
     "88dc28d0f030c55ed4ab77ed8faf098196cb1c05df778539800c9f1243fe6b4b" = "ed25519:…"
 
 Each attempt LiteLLM makes is one fact: the subject from ``[deployments]`` (looked up by
-deployment id, then model group, then model, then ``provider/model``; a call to an unmapped deployment is counted
-in :attr:`BureauLogger.unmapped` and logged, never guessed), the caller from
+deployment id, then model group, then model, then ``provider/model``; a call to an
+unmapped deployment is counted in :attr:`BureauLogger.unmapped` and logged, never
+guessed), the caller from
 ``[callers]`` when the virtual key's hash is mapped, ``answered``, ``latency_ms`` and
 ``observed_at`` from LiteLLM's standard logging payload. ``derived`` comes from LiteLLM's
 own trace id (one per request, across its retries and fallbacks): a deployment's first
@@ -54,6 +55,7 @@ log = logging.getLogger("reporters.integrations.litellm")
 
 CONFIG_ENV = "BUREAU_LITELLM_CONFIG"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._:/-]")
+_NO_ANSWER = frozenset({"Timeout", "APIConnectionError"})
 
 
 class LiteLLMConfigError(ValueError):
@@ -146,7 +148,7 @@ def _timestamp(wall: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(wall))
 
 
-class BureauLogger(CustomLogger):  # type: ignore[misc]  # LiteLLM ships no type hints
+class BureauLogger(CustomLogger):
     """The LiteLLM ``CustomLogger``. ``config``: the plugin's config, or ``None`` to read
     the file named by ``BUREAU_LITELLM_CONFIG`` at the first event."""
 
@@ -257,8 +259,12 @@ class BureauLogger(CustomLogger):  # type: ignore[misc]  # LiteLLM ships no type
                             names)
             return
         reporter = await self.reporter()
-        error_code = str((payload.get("error_information") or {}).get("error_code") or "")
-        answered = success or error_code.isdigit()
+        error = payload.get("error_information") or {}
+        error_code = str(error.get("error_code") or "")
+        # A provider's HTTP error status is an answer (a refusal); a timeout (LiteLLM
+        # gives it 408) or a connection error is not.
+        answered = success or (error_code.isdigit() and error_code != "408" and
+                               error.get("error_class") not in _NO_ANSWER)
         start, end = float(payload.get("startTime", 0)), float(payload.get("endTime", 0))
         key_hash = (payload.get("metadata") or {}).get("user_api_key_hash")
         fields: dict[str, Any] = {

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json
 import zlib
 from typing import Any
@@ -77,10 +78,9 @@ def _hex_ids_to_base64(value: Any) -> None:
         for name, item in value.items():
             want = _ID_HEX_LENGTHS.get(name)
             if want is not None and isinstance(item, str) and len(item) == want:
-                try:
+                # not hex: left as it is, and json_format says what is wrong with it
+                with contextlib.suppress(ValueError):
                     value[name] = base64.b64encode(bytes.fromhex(item)).decode("ascii")
-                except ValueError:
-                    pass  # not hex: json_format says what is wrong with it
             else:
                 _hex_ids_to_base64(item)
     elif isinstance(value, list):

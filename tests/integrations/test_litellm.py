@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -17,7 +18,7 @@ import pytest
 
 # The model cost map from the package, not fetched from the network at import.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-import litellm  # noqa: E402
+import litellm
 
 from reporters import save_key, wire
 from reporters.integrations.litellm import (
@@ -181,11 +182,12 @@ def test_the_handler_reads_its_config_from_the_environment(
     from reporters.integrations.litellm import handler
 
     assert isinstance(handler, litellm.integrations.custom_logger.CustomLogger)
-    (tmp_path / "bureau.json").write_text(__import__("json").dumps(_config(tmp_path)))
+    raw = _config(tmp_path)
+    (tmp_path / "bureau.json").write_text(json.dumps(raw))
     monkeypatch.setenv(CONFIG_ENV, str(tmp_path / "bureau.json"))
     assert BureauLogger().config.deployments["backup"] == BACKUP
     monkeypatch.delenv(CONFIG_ENV)
     with pytest.raises(LiteLLMConfigError, match=CONFIG_ENV):
         _ = BureauLogger().config
-    with pytest.raises(LiteLLMConfigError, match="deployments.x"):
-        config_from_mapping({**_config(tmp_path), "deployments": {"x": "ed25519:nope"}})
+    with pytest.raises(LiteLLMConfigError, match=r"deployments\.x"):
+        config_from_mapping({**raw, "deployments": {"x": "ed25519:nope"}})

@@ -122,6 +122,8 @@ def spooled_facts(spool_dir: Path) -> list[dict[str, Any]]:
     db = sqlite3.connect(spool_dir / DB_FILE)
     try:
         rows = db.execute("SELECT line FROM spool ORDER BY seq").fetchall()
+    except sqlite3.OperationalError:  # being created: its tables are not there yet
+        return []
     finally:
         db.close()
     return [json.loads(base64.b64decode(json.loads(line)["payload"])) for (line,) in rows]
