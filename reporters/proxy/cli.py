@@ -9,6 +9,8 @@
 
     bureau-reporter probe --config probe.toml          (docs/probing.md)
 
+    bureau-reporter otlp --config otlp.toml            (docs/proxy.md, the OTLP receiver)
+
 Flags given override the file's values; ``--route`` and ``--promise`` add to its lists.
 ``resend`` sends again the facts a proxy kept as delivered (``--keep-delivered-days``),
 after the bureau was restored from a backup that lost them (docs/runbook.md); run it
@@ -34,6 +36,7 @@ from aiohttp import web
 from reporters import Delivery, Reporter, load_key
 from reporters._internal.errors import BureauClientError
 from reporters.models import parse_timestamp
+from reporters.otlp.cli import add_command as add_otlp_command
 from reporters.prober.cli import add_command as add_probe_command
 from reporters.proxy import ops
 from reporters.proxy.app import Proxy
@@ -210,6 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="seconds to wait for the bureau's answers (default 300)")
     again.set_defaults(func=cmd_resend)
     add_probe_command(sub)
+    add_otlp_command(sub)
     return parser
 
 
