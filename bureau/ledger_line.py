@@ -28,7 +28,8 @@ def where(config: Config) -> str:
         netloc = parts.netloc.rpartition("@")
         user = netloc[0].partition(":")[0]
         host = f"{user}@{netloc[2]}" if netloc[1] else netloc[2]
-        return urlunsplit(parts._replace(netloc=host, query=""))
+        query = "&".join(p for p in parts.query.split("&") if not p.startswith("password="))
+        return urlunsplit(parts._replace(netloc=host, query=query))
     home = config.home.resolve()
     try:
         return "./" + str(home.relative_to(Path(os.getcwd()).resolve()))

@@ -4,6 +4,7 @@ the ``export BUREAU_HOME=…`` line, and ``serve`` says what it did as it stops.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
 import os
@@ -17,7 +18,7 @@ from pathlib import Path
 from bureau import ledger_line
 from bureau.config import Config
 from reporters import wire
-from tests.cli.test_commands import _agent_with_a_report, _env, bureau_cli
+from tests.cli.test_commands import _agent_with_a_report, _env, bureau_cli, bureau_cli_async
 from tests.processes import free_port
 from tests.support import BureauUnderTest
 
@@ -28,9 +29,9 @@ def test_the_place_is_said_as_typed(tmp_path: Path, monkeypatch: object) -> None
     here = Path.cwd()
     assert ledger_line.where(Config(home=here / ".bureau-demo")) == "./.bureau-demo"
     assert ledger_line.where(Config(home=tmp_path / "h")) == str((tmp_path / "h").resolve())
-    url = "postgresql://bureau:s3cret@db.example:5432/ledger?sslmode=require"
+    url = "postgresql://bureau:s3cret@db.example:5432/ledger?sslmode=require&password=x"
     assert ledger_line.where(Config(home=here, database_url=url)) == \
-        "postgresql://bureau@db.example:5432/ledger"
+        "postgresql://bureau@db.example:5432/ledger?sslmode=require"
 
 
 def test_the_line_counts_in_words() -> None:
@@ -48,15 +49,15 @@ async def test_verify_and_report_name_their_ledger_first(bureau: BureauUnderTest
     seconds = bureau.config.epoch_seconds
     for args in (["verify"], ["verify", "--json"], ["report", agent], ["report", agent,
                                                                        "--json"]):
-        done = bureau_cli(*args, env=env)
+        done = await bureau_cli_async(*args, env=env)
         assert done.returncode == 0, done.stderr
         first = done.stderr.splitlines()[0]
         assert first.startswith("ledger at postgresql://"), (args, first)
         assert f", {seconds} s epochs, " in first and "latest sealed epoch" in first
         entries = int(re.search(r", (\d+) entries,", first).group(1))  # type: ignore[union-attr]
         assert entries >= 6  # genesis, reporter, 3 facts, seal
-    assert json.loads(bureau_cli("verify", "--json", env=env).stdout)["ok"] is True
-    missing = bureau_cli("report", "ed25519:" + "A" * 43, env=env)
+    assert json.loads((await bureau_cli_async("verify", "--json", env=env)).stdout)["ok"]
+    missing = await bureau_cli_async("report", "ed25519:" + "A" * 43, env=env)
     assert missing.returncode == 1
     assert missing.stderr.splitlines()[0].startswith("ledger at ")
     assert "no report for" in missing.stderr.splitlines()[1]
@@ -65,19 +66,19 @@ async def test_verify_and_report_name_their_ledger_first(bureau: BureauUnderTest
 async def test_report_over_http_is_the_local_report(bureau: BureauUnderTest,
                                                     tmp_path: Path) -> None:
     agent = await _agent_with_a_report(bureau)
-    local = bureau_cli("report", agent, "--json", env=_env(bureau, tmp_path))
+    local = await bureau_cli_async("report", agent, "--json", env=_env(bureau, tmp_path))
     nowhere = {"PATH": "/usr/bin:/bin", "BUREAU_HOME": str(tmp_path / "none")}
-    remote = bureau_cli("report", "--url", bureau.url, agent, "--json", env=nowhere)
+    remote = await bureau_cli_async("report", "--url", bureau.url, agent, "--json", env=nowhere)
     assert remote.returncode == 0, remote.stderr
     assert json.loads(remote.stdout) == json.loads(local.stdout)
     assert remote.stderr.splitlines()[0] == (
         f"bureau at {bureau.url}, {bureau.config.epoch_seconds} s epochs, "
         f"key {wire.signing_key_id(bureau.signing_key)}")
-    text = bureau_cli("report", "--url", bureau.url + "/", agent, env=nowhere)
+    text = await bureau_cli_async("report", "--url", bureau.url + "/", agent, env=nowhere)
     assert text.returncode == 0 and f"agent      {agent}" in text.stdout
-    none = bureau_cli("report", "--url", bureau.url, "ed25519:" + "B" * 43, env=nowhere)
+    none = await bureau_cli_async("report", "--url", bureau.url, "ed25519:" + "B" * 43, env=nowhere)
     assert none.returncode == 1 and "no report for" in none.stderr
-    down = bureau_cli("report", "--url", f"http://127.0.0.1:{free_port()}", agent, env=nowhere)
+    down = await bureau_cli_async("report", "--url", f"http://127.0.0.1:{free_port()}", agent, env=nowhere)
     assert down.returncode == 2 and "unreachable" in down.stderr
     assert "Traceback" not in down.stderr
     assert not (tmp_path / "none").exists()  # over HTTP nothing local is read or made
@@ -104,7 +105,7 @@ def _fake_venv(tmp_path: Path) -> Path:
 
 
 def test_first_make_run_says_it_is_installing(tmp_path: Path) -> None:
-    dry = subprocess.run(["make", "-n", "-C", str(ROOT), "run", f"VENV={tmp_path / 'v'}"],
+    dry = subprocess.run(["make", "-n", "--no-print-directory", "-C", str(ROOT), "run", f"VENV={tmp_path / 'v'}"],
                          capture_output=True, text=True, check=True).stdout
     first = dry.splitlines()[0]
     assert "installing into" in first and "first run only, about a minute" in first
@@ -119,7 +120,7 @@ async def test_make_demo_prints_the_export_line_and_serve_its_stop_line(
     log = tmp_path / "demo.log"
     with log.open("wb") as fh:
         proc = subprocess.Popen(
-            ["make", "-s", "-C", str(ROOT), "demo", f"VENV={venv}", f"DEMO_HOME={home}",
+            ["make", "-s", "--no-print-directory", "-C", str(ROOT), "demo", f"VENV={venv}", f"DEMO_HOME={home}",
              f"PORT={free_port()}", f"OPS_PORT={free_port()}"],
             env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
     try:
@@ -127,7 +128,7 @@ async def test_make_demo_prints_the_export_line_and_serve_its_stop_line(
         while "serving on" not in log.read_text():
             assert proc.poll() is None, log.read_text()
             assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
+            await asyncio.sleep(0.2)
         text = log.read_text()
         assert f"  export BUREAU_HOME={home}\n" in text
         assert text.index("export BUREAU_HOME=") < text.index("serving on")
@@ -135,8 +136,8 @@ async def test_make_demo_prints_the_export_line_and_serve_its_stop_line(
             in text
     finally:
         os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(60)
+        await asyncio.to_thread(proc.wait, 60)
     stop = [line for line in log.read_text().splitlines() if "bureau serve: stopped" in line]
     assert len(stop) == 1, log.read_text()[-2000:]
     assert re.search(r"stopped on SIGINT: \d+ entr(y|ies) appended while it ran, 1 entry in "
-                     r"the ledger at postgresql://.*; nothing waits for a seal", stop[0]), stop
+                     r"the ledger at postgresql://.*; 1 entry waits for the seal of its epoch", stop[0]), stop
