@@ -76,9 +76,11 @@ async def test_report_over_http_is_the_local_report(bureau: BureauUnderTest,
         f"key {wire.signing_key_id(bureau.signing_key)}")
     text = await bureau_cli_async("report", "--url", bureau.url + "/", agent, env=nowhere)
     assert text.returncode == 0 and f"agent      {agent}" in text.stdout
-    none = await bureau_cli_async("report", "--url", bureau.url, "ed25519:" + "B" * 43, env=nowhere)
+    none = await bureau_cli_async("report", "--url", bureau.url, "ed25519:" + "B" * 43,
+                                  env=nowhere)
     assert none.returncode == 1 and "no report for" in none.stderr
-    down = await bureau_cli_async("report", "--url", f"http://127.0.0.1:{free_port()}", agent, env=nowhere)
+    down = await bureau_cli_async("report", "--url", f"http://127.0.0.1:{free_port()}", agent,
+                                  env=nowhere)
     assert down.returncode == 2 and "unreachable" in down.stderr
     assert "Traceback" not in down.stderr
     assert not (tmp_path / "none").exists()  # over HTTP nothing local is read or made
@@ -105,8 +107,9 @@ def _fake_venv(tmp_path: Path) -> Path:
 
 
 def test_first_make_run_says_it_is_installing(tmp_path: Path) -> None:
-    dry = subprocess.run(["make", "-n", "--no-print-directory", "-C", str(ROOT), "run", f"VENV={tmp_path / 'v'}"],
-                         capture_output=True, text=True, check=True).stdout
+    dry = subprocess.run(["make", "-n", "--no-print-directory", "-C", str(ROOT), "run",
+                          f"VENV={tmp_path / 'v'}"], capture_output=True, text=True,
+                         check=True).stdout
     first = dry.splitlines()[0]
     assert "installing into" in first and "first run only, about a minute" in first
 
@@ -120,8 +123,8 @@ async def test_make_demo_prints_the_export_line_and_serve_its_stop_line(
     log = tmp_path / "demo.log"
     with log.open("wb") as fh:
         proc = subprocess.Popen(
-            ["make", "-s", "--no-print-directory", "-C", str(ROOT), "demo", f"VENV={venv}", f"DEMO_HOME={home}",
-             f"PORT={free_port()}", f"OPS_PORT={free_port()}"],
+            ["make", "-s", "--no-print-directory", "-C", str(ROOT), "demo", f"VENV={venv}",
+             f"DEMO_HOME={home}", f"PORT={free_port()}", f"OPS_PORT={free_port()}"],
             env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 90
@@ -140,4 +143,5 @@ async def test_make_demo_prints_the_export_line_and_serve_its_stop_line(
     stop = [line for line in log.read_text().splitlines() if "bureau serve: stopped" in line]
     assert len(stop) == 1, log.read_text()[-2000:]
     assert re.search(r"stopped on SIGINT: \d+ entr(y|ies) appended while it ran, 1 entry in "
-                     r"the ledger at postgresql://.*; 1 entry waits for the seal of its epoch", stop[0]), stop
+                     r"the ledger at postgresql://.*; 1 entry waits for the seal of its epoch",
+                     stop[0]), stop
