@@ -151,7 +151,8 @@ async def resend(key_file: Path, bureau_url: str, spool: Path, since: float | No
             print(f"bureau-reporter resend: {reporter.pending} of {n} not answered within "
                   f"{timeout:g} s; they stay in the spool for the next run", file=sys.stderr)
             return 1
-    print(f"bureau-reporter resend: {n} facts sent again: {answers['accepted']} accepted "
+    print(f"bureau-reporter resend: {wording.count(n, 'fact')} sent again: "
+          f"{answers['accepted']} accepted "
           f"(the bureau had lost them), {answers['duplicate']} duplicate, "
           f"{answers['rejected']} rejected")
     return 0

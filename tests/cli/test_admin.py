@@ -16,6 +16,7 @@ from bureau.scoring.policy import KNOWN_POLICIES, policy_hash
 from reporters import wire
 from reporters.models import PAYLOAD_MODELS
 from tests.cli.test_commands import bureau_cli_async
+from tests.copy import assert_plain
 from tests.intake.world import live_parties
 from tests.processes import free_port
 from tests.support import BureauUnderTest, fact_payload, kid
@@ -88,6 +89,7 @@ async def test_resolve_seal_and_policy(bureau: BureauUnderTest, tmp_path: Path) 
     assert stale.returncode == 1
     assert json.loads(stale.stdout)["code"] == "STALE_UPDATE"
     assert "refused (422): STALE_UPDATE at '/from_epoch'" in stale.stderr
+    assert_plain(done.stdout + sealed.stdout + chosen.stdout + stale.stdout + stale.stderr)
     unknown = await admin(bureau, tmp_path, "policy", "v9")
     assert unknown.returncode == 2 and "a policy this bureau knows" in unknown.stderr
 

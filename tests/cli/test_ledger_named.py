@@ -19,6 +19,7 @@ from bureau import ledger_line
 from bureau.config import Config
 from reporters import wire
 from tests.cli.test_commands import _agent_with_a_report, _env, bureau_cli, bureau_cli_async
+from tests.copy import assert_plain
 from tests.processes import free_port
 from tests.support import BureauUnderTest
 
@@ -51,6 +52,7 @@ async def test_verify_and_report_name_their_ledger_first(bureau: BureauUnderTest
                                                                        "--json"]):
         done = await bureau_cli_async(*args, env=env)
         assert done.returncode == 0, done.stderr
+        assert_plain(done.stdout + done.stderr)
         first = done.stderr.splitlines()[0]
         assert first.startswith("ledger at postgresql://"), (args, first)
         assert f", {seconds} s epochs, " in first and "latest sealed epoch" in first
@@ -140,6 +142,7 @@ async def test_make_demo_prints_the_export_line_and_serve_its_stop_line(
     finally:
         os.killpg(proc.pid, signal.SIGINT)
         await asyncio.to_thread(proc.wait, 60)
+    assert_plain(log.read_text())
     stop = [line for line in log.read_text().splitlines() if "bureau serve: stopped" in line]
     assert len(stop) == 1, log.read_text()[-2000:]
     assert re.search(r"stopped on SIGINT: \d+ entr(y|ies) appended while it ran, 1 entry in "

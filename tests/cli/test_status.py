@@ -11,6 +11,7 @@ from bureau.scoring.policy import policy_name_of
 from bureau.status import seal_plan
 from reporters import wire
 from tests.cli.test_commands import _agent_with_a_report, _env, bureau_cli_async
+from tests.copy import assert_plain
 from tests.processes import free_port
 from tests.support import BureauUnderTest
 
@@ -47,6 +48,7 @@ async def test_status_of_the_local_ledger(bureau: BureauUnderTest, tmp_path: Pat
     spooled = await bureau_cli_async("status", "--spool", down, env=env)
     assert spooled.returncode == 0, spooled.stderr
     text = spooled.stdout
+    assert_plain(text)
     assert text.splitlines()[0].startswith("ledger at postgresql://")
     assert "no activity since" in text and "policy     v2" in text
     assert f"spool      {down}: unreachable" in text
