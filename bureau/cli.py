@@ -644,7 +644,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("pgserver").setLevel(logging.WARNING)
     args = build_parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
-    result: int = args.func(args)
+    try:
+        result: int = args.func(args)
+        sys.stdout.flush()  # here, not at exit, so a closed pipe is caught below
+    except BrokenPipeError:  # `bureau report … | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # as a shell reports a pipe's writer killed by SIGPIPE
     return result
 
 

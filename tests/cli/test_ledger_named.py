@@ -148,3 +148,20 @@ async def test_make_demo_prints_the_export_line_and_serve_its_stop_line(
     assert re.search(r"stopped on SIGINT: \d+ entr(y|ies) appended while it ran, 1 entry in "
                      r"the ledger at postgresql://.*; 1 entry waits for the seal of its epoch",
                      stop[0]), stop
+
+
+async def test_a_closed_pipe_is_no_traceback(bureau: BureauUnderTest, tmp_path: Path) -> None:
+    """``bureau report AGENT | head -1``: the reader stops reading; no traceback. Here
+    standard output is a pipe whose reading end is already closed, so every write
+    fails as it would once ``head`` has exited."""
+    agent = await _agent_with_a_report(bureau)
+    code = ("import os, sys; r, w = os.pipe(); os.close(r); os.dup2(w, 1); "
+            "from bureau.cli import main; "
+            f"sys.exit(main(['report', '--url', {bureau.url!r}, {agent!r}]))")
+
+    def piped() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", code], env=_env(bureau, tmp_path),
+                              capture_output=True, text=True, timeout=120)
+
+    done = await asyncio.to_thread(piped)
+    assert done.returncode == 141 and "Traceback" not in done.stderr, done.stderr
