@@ -31,9 +31,9 @@ async def signed_report(url: str, agent: str, epoch: int | None
     report checked against the key in force."""
     async with aiohttp.ClientSession() as session:
         bureau = Bureau(url, session)
-        info: dict[str, Any] = await bureau.get_json("/v1/bureau")
+        info: dict[str, Any] = await bureau.get_object("/v1/bureau", "bureau")
         query = "" if epoch is None else f"?epoch={epoch}"
-        envelope = await bureau.get(f"/v1/agents/{quote(agent)}/report{query}",
+        envelope = await bureau.get(f"/v1/agents/{quote(agent)}/report{query}", "report",
                                     missing_ok=True)
     if envelope is not None:
         try:

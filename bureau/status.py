@@ -178,9 +178,9 @@ async def remote(url: str, now: dt.datetime | None = None) -> dict[str, Any]:
     now = now or dt.datetime.now(dt.UTC)
     async with aiohttp.ClientSession() as session:
         bureau = Bureau(url, session)
-        info: dict[str, Any] = await bureau.get_json("/v1/bureau")
-        latest = await bureau.get("/v1/checkpoints/latest", missing_ok=True)
-        note = await bureau.get_text("/checkpoint")
+        info: dict[str, Any] = await bureau.get_object("/v1/bureau", "bureau")
+        latest = await bureau.get("/v1/checkpoints/latest", "checkpoint", missing_ok=True)
+        note = await bureau.get_text("/checkpoint", "note")
     seconds = int(info["epoch_seconds"])
     sealed = None
     if latest is not None:
