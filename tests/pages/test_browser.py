@@ -164,7 +164,8 @@ _MEASURE = (
     "out.width = innerWidth;</script>")
 
 
-async def _measured(bureau: BureauUnderTest, path: str, width: int) -> dict[str, str]:
+async def _measured(bureau: BureauUnderTest, path: str, width: int,
+                    shot: str | None = None) -> dict[str, str]:
     """The bureau's page at ``path`` laid out by Chromium in a frame ``width`` px wide
     (headless Chromium's windows are at least 500 px wide, so a phone is a frame), with
     :data:`_MEASURE`'s figures. The page itself has no script: a loopback server of
@@ -190,6 +191,12 @@ async def _measured(bureau: BureauUnderTest, path: str, width: int) -> dict[str,
     app.router.add_get("/page", page)
     async with serving(app) as url:
         dom = (await _chromium("--dump-dom", "--window-size=1200,1000", url + "/")).decode()
+        if shot is not None:  # the page as a phone shows it, in its frame
+            ARTIFACTS.mkdir(exist_ok=True)
+            (ARTIFACTS / shot).unlink(missing_ok=True)
+            await _chromium(f"--screenshot={ARTIFACTS / shot}", "--window-size=600,900",
+                            url + "/")
+            assert (ARTIFACTS / shot).stat().st_size > 10_000
     body = re.search(r"<body([^>]*)>", dom)
     assert body is not None
     figures = dict(re.findall(r'data-([a-z-]+)="([^"]*)"', body.group(1)))
@@ -199,8 +206,8 @@ async def _measured(bureau: BureauUnderTest, path: str, width: int) -> dict[str,
 
 async def test_navigation_fits_a_phone_and_a_desk(bureau: BureauUnderTest) -> None:
     agent = await _agent_with_a_report(bureau)
-    for path in ("/", f"/agents/{agent}"):
-        phone = await _measured(bureau, path, 390)
+    for path, name in (("/", "home-page-390.png"), (f"/agents/{agent}", "agent-page-390.png")):
+        phone = await _measured(bureau, path, 390, name)
         assert phone["link-rows"] == "1", (path, phone)  # the links on one line
         assert phone["nav-rows"] == "2" and phone["overflow"] == "false", (path, phone)
         desk = await _measured(bureau, path, 1100)
