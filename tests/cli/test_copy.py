@@ -63,4 +63,9 @@ def test_counted_words() -> None:
 
 
 def test_v1_is_labelled_superseded() -> None:
-    assert "superseded" in policy_label("v1") and "default" in policy_label("v2")
+    from bureau.scoring.policy import DEFAULT_POLICY_NAME, KNOWN_POLICIES
+
+    assert "superseded" in policy_label("v1") and "NO rows" in policy_label("v1")
+    assert "default" in policy_label(DEFAULT_POLICY_NAME)
+    for name in set(KNOWN_POLICIES) - {DEFAULT_POLICY_NAME}:
+        assert "superseded" in policy_label(name)

@@ -7,7 +7,7 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from bureau.scoring.policy import policy_name_of
+from bureau.scoring.policy import DEFAULT_POLICY_NAME, policy_name_of
 from bureau.status import seal_plan
 from reporters import wire
 from tests.cli.test_commands import _agent_with_a_report, _env, bureau_cli_async
@@ -39,7 +39,7 @@ async def test_status_of_the_local_ledger(bureau: BureauUnderTest, tmp_path: Pat
     assert doc["epoch_seconds"] == bureau.config.epoch_seconds
     assert doc["latest_sealed"]["epoch"] is not None
     assert doc["next_seal"]["epoch"] is None  # nothing recorded since that seal
-    assert doc["policy"]["name"] == policy_name_of(doc["policy"]["hash"]) == "v2"
+    assert doc["policy"]["name"] == policy_name_of(doc["policy"]["hash"]) == DEFAULT_POLICY_NAME
     assert doc["witnesses"] == [] and doc["replicas"]["streaming"] == []
     assert set(doc["leaders"]) == {"reports", "tree heads"}
     # the bureau of this test leads report building from this process's connection
@@ -50,7 +50,7 @@ async def test_status_of_the_local_ledger(bureau: BureauUnderTest, tmp_path: Pat
     text = spooled.stdout
     assert_plain(text)
     assert text.splitlines()[0].startswith("ledger at postgresql://")
-    assert "no activity since" in text and "policy     v2" in text
+    assert "no activity since" in text and f"policy     {DEFAULT_POLICY_NAME}" in text
     assert f"spool      {down}: unreachable" in text
     assert "leader     reports: pid" in text
 

@@ -34,10 +34,8 @@ def policy_label(name: str) -> str:
 
     if name == DEFAULT_POLICY_NAME:
         return " (the default for new ledgers)"
-    if name in ("v1",):
-        return (" (superseded, kept so older ledgers rebuild and for comparison: its NO "
-                "rows are why v2 exists)")
-    return ""
+    why = ": its NO rows are why v2 exists" if name == "v1" else ""
+    return f" (superseded, kept so older ledgers rebuild and for comparison{why})"
 
 
 def render_run(run: PolicyRun) -> str:
