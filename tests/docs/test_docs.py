@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-
 import re
 from pathlib import Path
 
