@@ -16,7 +16,7 @@ from typing import Any
 
 from bureau.scoring.evaluators import EvaluatorStats
 from bureau.scoring.inputs import EXCLUSION_REASONS, REPORTER_ROW_MIN, Evidence, Fact, Probe
-from bureau.scoring.outcomes import Resolution, resolve_all
+from bureau.scoring.outcomes import RULE_NAMES, Resolution, resolve_all
 from bureau.scoring.policy import Policy
 from bureau.scoring.score import SCORE_REASON_TEXT, Score, Term, score_terms, settle
 from bureau.scoring.truth import set_aside
@@ -290,6 +290,7 @@ def explain_rows(result: AgentScore, policy: Policy) -> list[dict[str, Any]]:
                 "interaction": u.interaction,
                 "engagement": u.engagement,
                 "rule": r.rule,
+                "rule_name": RULE_NAMES[r.rule],
                 "source": r.source,
                 "outcome": r.code,
                 "scored": r.scored,

@@ -28,6 +28,7 @@ from typing import Any
 import aiohttp
 
 from reporters import BureauClientError, load_key
+from reporters._internal import wording
 from reporters.check.bureau import CAPS, Bureau, CannotCheck, CheckFailed, Trust
 from reporters.check.checks import (
     Outcome,
@@ -208,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default 30)")
     common.add_argument("--json", action="store_true", help="one JSON object a result")
 
-    parser = argparse.ArgumentParser(prog="bureau-check", description=__doc__,
+    parser = argparse.ArgumentParser(prog="bureau-check", description=wording.plain(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     report = sub.add_parser("report", parents=[common],

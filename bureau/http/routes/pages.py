@@ -75,7 +75,8 @@ async def index(request: web.Request) -> web.Response:
                                       request.app[CONFIG].epoch_seconds)
     return _html(index_page(wire.signing_key_id(request.app[SIGNING_KEY]), policy,
                             request.app[CONFIG].epoch_seconds,
-                            payload_of(cp) if cp is not None else None, ranked, q, page))
+                            payload_of(cp) if cp is not None else None, ranked, q, page,
+                            now=request.app[LEDGER].clock()))
 
 
 @routes.get(f"/agents/{{agent:{KEY_ID}}}")
@@ -89,4 +90,5 @@ async def agent(request: web.Request) -> web.Response:
     pretty = json.dumps(json.loads(envelope), indent=2).encode()
     return _html(agent_page(payload_of(envelope), pretty,
                             wire.signing_key_id(request.app[SIGNING_KEY]),
-                            request.app[CONFIG].public_url, request.app[CONFIG].epoch_seconds))
+                            request.app[CONFIG].public_url, request.app[CONFIG].epoch_seconds,
+                            now=request.app[LEDGER].clock()))
