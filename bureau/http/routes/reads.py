@@ -194,6 +194,7 @@ async def bureau_info(request: web.Request) -> web.Response:
         "epoch_seconds": request.app[CONFIG].epoch_seconds,
         "origin": log_key.origin,
         "vkey": log_key.vkey,
+        "eth_address": request.app[CONFIG].eth_address,
     })
 
 
