@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.interop.support import PUBLIC_URL, BUREAU_ETH, Linked, linked_world
+from tests.interop.support import BUREAU_ETH, PUBLIC_URL, Linked, linked_world
 from tests.support import BureauUnderTest, start_bureau
 from tests.views.support import EPOCH_SECONDS
 

@@ -24,7 +24,6 @@ from bureau.http.errors import error_response
 from bureau.http.keys import CONFIG, LOG_KEY, READS
 from bureau.http.pages import payload_of
 from bureau.http.params import KEY_ID
-from bureau.http.routes.reads import epoch_query
 from bureau.interop import mcp_view
 from bureau.interop.linked import complete_epoch, linked_reports
 from bureau.replica import absent
@@ -37,6 +36,19 @@ routes = web.RouteTableDef()
 _LATEST = {"Cache-Control": "public, max-age=60"}
 _IMMUTABLE = {"Cache-Control": "public, max-age=31536000, immutable"}
 _DIGITS = re.compile(r"^(0|[1-9][0-9]{0,17})$")
+
+
+def _epoch(request: web.Request) -> int | None:
+    """``?epoch=E`` (SPEC §9 r3: ASCII digits, no sign, no leading zero); None when absent."""
+    for name in sorted(set(request.query) - {"epoch"}):
+        raise BureauError(Code.SCHEMA, pointer(name), f"unknown query parameter {name}")
+    text = _one(request, "epoch")
+    if text is None:
+        return None
+    if not _DIGITS.match(text):
+        raise BureauError(Code.SCHEMA, pointer("epoch"), "epoch must be a whole number, "
+                          "written in digits without a sign or a leading zero")
+    return int(text)
 
 
 def _public_url(request: web.Request) -> str:
@@ -70,7 +82,7 @@ async def _report(request: web.Request, agent: str, epoch: int | None) -> dict[s
 async def agent_erc8004(request: web.Request) -> web.Response:
     """The ERC-8004 feedback of the agent's report (public)."""
     try:
-        epoch = epoch_query(request)
+        epoch = _epoch(request)
         erc8004, bureau = _erc8004_bureau(request)
         report = await _report(request, request.match_info["agent"], epoch)
         doc = erc8004.feedback_document(report, bureau, request.app[CONFIG].epoch_seconds)
