@@ -9,7 +9,7 @@ import datetime as dt
 import ipaddress
 import json
 import ssl
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -20,11 +20,11 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from google.protobuf import json_format, struct_pb2
+from google.protobuf import json_format, struct_pb2  # type: ignore[import-untyped]
 
 
-def sdk_card(extensions: list[Mapping[str, Any]] = (),  # type: ignore[assignment]
-             signature_kids: list[str] = ()) -> dict[str, Any]:  # type: ignore[assignment]
+def sdk_card(extensions: Sequence[Mapping[str, Any]] = (),
+             signature_kids: Sequence[str] = ()) -> dict[str, Any]:
     """A card built with a2a-sdk's types, as JSON."""
     exts = []
     for ext in extensions:
