@@ -286,21 +286,14 @@ def _interop_operations() -> dict[tuple[str, str], Json]:
                            "without an erc8004 link" + needs,
             "security": public, "parameters": [_key_param("agent"), _epoch_param()],
             "responses": {"200": _object("the feedback"), **_errors(404, 422, 503)}},
-        ("GET", "/v1/agents/{agent}/erc8004/{epoch}/{registry}/{agent_id}/{tag}.json"): {
-            "operationId": "agent_erc8004_file",
+        ("GET", "/v1/erc8004/{file}"): {
+            "operationId": "erc8004_file",
             "summary": "One feedback file: the bytes its feedbackHash is keccak-256 of",
             "security": public, "parameters": [
-                _key_param("agent"),
-                {"name": "epoch", "in": "path", "required": True,
-                 "schema": {"type": "string", "pattern": "^[0-9]{1,18}$"}},
-                {"name": "registry", "in": "path", "required": True,
-                 "schema": {"type": "string",
-                            "pattern": "^eip155:[0-9]{1,32}:0x[0-9a-fA-F]{40}$"}},
-                {"name": "agent_id", "in": "path", "required": True,
-                 "schema": {"type": "string", "pattern": "^[0-9]{1,78}$"}},
-                {"name": "tag", "in": "path", "required": True,
-                 "schema": {"type": "string", "enum": ["bureauScore", "reachable",
-                                                       "responseTime"]}}],
+                {"name": "file", "in": "path", "required": True,
+                 "description": "<agent>.<epoch>.<registry>.<agent id>.<tag>.json, as "
+                                "feedbackURI names it",
+                 "schema": {"type": "string", "pattern": "^[A-Za-z0-9_:.-]{1,300}$"}}],
             "responses": {"200": _object("the feedback file"), **_errors(404, 422, 503)}},
         ("GET", "/v1/agents/{agent}/a2a-extension"): {
             "operationId": "agent_a2a_extension",

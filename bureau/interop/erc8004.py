@@ -21,6 +21,7 @@ or talks to a chain.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
@@ -131,10 +132,20 @@ def figures(report: Mapping[str, Any]) -> list[tuple[str, int, int]]:
     return out
 
 
+#: a feedback file's name: ``<agent>.<epoch>.<registry>.<agent id>.<tag>.json`` (one path
+#: segment: every part has a fixed form, and none holds a dot but the separators)
+FILE_NAME = re.compile(r"(ed25519:[A-Za-z0-9_-]{43})\.(0|[1-9][0-9]{0,17})\."
+                       r"(eip155:[1-9][0-9]{0,31}:0x[0-9a-fA-F]{40})\.(0|[1-9][0-9]{0,77})\."
+                       r"(bureauScore|reachable|responseTime)\.json")
+
+
+def file_name(agent: str, epoch: int, registry: str, agent_id: str, tag1: str) -> str:
+    return f"{agent}.{epoch}.{registry}.{agent_id}.{tag1}.json"
+
+
 def feedback_uri(bureau_url: str, agent: str, epoch: int, registry: str, agent_id: str,
                  tag1: str) -> str:
-    return (f"{bureau_url}/v1/agents/{agent}/erc8004/{epoch}/{registry}/{agent_id}/"
-            f"{tag1}.json")
+    return f"{bureau_url}/v1/erc8004/{file_name(agent, epoch, registry, agent_id, tag1)}"
 
 
 def feedback_files(report: Mapping[str, Any], bureau: Bureau,

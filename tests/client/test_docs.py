@@ -49,7 +49,8 @@ def test_public_surface_is_small_and_documented() -> None:
     assert sorted(reporters.__all__) == sorted([
         "Admin", "Agent", "BureauClientError", "Delivery", "Entry", "FilePage", "Receipt",
         "Refusal", "Rejected", "Rejection", "Reporter", "Unavailable", "VerificationError",
-        "VerifiedCheckpoint", "evidence_root", "files", "generate_key", "key_id", "load_key",
+        "VerifiedCheckpoint", "evidence_root", "files", "generate_key", "identity_links",
+        "key_id", "load_key",
         "models", "save_key", "verify_chain", "verify_checkpoint", "verify_consistency",
         "verify_inclusion", "verify_note", "verify_report"])
     text = README.read_text()

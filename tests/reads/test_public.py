@@ -20,7 +20,7 @@ async def test_bureau_names_its_key_policy_and_epoch(bureau: BureauUnderTest) ->
     assert body == {"key": kid(bureau.signing_key),
                     "policy": policy_hash(KNOWN_POLICIES["v2"]),  # a new ledger's default
                     "epoch_seconds": bureau.config.epoch_seconds, "origin": origin,
-                    "vkey": vkey}
+                    "vkey": vkey, "eth_address": None}  # no BUREAU_ETH_ADDRESS here
 
 
 async def test_policy_is_the_bytes_its_hash_names(bureau: BureauUnderTest) -> None:
