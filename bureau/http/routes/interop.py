@@ -60,12 +60,13 @@ def _public_url(request: web.Request) -> str:
 
 
 def _erc8004_bureau(request: web.Request) -> Any:
-    from bureau.interop import erc8004  # the erc8004 extra: only when configured
-
     address = request.app[CONFIG].eth_address
     if address is None:
         raise BureauError(Code.NOT_FOUND, "", "this bureau publishes no ERC-8004 feedback "
                           "(BUREAU_ETH_ADDRESS is not set)")
+    # the erc8004 extra, present whenever the address is set (its check needs eth-utils)
+    from bureau.interop import erc8004
+
     return erc8004, erc8004.Bureau(_public_url(request), address)
 
 
