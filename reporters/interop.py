@@ -8,7 +8,8 @@ there (docs/interop.md).
 * :func:`card_key_ids` — the key ids a card names: in that extension, or as the ``kid``
   of one of its ``signatures`` (a JWS header). :func:`card_names_key` says whether a card
   names one given key id: the other direction of an ``a2a`` link (``bureau-check
-  links``), and what the reporting proxy checks a card against the route's key id with.
+  links``). :func:`card_key_mismatch` is the check a reporter that reads cards makes
+  against the key id of the route it reports under.
 * :func:`meta_names_key` — whether an MCP registry entry's ``_meta`` names a key id: the
   other direction of an ``mcp`` link.
 
@@ -94,6 +95,18 @@ def card_key_ids(card: Any) -> list[str]:
 def card_names_key(card: Any, keyid: str) -> bool:
     """Does this agent card name ``keyid``, in the bureau extension or a signature?"""
     return keyid in card_key_ids(card)
+
+
+def card_key_mismatch(card: Any, route_key: str) -> str | None:
+    """For a reporter that reads an agent's card on a route it reports under
+    ``route_key``: None when the card carries no bureau extension or one naming
+    ``route_key``; otherwise why not (the card's extension names another agent, so the
+    facts would be about a key the card does not claim)."""
+    named = extension_key_ids(card)
+    if not named or route_key in named:
+        return None
+    return (f"the agent card's bureau extension names {', '.join(named)}, not the "
+            f"route's key {route_key}")
 
 
 def _strings(value: Any) -> Iterator[str]:

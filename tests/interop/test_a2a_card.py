@@ -11,6 +11,7 @@ from reporters.interop import (
     REPUTATION_EXTENSION_URI,
     card_extension,
     card_key_ids,
+    card_key_mismatch,
     card_names_key,
     meta_names_key,
 )
@@ -41,6 +42,16 @@ def test_another_extension_or_another_key_names_nothing() -> None:
     assert not card_names_key(sdk_card([other_uri]), KEY)
     assert not card_names_key(sdk_card([card_extension(PUBLIC_URL, "vkey", OTHER)]), KEY)
     assert not card_names_key(sdk_card(), KEY)
+
+
+def test_a_reporter_checks_the_cards_extension_against_its_routes_key() -> None:
+    assert card_key_mismatch(sdk_card([card_extension(PUBLIC_URL, "v", KEY)]), KEY) is None
+    assert card_key_mismatch(sdk_card(), KEY) is None  # no extension: nothing to check
+    assert card_key_mismatch(sdk_card(signature_kids=[OTHER]), KEY) is None
+    why = card_key_mismatch(sdk_card([card_extension(PUBLIC_URL, "v", OTHER)]), KEY)
+    assert why is not None and OTHER in why and KEY in why
+    both = sdk_card([card_extension(PUBLIC_URL, "v", OTHER), card_extension("u", "v", KEY)])
+    assert card_key_mismatch(both, KEY) is None
 
 
 @pytest.mark.parametrize("card", [
