@@ -121,3 +121,14 @@ async def test_bad_queries_and_unknown_servers(bureau: BureauUnderTest) -> None:
         assert status == 404 and body["code"] == "NOT_FOUND", name
     status, page = await get_json(bureau, "/v0/servers?cursor=zzzz")
     assert status == 200 and page == {"servers": [], "metadata": {"count": 0}}
+
+
+async def test_without_a_public_url_the_views_say_so(database_url: str, tmp_path: Path) -> None:
+    from tests.support import start_bureau
+    from tests.views.support import EPOCH_SECONDS
+
+    async with start_bureau(database_url, tmp_path, epoch_seconds=EPOCH_SECONDS) as bureau:
+        for path in ("/v0/servers", "/v0/servers/io.github.a%2Fb",
+                     "/v1/agents/ed25519:" + "A" * 43 + "/a2a-extension"):
+            status, body = await get_json(bureau, path)
+            assert status == 404 and "BUREAU_PUBLIC_URL" in body["detail"], path
