@@ -72,7 +72,7 @@ SIGNER_AND_SUBJECT = (FileLink.SIGNER, FileLink.SUBJECT)
 class Signer(enum.StrEnum):
     """Who may sign an entry of a kind (SPEC §3): stage 4 checks exactly this."""
 
-    ADMIN = "admin"  # a key in BUREAU_ADMIN_KEYS
+    ADMIN = "admin"  # a key of the admin set in force (genesis, then ``keys`` entries)
     REPORTER = "reporter"  # a registered reporter holding the kind's role
     AGENT = "agent"  # an enrolled agent that has not withdrawn
     ENROLLING = "enrolling agent"  # a key that has never enrolled
@@ -95,6 +95,8 @@ class StateKeys:
     disputes: set[str] = field(default_factory=set)  # dispute entry ids
     #: the ledger's policy entries (a ``policy`` submission is judged against them)
     policies: bool = False
+    #: the ledger's ``keys`` entry in force (a ``keys`` submission is judged against it)
+    keys: bool = False
 
 
 #: (payload, signer) -> the entry's ``subject`` column: the agent the entry is about
@@ -225,6 +227,10 @@ def _resolution_needs(p: Payload, signer: str, keys: StateKeys) -> None:
 
 def _policy_needs(p: Payload, signer: str, keys: StateKeys) -> None:
     keys.policies = True
+
+
+def _keys_needs(p: Payload, signer: str, keys: StateKeys) -> None:
+    keys.keys = True
 
 
 # --------------------------------------------------------------------------- verdicts
@@ -389,13 +395,16 @@ EXCLUSION = Kind("exclusion", None, Signer.BUREAU, index="exclusions",
 SEAL = Kind("seal", None, Signer.BUREAU, index="seals", files=())
 #: An admin's choice of the scoring policy from an epoch on (SPEC §3, §7.1).
 POLICY = Kind("policy", "policy", Signer.ADMIN, needs=_policy_needs, index="policies")
-#: Written by the bureau as entry 1: ``{"policy", "epoch_seconds", "origin"}``, the
-#: settings the ledger was created with (bureau.intake.genesis).
+#: An admin's rotation of the bureau's signing key and of the admin set, from the next
+#: entry on (SPEC §3 r3; bureau.ledger_keys).
+KEYS = Kind("keys", "keys", Signer.ADMIN, needs=_keys_needs, index="ledger_keys")
+#: Written by the bureau as entry 1: ``{"policy", "epoch_seconds", "origin", "key",
+#: "admins"}``, the settings the ledger was created with (bureau.intake.genesis).
 GENESIS = Kind("genesis", None, Signer.BUREAU, files=())
 
 KINDS: tuple[Kind, ...] = (REPORTER, FACT, PROBE, ENROLLMENT, AMENDMENT, WITHDRAWAL,
                            ATTESTATION, VALUE_JUDGMENT, DISPUTE, RESOLUTION, SEAL_REQUEST,
-                           POLICY, EXCLUSION, SEAL, GENESIS)
+                           POLICY, KEYS, EXCLUSION, SEAL, GENESIS)
 #: entry kind -> Kind
 BY_NAME: dict[str, Kind] = {k.name: k for k in KINDS}
 #: payload name (what an envelope's payloadType names) -> Kind

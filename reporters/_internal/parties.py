@@ -26,6 +26,7 @@ from reporters.models import (
     AttestationPayload,
     DisputePayload,
     EnrollmentPayload,
+    KeysPayload,
     Payload,
     PolicyPayload,
     PromiseDeclared,
@@ -314,8 +315,9 @@ class Agent(_Party):
 
 
 class Admin(_Party):
-    """An admin key (one of ``BUREAU_ADMIN_KEYS``): registers reporters, resolves
-    disputes, seals elapsed epochs. Errors as for :class:`Agent`."""
+    """An admin key (one of the ledger's admin set in force): registers reporters,
+    resolves disputes, seals elapsed epochs, rotates the ledger's keys. Errors as for
+    :class:`Agent`."""
 
     async def __aenter__(self) -> Admin:
         return self
@@ -336,6 +338,15 @@ class Admin(_Party):
         epoch ``from_epoch`` and later; ``from_epoch`` may not have begun."""
         return await self.submit(payloads.build(PolicyPayload, {
             "policy": policy, "from_epoch": from_epoch,
+            "issued_at": payloads.issued_timestamp()}))
+
+    async def set_keys(self, bureau: str, admins: Sequence[str]) -> Receipt:
+        """Rotate who signs for the ledger (SPEC §3 r3): from the next entry on, the
+        bureau signs with the key whose id is ``bureau`` and the admins are exactly
+        ``admins`` (1 to 64 distinct key ids). Restart every node with the new key file
+        afterwards: a node still holding the old one signs nothing."""
+        return await self.submit(payloads.build(KeysPayload, {
+            "bureau": bureau, "admins": sorted(admins),
             "issued_at": payloads.issued_timestamp()}))
 
     async def resolve(self, dispute: str, decision: Literal["UPHELD", "EXCLUDED"],
