@@ -144,7 +144,7 @@ def test_links_are_distinct() -> None:
 
 def test_links_are_a_list() -> None:
     assert _refused(EnrollmentPayload, _enrollment({"kind": "mcp"})).path == "/links"
-    assert _refused(AmendmentPayload, {"issued_at": issued(), "links": None}).path == ""
+    assert _refused(AmendmentPayload, {"issued_at": issued(), "links": None}).path == "/links"
 
 
 def test_links_are_optional_and_an_amendment_may_clear_them() -> None:
