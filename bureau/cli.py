@@ -698,6 +698,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_admin(sub)  # `bureau admin`: docs/operations.md#admin-commands
 
     add_simulate(sub)  # `bureau simulate`: docs/simulation.md
+    from bureau.interop.cli import add_command as add_erc8004
+
+    add_erc8004(sub, read_only, _epoch)  # `bureau erc8004 export`: docs/interop.md
     for action in sub._choices_actions:  # each command's --help opens with its summary
         command = sub.choices[action.dest]
         command.description = command.description or action.help

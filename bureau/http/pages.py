@@ -220,6 +220,40 @@ def _evidence_block(report: dict[str, Any], public_url: str | None) -> str:
             f"log still extends that tree.{evidence}</p>")
 
 
+def _how_to_confirm(link: dict[str, Any], agent: str, base_url: str) -> str:
+    """What a reader does to confirm one link from the other side, in words."""
+    kind = link.get("kind")
+    check = f"<code>bureau-check links {_e(base_url)} {_e(agent)}</code>"
+    if kind == "erc8004":
+        chain, address = str(link.get("registry", "::")).split(":")[1:3]
+        return (f"ERC-8004 agent <code>{_e(link.get('agent_id'))}</code> in the Identity "
+                f"Registry <code>{_e(address)}</code> on chain {_e(chain)}. To confirm: "
+                f"call <code>tokenURI({_e(link.get('agent_id'))})</code> there; the "
+                f"registration file it names should list <code>{_e(agent)}</code> among "
+                f"its services. {check} prints these steps.")
+    if kind == "a2a":
+        return (f"A2A agent card <code>{_e(link.get('card'))}</code>. To confirm: the card "
+                f"should name <code>{_e(agent)}</code> in this bureau's extension or in its "
+                f"signatures; {check} fetches it and checks.")
+    return (f"MCP server <code>{_e(link.get('server'))}</code>. To confirm: its entry in "
+            f"the MCP registry should name <code>{_e(agent)}</code> in its "
+            f"<code>_meta</code>; {check} looks it up.")
+
+
+def _links_block(report: dict[str, Any], public_url: str | None) -> str:
+    """The agent's links, as what they are: its own claims, and how to confirm each."""
+    links = report.get("links") or []
+    if not links:
+        return ("<p class=\"muted\">This agent links no identity elsewhere (ERC-8004, "
+                "A2A, MCP).</p>")
+    base_url = public_url if public_url is not None else "URL"
+    items = "".join(f"<li>{_how_to_confirm(link, report['agent'], base_url)}</li>"
+                    for link in links)
+    return ("<p>These are the agent's <strong>own claims</strong>: the bureau checked "
+            "their form only, not that the other side agrees. Until you confirm one, do not "
+            f"take it as the agent's identity there.</p><ul id=\"links\">{items}</ul>")
+
+
 def _verify_snippet(agent: str, bureau_key: str, public_url: str | None) -> str:
     """Python that fetches the report and checks its signature. The page never says
     where it was fetched from (a ``Host`` header is the client's to choose, and a cache
@@ -274,6 +308,9 @@ the bureau no longer trusts.</p>
 </section>
 <section aria-labelledby="rel-h"><h2 id="rel-h">Reliability</h2>
 {_reliability(report.get("reliability") or {})}
+</section>
+<section aria-labelledby="links-h"><h2 id="links-h">Links the agent claims</h2>
+{_links_block(report, public_url)}
 </section>
 <section aria-labelledby="verify-h"><h2 id="verify-h">Verify this report</h2>
 <p>This page shows a report signed by the bureau. Do not trust the page: check the

@@ -5,6 +5,7 @@
     bureau-check consistency URL OLD_NOTE [NEW_NOTE]
     bureau-check monitor URL --state FILE [--interval S] [--once | --count N]
     bureau-check file URL --key AGENT_KEY_FILE [--epoch E]
+    bureau-check links URL AGENT [--epoch E] [--mcp-registry URL] [--cafile FILE]
 
 Every command takes ``--bureau-key KEYID`` or ``--vkey VKEY`` (pin the bureau's key: it
 must be in the key history ``/v1/bureau`` serves; without either, that history is used
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import ssl
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,6 +40,7 @@ from reporters.check.checks import (
     check_inclusion,
     check_report,
 )
+from reporters.check.links import MCP_REGISTRY, Fetching, check_links
 from reporters.check.monitor import monitor_step
 from reporters.check.text import one_line
 
@@ -135,6 +138,14 @@ async def _one(args: argparse.Namespace, bureau: Bureau, trust: Trust,
         note = _text(args.note, "the note") if args.note else None
         return await check_inclusion(bureau, trust, args.entry, note=note, seq=args.seq,
                                      witnessing=witnessing)
+    if args.command == "links":
+        try:
+            context = ssl.create_default_context(cafile=args.cafile) if args.cafile else None
+        except (OSError, ssl.SSLError) as exc:
+            raise CannotCheck(f"--cafile {args.cafile}: {exc}") from None
+        how = Fetching(args.mcp_registry, context, args.timeout)
+        return await check_links(bureau, trust, args.agent, how, epoch=args.epoch,
+                                 witnessing=witnessing)
     if args.command == "consistency":
         new = _text(args.new_note, "the note") if args.new_note else None
         return await check_consistency(bureau, trust, _text(args.old_note, "the note"), new,
@@ -249,6 +260,16 @@ def build_parser() -> argparse.ArgumentParser:
     file.add_argument("--key", required=True, help="the agent's key file (PKCS#8 PEM)")
     file.add_argument("--epoch", type=_nonnegative, help="a sealed epoch (default: the "
                       "latest)")
+    links = sub.add_parser("links", parents=[common],
+                           help="confirm an agent's links from the other side")
+    links.add_argument("url", help="the bureau's base URL")
+    links.add_argument("agent", help="the agent's key id")
+    links.add_argument("--epoch", type=_nonnegative, help="a sealed epoch (default: the "
+                       "latest)")
+    links.add_argument("--mcp-registry", default=MCP_REGISTRY, metavar="URL",
+                       help=f"the MCP registry to look servers up in (default {MCP_REGISTRY})")
+    links.add_argument("--cafile", metavar="FILE", help="trust these CA certificates (PEM) "
+                       "when fetching agent cards and registry entries")
     return parser
 
 

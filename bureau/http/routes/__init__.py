@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from bureau.http.routes import intake, ops, pages, reads, reports, transparency
+from bureau.http.routes import intake, interop, ops, pages, reads, reports, transparency
 
 TABLES: tuple[web.RouteTableDef, ...] = (
     intake.routes,
@@ -17,5 +17,6 @@ TABLES: tuple[web.RouteTableDef, ...] = (
     reads.routes,
     reports.routes,
     transparency.routes,
+    interop.routes,
     pages.routes,
 )
