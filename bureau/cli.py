@@ -30,7 +30,7 @@ from bureau.http.access_log import FORMATS as ACCESS_LOG_FORMATS
 from bureau.http.access_log import runner_options
 from bureau.http.params import KEY_ID
 from bureau.report_text import render_report, report_json
-from bureau.verify import BadEntry, BadTree, terminal_progress, verify_database
+from bureau.verify import BadEntry, BadSettlement, BadTree, terminal_progress, verify_database
 from reporters import wire
 from reporters.models import PAYLOAD_MODELS
 
@@ -279,7 +279,7 @@ async def _verify(args: argparse.Namespace, url: str) -> int:
     except BadEntry as bad:
         return _verify_failed(args, f"FAILED at entry seq {bad.seq}: {bad.reason}",
                               {"ok": False, "seq": bad.seq, "reason": bad.reason})
-    except BadTree as bad:
+    except (BadTree, BadSettlement) as bad:
         return _verify_failed(args, f"FAILED: {bad.reason}",
                               {"ok": False, "seq": None, "reason": bad.reason})
     finally:
@@ -288,7 +288,8 @@ async def _verify(args: argparse.Namespace, url: str) -> int:
         print(json.dumps({"ok": True, "entries": count}))
     else:
         print(f"bureau verify: ok, {count} entries, every id, link, signature and indexed "
-              "column checked, every tree node and signed tree head recomputed")
+              "column checked, every tree node and signed tree head recomputed, every "
+              "settlement added up")
     return 0
 
 

@@ -95,6 +95,8 @@ class StateKeys:
     disputes: set[str] = field(default_factory=set)  # dispute entry ids
     #: the ledger's policy entries (a ``policy`` submission is judged against them)
     policies: bool = False
+    #: the ledger's pool entries (a ``pool`` submission is judged against them)
+    pools: bool = False
 
 
 #: (payload, signer) -> the entry's ``subject`` column: the agent the entry is about
@@ -225,6 +227,10 @@ def _resolution_needs(p: Payload, signer: str, keys: StateKeys) -> None:
 
 def _policy_needs(p: Payload, signer: str, keys: StateKeys) -> None:
     keys.policies = True
+
+
+def _pool_needs(p: Payload, signer: str, keys: StateKeys) -> None:
+    keys.pools = True
 
 
 # --------------------------------------------------------------------------- verdicts
@@ -379,13 +385,15 @@ EXCLUSION = Kind("exclusion", None, Signer.BUREAU, index="exclusions",
 SEAL = Kind("seal", None, Signer.BUREAU, index="seals", files=())
 #: An admin's choice of the scoring policy from an epoch on (SPEC §3, §7.1).
 POLICY = Kind("policy", "policy", Signer.ADMIN, needs=_policy_needs, index="policies")
+#: An admin's evaluators' pool from an epoch on (SPEC §3, §8.2).
+POOL = Kind("pool", "pool", Signer.ADMIN, needs=_pool_needs, index="pools")
 #: Written by the bureau as entry 1: ``{"policy", "epoch_seconds", "origin"}``, the
 #: settings the ledger was created with (bureau.intake.genesis).
 GENESIS = Kind("genesis", None, Signer.BUREAU, files=())
 
 KINDS: tuple[Kind, ...] = (REPORTER, FACT, PROBE, ENROLLMENT, AMENDMENT, WITHDRAWAL,
                            ATTESTATION, VALUE_JUDGMENT, DISPUTE, RESOLUTION, SEAL_REQUEST,
-                           POLICY, EXCLUSION, SEAL, GENESIS)
+                           POLICY, POOL, EXCLUSION, SEAL, GENESIS)
 #: entry kind -> Kind
 BY_NAME: dict[str, Kind] = {k.name: k for k in KINDS}
 #: payload name (what an envelope's payloadType names) -> Kind

@@ -32,6 +32,7 @@ import asyncpg
 from bureau import db
 from bureau.errors import InternalError
 from bureau.kinds import EXCLUSION, GENESIS, SUBMITTED, subject_of_document
+from bureau.settlement.check import settlement_problems
 from bureau.transparency.tree import TreeCheck
 from reporters import wire
 from reporters.models import parse_timestamp
@@ -48,6 +49,14 @@ class BadEntry(InternalError):
     def __init__(self, seq: int, reason: str) -> None:
         super().__init__(f"entry {seq}: {reason}")
         self.seq = seq
+        self.reason = reason
+
+
+class BadSettlement(InternalError):
+    """A stored settlement whose numbers do not add up (bureau.settlement.check)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
         self.reason = reason
 
 
@@ -312,4 +321,7 @@ async def verify_database(conn: asyncpg.Connection, progress: Progress | None = 
         problem = _check_head(r["size"], bytes(r["root"]), r["note"], tree.roots.get(r["size"]))
         if problem is not None:
             raise BadTree(problem)
+    settlements = await settlement_problems(conn)
+    if settlements:
+        raise BadSettlement(settlements[0] + " (bureau rebuild derives it again)")
     return checker.seq

@@ -25,6 +25,7 @@ from reporters.models import (
     FactPayload,
     Payload,
     PolicyPayload,
+    PoolPayload,
     ProbePayload,
     ReporterPayload,
     ResolutionPayload,
@@ -133,6 +134,13 @@ def _policies(st: GroupState, w: Writes, kind: Kind, payload: Payload, signer: s
     w.policies.append((seq, p.policy, p.from_epoch, st.policy_at))
 
 
+def _pools(st: GroupState, w: Writes, kind: Kind, payload: Payload, signer: str,
+           key: str, subject: str | None, entry_id: str, seq: int) -> None:
+    p = cast(PoolPayload, payload)
+    st.pool_at = parse_timestamp(p.issued_at)
+    w.pools.append((seq, p.units, p.from_epoch, st.pool_at))
+
+
 #: index table -> its writer (bureau.kinds names the table each kind writes)
 _WRITERS: dict[str, Writer] = {
     "reporters": _reporters,
@@ -143,4 +151,5 @@ _WRITERS: dict[str, Writer] = {
     "disputes": _disputes,
     "resolutions": _resolutions,
     "policies": _policies,
+    "pools": _pools,
 }

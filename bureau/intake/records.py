@@ -106,6 +106,9 @@ class AdmissionState(Protocol):
     def policy_issued_at(self) -> dt.datetime | None:
         """The ``issued_at`` of the ``policy`` entry in force; None when there is none."""
         ...
+    def pool_issued_at(self) -> dt.datetime | None:
+        """The ``issued_at`` of the ``pool`` entry in force; None when there is none."""
+        ...
     def recording_epoch(self) -> int:
         """The epoch the entries of this group are recorded in."""
         ...

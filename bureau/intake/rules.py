@@ -38,6 +38,7 @@ from reporters.models import (
     FactPayload,
     Payload,
     PolicyPayload,
+    PoolPayload,
     ProbePayload,
     ReporterPayload,
     ResolutionPayload,
@@ -172,6 +173,19 @@ def _admit_policy(p: PolicyPayload, signer: str, key: str, now: dt.datetime,
                           f"epoch {p.from_epoch} has begun (this entry is recorded in epoch "
                           f"{epoch}): a policy applies from the current epoch or a later one")
     _check_issued_later(p.issued_at, state.policy_issued_at(), now, "policy entry")
+    return ADMIT
+
+
+@rule(PoolPayload)
+def _admit_pool(p: PoolPayload, signer: str, key: str, now: dt.datetime,
+                state: AdmissionState) -> Decision:
+    """As for ``policy``: a sealed epoch's pool never changes (SPEC §3, §8.2)."""
+    epoch = state.recording_epoch()
+    if p.from_epoch < epoch:
+        raise BureauError(Code.STALE_UPDATE, "/from_epoch",
+                          f"epoch {p.from_epoch} has begun (this entry is recorded in epoch "
+                          f"{epoch}): a pool applies from the current epoch or a later one")
+    _check_issued_later(p.issued_at, state.pool_issued_at(), now, "pool entry")
     return ADMIT
 
 

@@ -33,6 +33,7 @@ import multiprocessing
 import signal
 import time
 import traceback
+from collections.abc import Mapping
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
@@ -42,7 +43,7 @@ import nacl.signing
 
 from bureau import db
 from bureau.errors import InternalError
-from bureau.scoring.evaluators import EvaluatorBook
+from bureau.scoring.evaluators import EvaluatorBook, EvaluatorStats
 from bureau.scoring.policy import policy_by_hash
 from bureau.views.derive import Deriver, feed, long_lived_objects
 from bureau.views.sign import REPORT_TYPE, sign_many
@@ -154,6 +155,11 @@ class ShardPool:
                  t1 - t0, _phases(advanced), t2 - t1, " and store" if store else "",
                  t3 - t2, _phases(signed), len(changed))
         return [part for part, _ in signed]
+
+    @property
+    def evaluator_stats(self) -> Mapping[str, EvaluatorStats]:
+        """Every evaluator's record as of the last epoch built, summed over the shards."""
+        return {} if self._book is None else self._book.stats
 
     def reset(self) -> None:
         """Stop the workers and forget everything: the next epoch starts from entry 1."""

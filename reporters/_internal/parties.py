@@ -26,6 +26,7 @@ from reporters.models import (
     EnrollmentPayload,
     Payload,
     PolicyPayload,
+    PoolPayload,
     PromiseDeclared,
     ReporterPayload,
     ResolutionPayload,
@@ -316,6 +317,13 @@ class Admin(_Party):
         epoch ``from_epoch`` and later; ``from_epoch`` may not have begun."""
         return await self.submit(payloads.build(PolicyPayload, {
             "policy": policy, "from_epoch": from_epoch,
+            "issued_at": payloads.issued_timestamp()}))
+
+    async def set_pool(self, units: int, from_epoch: int) -> Receipt:
+        """Make the evaluators' pool of epoch ``from_epoch`` and later ``units`` whole
+        units (0 stops settling); ``from_epoch`` may not have begun (SPEC §3, §8.2)."""
+        return await self.submit(payloads.build(PoolPayload, {
+            "units": units, "from_epoch": from_epoch,
             "issued_at": payloads.issued_timestamp()}))
 
     async def resolve(self, dispute: str, decision: Literal["UPHELD", "EXCLUDED"],

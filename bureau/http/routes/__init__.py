@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from bureau.http.routes import intake, ops, pages, reads, reports, transparency
+from bureau.http.routes import intake, ops, pages, reads, reports, settlements, transparency
 
 TABLES: tuple[web.RouteTableDef, ...] = (
     intake.routes,
     ops.routes,
     reads.routes,
     reports.routes,
+    settlements.routes,
     transparency.routes,
     pages.routes,
 )
