@@ -118,10 +118,10 @@ async def settlement_rows(conn: asyncpg.Connection, epoch: int) -> list[bytes]:
         "SELECT row FROM settlement_rows WHERE epoch = $1 ORDER BY leaf", epoch)]
 
 
-async def published_settlements(conn: asyncpg.Connection) -> list[bytes]:
-    """Every published settlement envelope, newest epoch first (for the pages)."""
+async def published_settlements(conn: asyncpg.Connection, limit: int) -> list[bytes]:
+    """The latest ``limit`` published settlement envelopes, newest epoch first."""
     return [bytes(r["envelope"]) for r in await conn.fetch(
         "SELECT s.envelope FROM settlements s JOIN checkpoints c USING (epoch)"
-        " ORDER BY s.epoch DESC")]
+        " ORDER BY s.epoch DESC LIMIT $1", limit)]
 
 

@@ -7,8 +7,8 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bureau.settlement.earn import Earned
 from bureau.settlement.document import allocate
+from bureau.settlement.earn import Earned
 from bureau.settlement.split import largest_remainder
 from reporters import wire
 
