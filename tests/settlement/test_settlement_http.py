@@ -173,8 +173,8 @@ async def test_pool_entries_are_admitted_as_policy_entries_are(
     assert await refused(bureau.admin, {"units": 1.5, "from_epoch": epoch,
                                         "issued_at": issued()}) == ("SCHEMA", "/units")
     stranger = wire.generate_key()
-    assert await refused(stranger, {"units": 5, "from_epoch": epoch,
-                                    "issued_at": issued()})[0] == "NOT_ADMIN"
+    assert (await refused(stranger, {"units": 5, "from_epoch": epoch,
+                                     "issued_at": issued()}))[0] == "NOT_ADMIN"
     # setting it back to 0 (no settlement) is a new submission, never a duplicate
     await bureau.accepted(bureau.admin, "pool", {"units": 0, "from_epoch": epoch,
                                                  "issued_at": issued()})
