@@ -89,6 +89,7 @@ from reporters._internal.keys import generate_key, key_id, load_key, save_key
 from reporters._internal.outcomes import Delivery, Rejection
 from reporters._internal.parties import Admin, Agent, Receipt
 from reporters._internal.reporter import Reporter
+from reporters._internal.settlement import verify_settlement, verify_share
 from reporters._internal.transparency import (
     evidence_root,
     verify_consistency,
@@ -127,4 +128,6 @@ __all__ = [
     "verify_inclusion",
     "verify_note",
     "verify_report",
+    "verify_settlement",
+    "verify_share",
 ]

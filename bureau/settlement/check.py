@@ -39,9 +39,9 @@ async def settlement_problems(conn: asyncpg.Connection) -> list[str]:
         elif sum(units) != doc.get("paid") or doc["paid"] + doc.get("unpaid", -1) != pool:
             problems.append(f"{where}: rows pay {sum(units)}, the document says paid "
                             f"{doc.get('paid')} and unpaid {doc.get('unpaid')} of {pool}")
-        elif doc.get("evaluators") != sum(1 for u in units if u > 0):
-            problems.append(f"{where}: {doc.get('evaluators')} evaluators paid, the rows "
-                            f"say {sum(1 for u in units if u > 0)}")
+        elif doc.get("evaluators") != len(rows) or any(u < 1 for u in units):
+            problems.append(f"{where}: {doc.get('evaluators')} evaluators paid, and "
+                            f"{len(rows)} rows of which {sum(1 for u in units if u > 0)} pay")
         elif keys != sorted(keys, key=str.encode) or any(
                 wire.canonical_json(p) != r for p, r in zip(parsed, rows, strict=True)):
             problems.append(f"{where}: its rows are not canonical rows in key-id order")

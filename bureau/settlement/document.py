@@ -3,11 +3,13 @@ document, and each evaluator's row with its inclusion proof.
 
 * A row is the canonical JSON ``{"evaluator", "units", "score"}``; the rows are sorted
   by key id (byte order) and are the leaves, in that order, of a tree hashed as the
-  ledger's is (§8.1: RFC 6962, leaf data the row's bytes). A row for every evaluator
-  that scored above zero — one may get 0 units from a huge field and a tiny score, and
-  its row says so.
+  ledger's is (§8.1: RFC 6962, leaf data the row's bytes). There is a row for every
+  evaluator paid at least one unit, and for no other (one that scored too little to
+  get a unit earned nothing, SPEC §9: ``{"units": 0}`` and no proof).
 * The public document ``{"epoch", "pool", "paid", "unpaid", "evaluators", "root"}``
-  names no evaluator: ``evaluators`` is how many were paid at least one unit.
+  names no evaluator: ``evaluators`` is how many were paid, which is also the number of
+  leaves — so an evaluator checking its proof takes the tree's size from the signed
+  document, never from the answer that carries the proof.
 
 Pure: the same scores give the same bytes.
 """
@@ -52,8 +54,7 @@ class Allocation:
 
     def payload(self) -> dict[str, Any]:
         return {"epoch": self.epoch, "pool": self.pool, "paid": self.paid,
-                "unpaid": self.unpaid, "evaluators": sum(1 for u in self.units if u > 0),
-                "root": self.root.hex()}
+                "unpaid": self.unpaid, "evaluators": len(self.rows), "root": self.root.hex()}
 
     def payload_bytes(self) -> bytes:
         return wire.canonical_json(self.payload())
@@ -71,7 +72,7 @@ def allocate(epoch: int, pool: int, earned: Sequence[Earned]) -> Allocation:
     """Split ``pool`` over what the evaluators earned (:mod:`bureau.settlement.earn`)."""
     scores = scoring(earned)
     units = largest_remainder(pool, scores)
-    keys = tuple(sorted(scores, key=str.encode))
+    keys = tuple(sorted((k for k in scores if units[k] > 0), key=str.encode))
     return Allocation(epoch, pool, keys,
                       tuple(row_bytes(k, units[k], scores[k]) for k in keys),
                       tuple(units[k] for k in keys))

@@ -294,6 +294,14 @@ class Agent(_Party):
             self._key, f"/v1/agents/{self.key_id}/explain{query}")
 
 
+    async def settlement(self, epoch: int) -> Any:
+        """This agent's own row of epoch ``epoch``'s settlement of the evaluators' pool,
+        with its inclusion proof (a signed ``GET /v1/agents/{key id}/settlement?epoch=E``);
+        check it with :func:`reporters.verify_share`."""
+        return await self._transport.signed_get_json(
+            self._key, f"/v1/agents/{self.key_id}/settlement?epoch={int(epoch)}")
+
+
 class Admin(_Party):
     """An admin key (one of ``BUREAU_ADMIN_KEYS``): registers reporters, resolves
     disputes, seals elapsed epochs. Errors as for :class:`Agent`."""

@@ -72,7 +72,7 @@ def verify_report(envelope: Mapping[str, Any], bureau_key_id: str) -> dict[str, 
 
     Get ``bureau_key_id`` from ``GET /v1/bureau`` once, out of band, and keep it.
     """
-    return _verify_envelope(envelope, bureau_key_id, REPORT_TYPE, "report")
+    return verify_envelope(envelope, bureau_key_id, REPORT_TYPE, "report")
 
 
 def verify_checkpoint(envelope: Mapping[str, Any], bureau_key_id: str) -> dict[str, Any]:
@@ -80,10 +80,10 @@ def verify_checkpoint(envelope: Mapping[str, Any], bureau_key_id: str) -> dict[s
     and return its payload ``{"epoch", "seq", "head", "entries", "root"}`` (SPEC §8):
     the steps and codes of :func:`verify_report`, with the payload type
     ``application/vnd.bureau.checkpoint.v1+json``."""
-    return _verify_envelope(envelope, bureau_key_id, CHECKPOINT_TYPE, "checkpoint")
+    return verify_envelope(envelope, bureau_key_id, CHECKPOINT_TYPE, "checkpoint")
 
 
-def _verify_envelope(envelope: Mapping[str, Any], bureau_key_id: str, ptype: str,
+def verify_envelope(envelope: Mapping[str, Any], bureau_key_id: str, ptype: str,
                      what: str) -> dict[str, Any]:
     if not isinstance(envelope, Mapping):
         raise VerificationError("MALFORMED_ENVELOPE", "", "an envelope is a JSON object")
