@@ -10,11 +10,14 @@ truth in this protocol (probes are of interactions), so none of them counts in `
 
 ``J`` is the evaluator's informedness as of the seal under the epoch's policy (the
 scoring library's :class:`~bureau.scoring.evaluators.EvaluatorStats`). One reading this
-module makes explicit: an evaluator whose weight the policy sets to zero because its
-ratings carry no information (the constant-rater rule, or ``J = 0`` over enough graded
-verdicts) has ``J`` counted as 0. A constant "ACCEPTED" rater's smoothed informedness is
-``1/(N+2) − 1/(P+2)``, a little above zero whenever more of its calls passed than failed;
-paying for that would pay for saying the same thing every time.
+module makes explicit (docs/settlement.md): an evaluator whose ratings carry no
+information has ``J`` counted as 0 — the policy's constant-rater rule or its
+uninformative rule holds, *or* the policy's constant-rater test on polarity holds over
+its whole record whether or not it is still provisional (under v2 the weight rule looks
+at provisional evaluators only; the pay rule looks at everyone). A constant "ACCEPTED"
+rater's smoothed informedness is ``1/(N+2) − 1/(P+2)``, above zero whenever more of its
+graded calls passed than failed; paying for that would pay for saying the same thing
+every time (measured: 115 of 2,000 units in the small simulation before this rule).
 
 Everything is a pure function of scoring inputs: no I/O, no clock.
 """
@@ -23,10 +26,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
-from bureau.scoring.evaluators import EvaluatorStats, contribution, standing
+from bureau.scoring.evaluators import (
+    EvaluatorRecord,
+    EvaluatorStats,
+    contribution,
+    standing,
+)
 from bureau.scoring.inputs import Evidence
-from bureau.scoring.policy import Policy
+from bureau.scoring.policy import PolarityConstantRater, Policy
 from bureau.scoring.truth import graded_truth, set_aside, truth_index
 
 #: Scores are rounded to this many decimals and split as integers of 10^-6.
@@ -71,18 +80,41 @@ def matched_blind(evidence: Evidence, policy: Policy, lo: int, hi: int) -> dict[
     return g
 
 
-def paid_informedness(stats: EvaluatorStats | None) -> float:
+def one_sided(record: EvaluatorRecord | None, policy: Policy) -> bool:
+    """The policy's constant-rater test on polarity, provisional or not: at least
+    ``min_share`` of at least ``min_verdicts`` verdicts about at least ``min_subjects``
+    subjects on one side (compared in whole percent, as the scoring library does)."""
+    cr = policy.evaluators.constant_rater
+    if record is None or not isinstance(cr, PolarityConstantRater):
+        return False  # v1's rule has no provisional condition: stats.constant says it
+    one_side = max(record.positive_verdicts, record.verdicts - record.positive_verdicts)
+    return (record.verdicts >= cr.min_verdicts and record.subjects >= cr.min_subjects
+            and one_side * 100 >= round(cr.min_share * 100) * record.verdicts)
+
+
+def paid_informedness(stats: EvaluatorStats | None, record: EvaluatorRecord | None,
+                      policy: Policy) -> float:
     """``J`` as the settlement counts it (see the module docstring)."""
-    if stats is None or stats.constant or stats.uninformative:
+    if stats is None or stats.constant or stats.uninformative or one_sided(record, policy):
         return 0.0
     return stats.informedness
 
 
-def earnings(g: Mapping[str, int], stats: Mapping[str, EvaluatorStats]) -> list[Earned]:
+class Records(Protocol):
+    """Where the evaluators' records as of the seal are read (the report builder's
+    :class:`~bureau.scoring.evaluators.EvaluatorBook`)."""
+
+    @property
+    def stats(self) -> Mapping[str, EvaluatorStats]: ...
+
+    def record(self, evaluator: str) -> EvaluatorRecord | None: ...
+
+
+def earnings(g: Mapping[str, int], records: Records, policy: Policy) -> list[Earned]:
     """Every evaluator with ``g > 0``, sorted by key id in byte order."""
     out = []
     for evaluator in sorted(g, key=str.encode):
-        j = paid_informedness(stats.get(evaluator))
+        j = paid_informedness(records.stats.get(evaluator), records.record(evaluator), policy)
         out.append(Earned(evaluator, g[evaluator], j,
                           round(round(g[evaluator] * j, SCORE_DECIMALS) * SCALE)))
     return out

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
 
 import asyncpg
 import nacl.signing
 
 from bureau import metrics
-from bureau.scoring.evaluators import EvaluatorStats
 from bureau.scoring.policy import Policy
 from bureau.settlement.document import SETTLEMENT_TYPE, Allocation, allocate
-from bureau.settlement.earn import earnings, matched_blind
+from bureau.settlement.earn import Records, earnings, matched_blind
 from bureau.settlement.store import (
     epoch_inputs,
     pool_of_epoch,
@@ -33,7 +31,7 @@ log = logging.getLogger(__name__)
 
 
 async def allocation_of(conn: asyncpg.Connection, seal: Seal, policy: Policy,
-                        stats: Mapping[str, EvaluatorStats]) -> Allocation | None:
+                        records: Records) -> Allocation | None:
     """The epoch's allocation, None when its pool is 0 (no settlement)."""
     pool = await pool_of_epoch(conn, seal.epoch, seal.last_seq)
     if pool == 0:
@@ -41,14 +39,14 @@ async def allocation_of(conn: asyncpg.Connection, seal: Seal, policy: Policy,
     lo = await previous_last_seq(conn, seal)
     evidence = await epoch_inputs(conn, lo, seal.last_seq)
     g = matched_blind(evidence, policy, lo, seal.last_seq)
-    return allocate(seal.epoch, pool, earnings(g, stats))
+    return allocate(seal.epoch, pool, earnings(g, records, policy))
 
 
 async def settle_epoch(conn: asyncpg.Connection, key: nacl.signing.SigningKey, seal: Seal,
-                       policy: Policy, stats: Mapping[str, EvaluatorStats]) -> None:
+                       policy: Policy, records: Records) -> None:
     """Compute, sign and store the epoch's settlement, if it has a pool."""
     start = time.perf_counter()
-    allocation = await allocation_of(conn, seal, policy, stats)
+    allocation = await allocation_of(conn, seal, policy, records)
     if allocation is None:
         return
     envelope = wire.sign_envelope_bytes(key, SETTLEMENT_TYPE, allocation.payload_bytes())

@@ -130,8 +130,7 @@ class ReportBuilder:
             policy, _ = await policy_of_epoch(conn, seal.epoch, seal.last_seq)
             async with db.transaction(conn, "store_checkpoint"):
                 await self._store_note(conn, seal)
-                await settle_epoch(conn, self.key, seal, policy,
-                                   self._shards.evaluator_stats)
+                await settle_epoch(conn, self.key, seal, policy, self._shards.book)
                 await store_checkpoint(conn, seal.epoch, checkpoint)
         else:
             agents, envelopes, checkpoint = await self.sign_epoch(conn, seal)
@@ -142,7 +141,7 @@ class ReportBuilder:
                     await self._store_note(conn, seal)
                     # before the checkpoint, which makes the epoch (and it) visible
                     await settle_epoch(conn, self.key, seal, self.deriver.policy,
-                                       self.deriver.book.stats)
+                                       self.deriver.book)
                     await store_epoch(conn, seal.epoch, agents, envelopes, checkpoint)
             except asyncpg.UniqueViolationError:
                 log.info("epoch %d: already stored by another writer", seal.epoch)

@@ -33,7 +33,6 @@ import multiprocessing
 import signal
 import time
 import traceback
-from collections.abc import Mapping
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
@@ -43,7 +42,7 @@ import nacl.signing
 
 from bureau import db
 from bureau.errors import InternalError
-from bureau.scoring.evaluators import EvaluatorBook, EvaluatorStats
+from bureau.scoring.evaluators import EvaluatorBook
 from bureau.scoring.policy import policy_by_hash
 from bureau.views.derive import Deriver, feed, long_lived_objects
 from bureau.views.sign import REPORT_TYPE, sign_many
@@ -157,9 +156,10 @@ class ShardPool:
         return [part for part, _ in signed]
 
     @property
-    def evaluator_stats(self) -> Mapping[str, EvaluatorStats]:
+    def book(self) -> EvaluatorBook:
         """Every evaluator's record as of the last epoch built, summed over the shards."""
-        return {} if self._book is None else self._book.stats
+        assert self._book is not None, "no epoch has been built yet"
+        return self._book
 
     def reset(self) -> None:
         """Stop the workers and forget everything: the next epoch starts from entry 1."""
