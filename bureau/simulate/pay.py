@@ -37,6 +37,9 @@ class Payroll:
 
     documents: list[dict[str, Any]] = field(default_factory=list)
     units: dict[str, int] = field(default_factory=dict)
+    #: key -> its scores (g·J) summed over the epochs: what units are proportional to
+    #: within one epoch, and comparable across epochs, whoever else was paid
+    scores: dict[str, float] = field(default_factory=dict)
 
     @property
     def pool(self) -> int:
@@ -70,6 +73,9 @@ async def payroll(http: aiohttp.ClientSession, url: str, bureau_kid: str,
         for key in keys:
             kid = wire.signing_key_id(key)
             async with Agent(key, url, session=http) as me:
-                units = verify_share(await me.settlement(epoch), doc, kid)
+                answer = await me.settlement(epoch)
+            units = verify_share(answer, doc, kid)
             out.units[kid] = out.units.get(kid, 0) + units
+            if units:
+                out.scores[kid] = out.scores.get(kid, 0.0) + answer["row"]["score"]
     return out

@@ -35,16 +35,20 @@ class Goal:
     at most ``limit`` either way; ``below`` — the attacked party ranks strictly below
     the baseline (by ``score.low``)."""
 
-    kind: Literal["move", "below"]
+    kind: Literal["move", "below", "at_most"]
     limit: float = 0.0
 
     def holds(self, baseline: float, attacked: float) -> bool:
         if self.kind == "below":
             return attacked < baseline
+        if self.kind == "at_most":
+            return attacked <= baseline + self.limit + 1e-9
         return abs(attacked - baseline) <= self.limit + 1e-9
 
     @property
     def text(self) -> str:
+        if self.kind == "at_most":
+            return "≤ baseline"
         return "ranks below" if self.kind == "below" else f"|Δ| ≤ {self.limit:.2f}"
 
 
@@ -56,6 +60,9 @@ class Staged:
     baseline: Party
     attacked: Party
     later: Callable[[], Awaitable[None]] | None = None
+    #: for a ``pool`` attack: whose scores in the evaluators' pool (g·J, summed over
+    #: each group and the settled epochs) are the baseline and whose the attacked figure
+    payees: tuple[tuple[Party, ...], tuple[Party, ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -65,8 +72,9 @@ class Attack:
     victim: str
     goal: Goal
     stage: Callable[[Arena], Awaitable[Staged]]
-    #: which number of the report is compared
-    metric: Literal["value", "low"] = "value"
+    #: which number is compared: of the report, or ``pool``: scores in the evaluators'
+    #: pool (units are split in proportion to them within an epoch)
+    metric: Literal["value", "low", "pool"] = "value"
     #: (baseline, attacked) as first measured under policy v1, where the issue gives them
     v1: tuple[float, float] | None = None
 
@@ -309,6 +317,40 @@ async def recentring(a: Arena, bias: Bias) -> Staged:
     return Staged(fair, unfair)
 
 
+# --------------------------------------------------------------------------- the pool
+
+
+async def copied_checks_ring(a: Arena) -> Staged:
+    """3 callers read the deliverable check of each of their 10 calls in their own files
+    and attest exactly what it says: right every time, and paid nothing for it (a check
+    is never blind truth, SPEC §8.2). Baseline: nobody, score 0."""
+    decoy = await a.enroll("copied-checks-decoy")
+    raters = await a.enroll_many("copied-checks", 3)
+    await _calibrate_on_checks(a, raters, decoy, 10)
+    return Staged(decoy, decoy, payees=((), tuple(raters)))
+
+
+async def fresh_keys_split(a: Arena, keys: int = 12) -> Staged:
+    """``keys`` fresh keys each give one verdict, right, on a call the gateway then
+    probes; one evaluator gives as many right verdicts, all probed, under one key. The
+    fresh keys together have as many blind-graded verdicts as it: together they may
+    score at most what it does (each one's J, over one verdict, is 1/6; its, 0.75)."""
+    decoy = await a.enroll("split-decoy")
+    fresh = await a.enroll_many("split-fresh", keys)
+    twin = await a.enroll("split-twin")
+    plan: list[tuple[Party, str, bool]] = []
+    for i, who in enumerate(fresh):
+        plan += [(who, ia, i % 2 == 0) for ia in await a.calls(decoy, 1, caller=who)]
+    for i in range(keys):
+        plan += [(twin, ia, i % 2 == 0) for ia in await a.calls(decoy, 1, caller=twin)]
+    await a.settle()
+    await a.attest_all((r, decoy, ia, "ACCEPTED" if passed else "FAILED_DISCOVERED", 0)
+                       for r, ia, passed in plan)
+    for _, ia, passed in plan:
+        await a.probe(decoy, ia, passed)
+    return Staged(decoy, decoy, payees=((twin,), tuple(fresh)))
+
+
 # --------------------------------------------------------------------------- the table
 
 MOVE_10, MOVE_15, MOVE_01 = Goal("move", 0.10), Goal("move", 0.15), Goal("move", 0.01)
@@ -346,4 +388,8 @@ ATTACKS: tuple[Attack, ...] = (
     *(Attack(f"{bias} rater alone (vs fair)", "fair rater's twin", Goal("move", 0.04),
              functools.partial(recentring, bias=bias))
       for bias in ("harsh", "generous")),
+    Attack("pool: ring copies visible checks", "the pool", Goal("move", 0.0),
+           copied_checks_ring, metric="pool"),
+    Attack("pool: 12 fresh keys split the pool", "one key, same n", Goal("at_most"),
+           fresh_keys_split, metric="pool"),
 )
