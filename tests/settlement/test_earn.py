@@ -8,7 +8,7 @@ from bureau.scoring.evaluators import EvaluatorRecord, evaluator_stats
 from bureau.scoring.inputs import Evidence, Exclusion, Probe
 from bureau.scoring.policy import policy_named
 from bureau.settlement.earn import matched_blind, one_sided, paid_informedness
-from tests.scoring.builders import A, REP, att, fact
+from tests.scoring.builders import REP, A, att, fact
 
 V2 = policy_named("v2")
 
