@@ -2,10 +2,11 @@
 document and its rows are kept (``settlements``, ``settlement_rows``: views, written by
 the report builder before the epoch's checkpoint, rebuilt by ``bureau rebuild``).
 
-Reading an epoch's inputs costs what the epoch holds, not what the ledger holds: its
-attestations (a range of seqs), the facts and probes of their interactions (by the
-admission indexes' primary keys), and the ledger's exclusions and reporter updates
-(few; the reporter entries through a partial index, migration 0013).
+Reading an epoch's inputs costs what can earn, not what the ledger holds: the epoch's
+attestations that a later probe covers, found by joining the admission indexes
+(``verdicts``, ``probes``, ``facts``), and only those entries decoded; and the ledger's
+exclusions and reporter updates (few; the reporter entries through a partial index,
+migration 0013).
 """
 
 from __future__ import annotations
@@ -21,18 +22,23 @@ from bureau.views.store import Seal
 #: Kinds as literals (not parameters) so that a generic plan can use the partial index.
 _REPORTERS_SQL = (f"SELECT seq, id, kind, signer, entry, epoch FROM entries"
                   f" WHERE kind = '{REPORTER.name}' AND seq <= $1 ORDER BY seq")
-_ATTESTATIONS_SQL = (f"SELECT seq, id, kind, signer, entry, epoch FROM entries"
-                     f" WHERE seq > $1 AND seq <= $2 AND kind = '{ATTESTATION.name}'"
-                     f" ORDER BY seq")
-_WITNESSES_SQL = """
-SELECT e.seq, e.id, e.kind, e.signer, e.entry, e.epoch
-FROM unnest($1::text[], $2::text[]) AS k(reporter, interaction)
-CROSS JOIN LATERAL (
-  SELECT seq FROM facts f WHERE f.reporter = k.reporter AND f.interaction = k.interaction
-  UNION ALL
-  SELECT seq FROM probes p WHERE p.reporter = k.reporter AND p.interaction = k.interaction
-) w JOIN entries e ON e.seq = w.seq
-WHERE e.seq <= $3 ORDER BY e.seq
+#: The epoch's attestations that have a probe recorded after them (up to the seal), and
+#: those probes: every other attestation has no blind truth and earns nothing, so it is
+#: never read. (A probe of an interaction is unique per reporter, admission's index says;
+#: a probe after the verdict is after the epoch's start.) The facts of the interactions
+#: come too: distrust reads them ("witnessed only by distrusted facts").
+_CANDIDATES_SQL = f"""
+WITH c AS (
+  SELECT v.seq AS verdict, p.seq AS probe, f.seq AS fact
+  FROM verdicts v
+  JOIN probes p ON p.reporter = v.reporter AND p.interaction = v.ref
+  LEFT JOIN facts f ON f.reporter = v.reporter AND f.interaction = v.ref AND f.seq <= $2
+  WHERE v.kind = '{ATTESTATION.name}' AND v.seq > $1 AND v.seq <= $2
+    AND p.seq > v.seq AND p.seq <= $2
+)
+SELECT e.seq, e.id, e.kind, e.signer, e.entry, e.epoch FROM entries e
+WHERE e.seq IN (SELECT verdict FROM c UNION SELECT probe FROM c UNION SELECT fact FROM c)
+ORDER BY e.seq
 """
 
 
@@ -56,20 +62,19 @@ async def previous_last_seq(conn: asyncpg.Connection, seal: Seal) -> int:
 
 async def epoch_inputs(conn: asyncpg.Connection, lo: int, hi: int) -> Evidence:
     """What :func:`bureau.settlement.earn.matched_blind` needs for the attestations with
-    ``lo < seq <= hi``, as the entries up to ``hi`` say it."""
-    atts = [x for r in await conn.fetch(_ATTESTATIONS_SQL, lo, hi)
-            if isinstance(x := _decode(r), Attestation)]
-    pairs = sorted({(a.reporter, a.interaction) for a in atts})
+    ``lo < seq <= hi``, as the entries up to ``hi`` say it: those that may earn, with
+    their probes and facts, and every exclusion and reporter update."""
     facts: list[Fact] = []
     probes: list[Probe] = []
-    if pairs:
-        for r in await conn.fetch(_WITNESSES_SQL, [p[0] for p in pairs],
-                                  [p[1] for p in pairs], hi):
-            x = _decode(r)
-            if isinstance(x, Fact):
-                facts.append(x)
-            elif isinstance(x, Probe):
-                probes.append(x)
+    atts: list[Attestation] = []
+    for r in await conn.fetch(_CANDIDATES_SQL, lo, hi):
+        x = _decode(r)
+        if isinstance(x, Attestation):
+            atts.append(x)
+        elif isinstance(x, Probe):
+            probes.append(x)
+        elif isinstance(x, Fact):
+            facts.append(x)
     exclusions = [Exclusion(r["target"], r["reason"]) for r in await conn.fetch(
         "SELECT target, reason FROM exclusions WHERE seq <= $1 ORDER BY seq", hi)]
     updates = [x for r in await conn.fetch(_REPORTERS_SQL, hi)

@@ -126,6 +126,9 @@ class MemoryState:
     def policy_issued_at(self) -> dt.datetime | None:
         return NOW - dt.timedelta(days=1)
 
+    def pool_issued_at(self) -> dt.datetime | None:
+        return NOW - dt.timedelta(days=1)
+
     def recording_epoch(self) -> int:
         return 10
 
@@ -200,6 +203,7 @@ TEMPLATES: dict[str, dict[str, Any]] = {
     "resolution": {"dispute": DISPUTE_ENTRY, "decision": "EXCLUDED", "reason": "ok"},
     "seal": {"requested_at": "2026-11-30T12:00:00Z"},
     "policy": {"policy": policy_hash(), "from_epoch": 10, "issued_at": "2026-11-30T12:00:00Z"},
+    "pool": {"units": 1000, "from_epoch": 10, "issued_at": "2026-11-30T12:00:00Z"},
 }
 assert set(TEMPLATES) == set(PAYLOAD_MODELS)
 
@@ -207,7 +211,7 @@ assert set(TEMPLATES) == set(PAYLOAD_MODELS)
 RIGHT_SIGNER = {"reporter": ADMIN, "fact": REPORTER, "probe": REPORTER,
                 "enrollment": STRANGER, "amendment": SUBJECT, "withdrawal": SUBJECT,
                 "attestation": CALLER, "value-judgment": CALLER, "dispute": SUBJECT,
-                "resolution": ADMIN, "seal": ADMIN, "policy": ADMIN}
+                "resolution": ADMIN, "seal": ADMIN, "policy": ADMIN, "pool": ADMIN}
 
 
 @st.composite
