@@ -7,6 +7,7 @@ person who runs it."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -52,6 +53,17 @@ def test_the_failover_bench_runs_and_prints_its_figures(tmp_path: Path) -> None:
     _runs_and_prints("failover_bench.py", ["--runs", "1", "--posts", "10"],
                      ["run 1: first envelope accepted", "kill -9 -> first accepted envelope",
                       "synchronous replication: a single POST takes"], tmp_path)
+
+
+@pytest.mark.slow
+def test_the_wrk_bench_runs_and_prints_its_figures(tmp_path: Path) -> None:
+    """Single POSTs driven by wrk beside the bare handler (it needs Debian's wrk)."""
+    if shutil.which("wrk") is None:
+        missing("wrk is not installed (Debian's wrk; .ci/run installs it)")
+    _runs_and_prints("wrk_bench.py", ["--seconds", "1", "--envelopes", "3000"],
+                     ["bare aiohttp handler (the HTTP-layer limit)",
+                      "bureau single POST, flat out", "ratio to the bare handler",
+                      "groups the committers formed", "bureau single POST, paced"], tmp_path)
 
 
 def _runs_and_prints(script: str, args: list[str], expected: list[str],
