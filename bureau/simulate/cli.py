@@ -32,7 +32,7 @@ def add_command(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--epochs", type=int, default=3, help="epochs to run and seal")
     p.add_argument("--seed", type=int, default=1, help="fixes every random choice")
     p.add_argument("--pool", type=int, default=1000,
-                   help="the evaluators' pool of each epoch, in units (0: none; docs/settlement.md)")
+                   help="the evaluators' pool of each epoch, in units (0: none)")
     p.add_argument("--epoch-seconds", type=int, default=3,
                    help="epoch length of the in-process bureau")
     p.add_argument("--adversarial", action="store_true",
