@@ -63,6 +63,8 @@ class Staged:
     #: for a ``pool`` attack: whose scores in the evaluators' pool (g·J, summed over
     #: each group and the settled epochs) are the baseline and whose the attacked figure
     payees: tuple[tuple[Party, ...], tuple[Party, ...]] | None = None
+    #: for a ``pool`` attack: a fixed baseline instead of the first group's score
+    bound: float | None = None
 
 
 @dataclass(frozen=True)
@@ -330,25 +332,29 @@ async def copied_checks_ring(a: Arena) -> Staged:
     return Staged(decoy, decoy, payees=((), tuple(raters)))
 
 
+#: The most one blind-graded verdict can score: g = 1 times J over a record of one
+#: right verdict, (1+1)/(1+2) + (0+1)/(0+2) - 1 = 1/6 (SPEC §7's smoothing).
+ONE_VERDICT_MAX = round(2 / 3 + 1 / 2 - 1, 6)
+
+
 async def fresh_keys_split(a: Arena, keys: int = 12) -> Staged:
     """``keys`` fresh keys each give one verdict, right, on a call the gateway then
-    probes; one evaluator gives as many right verdicts, all probed, under one key. The
-    fresh keys together have as many blind-graded verdicts as it: together they may
-    score at most what it does (each one's J, over one verdict, is 1/6; its, 0.75)."""
+    probes. Together they score at most ``keys`` blind-graded verdicts at 1/6 each: the
+    baseline is that bound (a single key with the same 12 verdicts would score up to
+    12 · 0.75 = 9; measured beside it, the comparison depended on which epoch each probe
+    landed in, so the bound is what is held)."""
     decoy = await a.enroll("split-decoy")
     fresh = await a.enroll_many("split-fresh", keys)
-    twin = await a.enroll("split-twin")
     plan: list[tuple[Party, str, bool]] = []
     for i, who in enumerate(fresh):
         plan += [(who, ia, i % 2 == 0) for ia in await a.calls(decoy, 1, caller=who)]
-    for i in range(keys):
-        plan += [(twin, ia, i % 2 == 0) for ia in await a.calls(decoy, 1, caller=twin)]
     await a.settle()
     await a.attest_all((r, decoy, ia, "ACCEPTED" if passed else "FAILED_DISCOVERED", 0)
                        for r, ia, passed in plan)
     for _, ia, passed in plan:
         await a.probe(decoy, ia, passed)
-    return Staged(decoy, decoy, payees=((twin,), tuple(fresh)))
+    return Staged(decoy, decoy, payees=((), tuple(fresh)),
+                  bound=keys * ONE_VERDICT_MAX)
 
 
 # --------------------------------------------------------------------------- the table
@@ -390,6 +396,6 @@ ATTACKS: tuple[Attack, ...] = (
       for bias in ("harsh", "generous")),
     Attack("pool: ring copies visible checks", "the pool", Goal("move", 0.0),
            copied_checks_ring, metric="pool"),
-    Attack("pool: 12 fresh keys split the pool", "one key, same n", Goal("at_most"),
+    Attack("pool: 12 fresh keys split the pool", "12 verdicts × 1/6", Goal("at_most"),
            fresh_keys_split, metric="pool"),
 )

@@ -71,7 +71,7 @@ async def _read(a: Arena, staged: Sequence[Staged], attacks: Sequence[Attack],
         if s.payees is not None:  # scores in the pool, proven row by row
             paid, attacked = (round(sum(pay.scores.get(p.kid, 0.0) for p in group), 6)
                               for group in s.payees)
-            return paid, attacked
+            return (paid if s.bound is None else s.bound), attacked
         base, hit = await asyncio.gather(a.report(s.baseline), a.report(s.attacked))
         return _figure(base, attack.metric), _figure(hit, attack.metric)
 
