@@ -20,8 +20,11 @@ decoded payload, :class:`Refusal`) in :mod:`reporters.files`. :func:`verify_chai
 :func:`verify_report` (and :func:`verify_checkpoint`, an epoch's signed checkpoint)
 check what the bureau serves without trusting it; so do
 :func:`verify_note` (a checkpoint note and its witness cosignatures),
-:func:`verify_inclusion`, :func:`verify_consistency` (Merkle proofs) and
+:func:`verify_inclusion`, :func:`verify_consistency` (Merkle proofs against a
+:class:`TreeHead` or a verified note: sizes are the caller's, never the answer's) and
 :func:`evidence_root` (recompute a report's ``evidence.root`` from the agent's file).
+:class:`KeyHistory` is the bureau's key history (``/v1/bureau``): pass it instead of
+one key and each signature is checked against the key in force where it stands.
 :mod:`reporters.tlog` holds the transparency-log code they stand on.
 
 Errors: everything raised is a :class:`BureauClientError` with ``code`` (the bureau's
@@ -85,12 +88,14 @@ from reporters._internal.errors import (
     Unavailable,
     VerificationError,
 )
+from reporters._internal.keyhistory import BureauKey, KeyHistory
 from reporters._internal.keys import generate_key, key_id, load_key, save_key
 from reporters._internal.outcomes import Delivery, Rejection
 from reporters._internal.parties import Admin, Agent, Receipt
 from reporters._internal.reporter import Reporter
 from reporters._internal.settlement import verify_settlement, verify_share
 from reporters._internal.transparency import (
+    TreeHead,
     evidence_root,
     verify_consistency,
     verify_inclusion,
@@ -104,14 +109,17 @@ __all__ = [
     "Admin",
     "Agent",
     "BureauClientError",
+    "BureauKey",
     "Delivery",
     "Entry",
     "FilePage",
+    "KeyHistory",
     "Receipt",
     "Refusal",
     "Rejected",
     "Rejection",
     "Reporter",
+    "TreeHead",
     "Unavailable",
     "VerificationError",
     "VerifiedCheckpoint",

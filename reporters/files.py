@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 
 from reporters import strictjson, wire
 from reporters._internal.errors import BureauClientError
-from reporters._internal.transport import Transport
+from reporters._internal.transport import Transport, file_page_cap
 from reporters.models import PAYLOAD_MODELS, Payload
 
 
@@ -232,7 +232,7 @@ async def file_page(transport: Transport, key: nacl.signing.SigningKey, party_pa
     """One signed read of ``{party_path}/entries``, as a :class:`FilePage`."""
     return FilePage.from_raw(await transport.signed_get_json(
         key, f"{party_path}/entries?after={int(after)}&limit={int(limit)}"
-             f"&refusals_after={int(refusals_after)}"))
+             f"&refusals_after={int(refusals_after)}", cap=file_page_cap(int(limit))))
 
 
 async def file_pages(transport: Transport, key: nacl.signing.SigningKey, party_path: str,

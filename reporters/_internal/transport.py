@@ -5,13 +5,17 @@ errors. Every answer that is not a success becomes a :class:`BureauClientError`:
   (``retry_after`` from the ``Retry-After`` header when there is one);
 * every ``4xx``: :class:`Rejected`, with the code, path and detail of the bureau's one
   error shape ``{"status": "rejected", "code", "path", "detail"}`` (SPEC §5).
+
+Every answer is read within the timeout, body included, and no larger than its kind
+can be (:func:`reporters._internal.capped.read_capped`): a larger one is
+``Unavailable`` (``PROTOCOL``), having cost at most the cap.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import email.utils
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,11 +23,26 @@ from typing import Any
 import aiohttp
 import nacl.signing
 
-from reporters import httpsig
+from reporters import httpsig, strictjson
+from reporters._internal.capped import TooLarge, read_capped
 from reporters._internal.errors import BureauClientError, Rejected, Unavailable
 
 JSON = "application/json"
 NDJSON = "application/x-ndjson"
+
+#: An intake result (one line of a batch answer is about 200 bytes).
+RESULT_CAP = 64 * 1024
+RESULT_LINE_CAP = 1024
+#: A signed read's answer by default (an explanation lists every interaction).
+READ_CAP = 64 * 1024 * 1024
+#: One entry or refusal of a file page: an envelope is at most 64 KiB (SPEC §3), and
+#: its JSON as served may grow in escaping.
+FILE_ITEM_CAP = 128 * 1024
+
+
+def file_page_cap(limit: int) -> int:
+    """The largest page of ``limit`` entries and as many refusals."""
+    return 64 * 1024 + 2 * max(limit, 1) * FILE_ITEM_CAP
 
 
 @dataclass(frozen=True)
@@ -54,8 +73,8 @@ def parse_retry_after(value: str | None, now: dt.datetime | None = None) -> floa
 
 def _json_object(body: bytes) -> dict[str, Any] | None:
     try:
-        doc = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        doc = strictjson.loads(body)
+    except strictjson.StrictJSONError:
         return None
     return doc if isinstance(doc, dict) else None
 
@@ -94,6 +113,7 @@ class Transport:
     def __init__(self, base_url: str, *, timeout: float = 30.0,
                  session: aiohttp.ClientSession | None = None) -> None:
         self.base_url = base_url
+        self._seconds = timeout
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session = session
         self._owns_session = session is None
@@ -124,19 +144,24 @@ class Transport:
 
     async def _request(self, method: str, path: str, *, body: bytes | None = None,
                        content_type: str | None = None,
-                       key: nacl.signing.SigningKey | None = None) -> Answer:
+                       key: nacl.signing.SigningKey | None = None,
+                       cap: int = RESULT_CAP) -> Answer:
         session = self._session_now()
         url = self.base_url + path
         try:
-            if key is not None:
-                ctx = httpsig.signed_get(session, key, url)
-            else:
-                headers = {"Content-Type": content_type} if content_type else {}
-                ctx = session.request(method, url, data=body, headers=headers,
-                                      timeout=self._timeout)
-            async with ctx as resp:
-                data = await resp.read()
-                return Answer(resp.status, data, parse_retry_after(resp.headers.get("Retry-After")))
+            async with asyncio.timeout(self._seconds):  # the whole exchange, body and all
+                if key is not None:
+                    ctx = httpsig.signed_get(session, key, url)
+                else:
+                    headers = {"Content-Type": content_type} if content_type else {}
+                    ctx = session.request(method, url, data=body, headers=headers,
+                                          timeout=self._timeout)
+                async with ctx as resp:
+                    data = await read_capped(resp, cap)
+                    return Answer(resp.status, data,
+                                  parse_retry_after(resp.headers.get("Retry-After")))
+        except TooLarge as exc:
+            raise Unavailable("PROTOCOL", "", f"the bureau's answer is {exc}") from None
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise Unavailable("UNAVAILABLE", "", f"{type(exc).__name__}: {exc}") from exc
 
@@ -154,7 +179,8 @@ class Transport:
         """``POST /v1/evidence/batch``; one result per line, in input order, or raises."""
         body = b"".join(line + b"\n" for line in lines)
         answer = await self._request("POST", "/v1/evidence/batch", body=body,
-                                     content_type=NDJSON)
+                                     content_type=NDJSON,
+                                     cap=RESULT_CAP + RESULT_LINE_CAP * len(lines))
         if answer.status != 200:
             raise error_of(answer)
         results: list[dict[str, Any] | None] = [None] * len(lines)
@@ -171,13 +197,15 @@ class Transport:
                               200)
         return [r for r in results if r is not None]
 
-    async def signed_get_json(self, key: nacl.signing.SigningKey, path: str) -> Any:
-        """An RFC 9421-signed ``GET`` of ``path`` (already encoded); its JSON body."""
-        answer = await self._request("GET", path, key=key)
+    async def signed_get_json(self, key: nacl.signing.SigningKey, path: str, *,
+                              cap: int = READ_CAP) -> Any:
+        """An RFC 9421-signed ``GET`` of ``path`` (already encoded); its JSON body,
+        at most ``cap`` bytes."""
+        answer = await self._request("GET", path, key=key, cap=cap)
         if answer.status != 200:
             raise error_of(answer)
         try:
-            return json.loads(answer.body)
-        except (ValueError, UnicodeDecodeError):
-            raise BureauClientError("PROTOCOL", "", "the bureau's answer is not JSON",
+            return strictjson.loads(answer.body, max_depth=64)
+        except strictjson.StrictJSONError as exc:
+            raise BureauClientError("PROTOCOL", "", f"the bureau's answer is not JSON ({exc})",
                                     answer.status) from None

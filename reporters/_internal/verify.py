@@ -6,12 +6,12 @@ whose ``path`` is a JSON Pointer into the argument.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from reporters import wire
+from reporters import strictjson, wire
 from reporters._internal.errors import VerificationError
+from reporters._internal.keyhistory import KeyHistory
 from reporters.files import Entry
 
 REPORT_TYPE = wire.payload_type("report")
@@ -59,32 +59,64 @@ def verify_chain(entries: Sequence[Mapping[str, Any] | Entry]) -> None:
         last = entry
 
 
-def verify_report(envelope: Mapping[str, Any], bureau_key_id: str) -> dict[str, Any]:
+def _report_position(doc: Mapping[str, Any]) -> Any:
+    ledger = doc.get("ledger")
+    return ledger.get("seq") if isinstance(ledger, Mapping) else None
+
+
+def _checkpoint_position(doc: Mapping[str, Any]) -> Any:
+    return doc.get("seq")
+
+
+def verify_report(envelope: Mapping[str, Any], bureau_key: str | KeyHistory) -> dict[str, Any]:
     """Check a bureau-signed report envelope and return its payload (SPEC §8).
 
     1. ``payloadType`` is ``application/vnd.bureau.report.v1+json``
        (``UNKNOWN_PAYLOAD_TYPE``).
-    2. Exactly one signature (``SIGNATURE_COUNT``), by ``bureau_key_id`` (``BAD_KEY``
-       when it names another key or the key id is not a valid Ed25519 key).
+    2. Exactly one signature (``SIGNATURE_COUNT``), by ``bureau_key`` — a key id, or a
+       key of the bureau's :class:`KeyHistory` (``BAD_KEY`` when it names another key,
+       one never the ledger's, or the key id is not a valid Ed25519 key).
     3. ``payload`` and ``sig`` are canonical padded base64 (``MALFORMED_ENVELOPE``).
     4. The Ed25519 signature over DSSE's PAE verifies (``BAD_SIGNATURE``).
     5. The payload is a JSON object (``MALFORMED_PAYLOAD``).
+    6. With a history: the key is the one in force at the report's ``ledger.seq``
+       (``BAD_KEY``; ``MALFORMED_PAYLOAD`` when it names no seq).
 
-    Get ``bureau_key_id`` from ``GET /v1/bureau`` once, out of band, and keep it.
+    Get ``bureau_key`` from ``GET /v1/bureau`` once, out of band, and keep it (or the
+    history: ``KeyHistory.from_bureau``).
     """
-    return verify_envelope(envelope, bureau_key_id, REPORT_TYPE, "report")
+    return _verify_envelope(envelope, bureau_key, REPORT_TYPE, "report", _report_position)
 
 
-def verify_checkpoint(envelope: Mapping[str, Any], bureau_key_id: str) -> dict[str, Any]:
+def verify_checkpoint(envelope: Mapping[str, Any],
+                      bureau_key: str | KeyHistory) -> dict[str, Any]:
     """Check a bureau-signed epoch checkpoint envelope (``GET /v1/checkpoints/{epoch}``)
     and return its payload ``{"epoch", "seq", "head", "entries", "root"}`` (SPEC §8):
     the steps and codes of :func:`verify_report`, with the payload type
-    ``application/vnd.bureau.checkpoint.v1+json``."""
-    return verify_envelope(envelope, bureau_key_id, CHECKPOINT_TYPE, "checkpoint")
+    ``application/vnd.bureau.checkpoint.v1+json`` and, with a history, the key in
+    force at its ``seq``."""
+    return _verify_envelope(envelope, bureau_key, CHECKPOINT_TYPE, "checkpoint",
+                            _checkpoint_position)
 
 
-def verify_envelope(envelope: Mapping[str, Any], bureau_key_id: str, ptype: str,
-                     what: str) -> dict[str, Any]:
+def _signing_key(signature: Any, bureau_key: str | KeyHistory, what: str) -> str:
+    """Step 2: the key id the signature names, if it may sign at all."""
+    named = signature.get("keyid") if isinstance(signature, Mapping) else None
+    if isinstance(bureau_key, KeyHistory):
+        if not isinstance(named, str) or bureau_key.with_key_id(named) is None:
+            raise VerificationError("BAD_KEY", "/signatures/0/keyid",
+                                    f"the {what} is signed by a key that was never the "
+                                    "ledger's")
+        return named
+    if named != bureau_key:
+        raise VerificationError("BAD_KEY", "/signatures/0/keyid",
+                                f"the {what} is not signed by the bureau's key")
+    return bureau_key
+
+
+def _verify_envelope(envelope: Mapping[str, Any], bureau_key: str | KeyHistory, ptype: str,
+                     what: str, position: Callable[[Mapping[str, Any]], Any]
+                     ) -> dict[str, Any]:
     if not isinstance(envelope, Mapping):
         raise VerificationError("MALFORMED_ENVELOPE", "", "an envelope is a JSON object")
     if envelope.get("payloadType") != ptype:
@@ -94,11 +126,9 @@ def verify_envelope(envelope: Mapping[str, Any], bureau_key_id: str, ptype: str,
     if not isinstance(signatures, list) or len(signatures) != 1:
         raise VerificationError("SIGNATURE_COUNT", "/signatures", "exactly one signature")
     signature = signatures[0]
-    if not isinstance(signature, Mapping) or signature.get("keyid") != bureau_key_id:
-        raise VerificationError("BAD_KEY", "/signatures/0/keyid",
-                                f"the {what} is not signed by the bureau's key")
+    key_id = _signing_key(signature, bureau_key, what)
     try:
-        public_key = wire.public_key_from_key_id(bureau_key_id)
+        public_key = wire.public_key_from_key_id(key_id)
     except wire.WireError as exc:
         raise VerificationError("BAD_KEY", "/signatures/0/keyid", exc.detail) from None
     payload_text, sig_text = envelope.get("payload"), signature.get("sig")
@@ -113,9 +143,24 @@ def verify_envelope(envelope: Mapping[str, Any], bureau_key_id: str, ptype: str,
         raise VerificationError("BAD_SIGNATURE", "/signatures/0/sig",
                                 "the signature does not verify")
     try:
-        doc = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
+        doc = strictjson.loads(body)
+    except strictjson.StrictJSONError as exc:
         raise VerificationError("MALFORMED_PAYLOAD", "/payload", str(exc)) from None
     if not isinstance(doc, dict):
         raise VerificationError("MALFORMED_PAYLOAD", "/payload", f"a {what} is a JSON object")
+    if isinstance(bureau_key, KeyHistory):
+        _in_force(bureau_key, key_id, position(doc), what)
     return doc
+
+
+def _in_force(history: KeyHistory, key_id: str, seq: Any, what: str) -> None:
+    """Step 6: a key of the history signs only where it is in force."""
+    if type(seq) is not int or seq < 1:
+        raise VerificationError("MALFORMED_PAYLOAD", "/payload",
+                                f"the {what} names no ledger seq")
+    expected = history.at(seq)
+    if expected.key_id != key_id:
+        raise VerificationError("BAD_KEY", "/signatures/0/keyid",
+                                f"the {what} at seq {seq} is signed by {key_id}, but the key "
+                                f"in force there is {expected.key_id} (from seq "
+                                f"{expected.from_seq})")

@@ -4,24 +4,44 @@ Two outcomes that are not success, kept apart because a script must tell them ap
 
 * :class:`CheckFailed` — the bureau served something that does not verify: a bad
   signature, a proof that does not hold, a head that rewinds, a report that does not
-  match the file (exit status 1);
+  match the file, an answer of the wrong shape (exit status 1);
 * :class:`CannotCheck` — nothing could be verified: the bureau is unreachable, answered
-  an error, or the input is not usable (exit status 2).
+  an error, too much or too slowly, or the input is not usable (exit status 2).
+
+Every answer is read with a cap fitting its kind (:data:`CAPS`) and within one
+deadline (``--timeout``) for the whole request, body included: a hostile bureau can
+make a check fail, never make it hang or fill memory.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 import aiohttp
 
-from reporters import VerificationError, VerifiedCheckpoint, verify_note, wire
+from reporters import (
+    KeyHistory,
+    VerificationError,
+    VerifiedCheckpoint,
+    strictjson,
+    verify_note,
+    wire,
+)
+from reporters._internal.capped import TooLarge, read_capped
+from reporters.check.text import one_line
 from reporters.tlog.errors import TlogError
 from reporters.tlog.note import ED25519, Verifier
+
+#: The largest answer read, by kind (bytes). A note is three lines and at most 100
+#: signature lines of ~130 bytes; a proof at most 64 hashes of 67 bytes; a checkpoint
+#: a DSSE envelope of ~400 bytes; /v1/bureau a key history (~200 bytes a key) and up to
+#: 64 admins; a report a few KB, plus a row per reporter with 10 or more interactions,
+#: 64 promises and 16 links at most (a report of 500 reporter rows is ~60 KB).
+CAPS = {"note": 16 * 1024, "proof": 8 * 1024, "checkpoint": 16 * 1024,
+        "bureau": 1024 * 1024, "report": 256 * 1024, "error": 4 * 1024}
 
 
 class CheckFailed(Exception):
@@ -34,17 +54,29 @@ class CannotCheck(Exception):
 
 @dataclass(frozen=True)
 class Trust:
-    """The bureau's key as trusted for this run, and why it is trusted."""
+    """The bureau's key history as trusted for this run, and why it is trusted."""
 
-    key_id: str  # the Ed25519 key id that signs reports and checkpoints
-    vkey: str  # the same key as a signed-note verifier, under the log's origin
-    origin: str
-    source: str  # how the key came to be trusted, in words (printed with every result)
+    history: KeyHistory
+    source: str  # how the keys came to be trusted, in words (printed with every result)
     pinned: bool
+
+    @property
+    def key_id(self) -> str:
+        """The key in force now."""
+        return self.history.in_force.key_id
+
+    @property
+    def vkey(self) -> str:
+        return self.history.in_force.vkey
+
+    @property
+    def origin(self) -> str:
+        return self.history.origin
 
     def as_json(self) -> dict[str, Any]:
         return {"key": self.key_id, "vkey": self.vkey, "origin": self.origin,
-                "pinned": self.pinned, "source": self.source}
+                "pinned": self.pinned, "source": self.source,
+                "keys": self.history.as_json()}
 
 
 class Bureau:
@@ -53,85 +85,120 @@ class Bureau:
     def __init__(self, url: str, session: aiohttp.ClientSession, timeout: float = 30) -> None:
         self.url = url.rstrip("/")
         self.session = session
+        self.seconds = timeout
         self.timeout = aiohttp.ClientTimeout(total=timeout)
 
-    async def get(self, path: str, *, missing_ok: bool = False) -> bytes | None:
+    async def get(self, path: str, kind: str, *, missing_ok: bool = False) -> bytes | None:
+        """The body of a ``200`` answer, at most ``CAPS[kind]`` bytes, read within the
+        timeout; ``None`` for a ``404`` when ``missing_ok``."""
+        where = self.url + path
         try:
-            async with self.session.get(self.url + path, timeout=self.timeout) as resp:
-                body = await resp.read()
-                status = resp.status
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            raise CannotCheck(f"{self.url}{path}: unreachable ({exc!r})") from None
+            async with asyncio.timeout(self.seconds):
+                async with self.session.get(where, timeout=self.timeout) as resp:
+                    status = resp.status
+                    body = await read_capped(resp, CAPS[kind] if status == 200
+                                             else CAPS["error"])
+        except TooLarge as exc:
+            if status != 200:
+                raise CannotCheck(f"{where}: HTTP {status}, and an answer of {exc}") from None
+            raise CannotCheck(f"{where}: the answer is {exc}, larger than any {kind} "
+                              "answer") from None
+        except TimeoutError:
+            raise CannotCheck(f"{where}: no whole answer within {self.seconds:g} s "
+                              "(--timeout)") from None
+        except (aiohttp.ClientError, OSError, ValueError) as exc:
+            raise CannotCheck(f"{where}: unreachable ({type(exc).__name__}: {exc})") from None
         if status == 404 and missing_ok:
             return None
         if status != 200:
-            raise CannotCheck(f"{self.url}{path}: HTTP {status}: {_detail(body)}")
+            raise CannotCheck(f"{where}: HTTP {status}: {_detail(body)}")
         return body
 
-    async def get_json(self, path: str) -> Any:
-        body = await self.get(path)
+    async def get_json(self, path: str, kind: str) -> Any:
+        body = await self.get(path, kind)
         assert body is not None
         try:
-            return json.loads(body)
-        except ValueError:
-            raise CheckFailed(f"{self.url}{path} did not answer JSON") from None
+            return strictjson.loads(body)
+        except strictjson.StrictJSONError as exc:
+            raise CheckFailed(f"{self.url}{path} did not answer JSON ({exc})") from None
 
-    async def get_text(self, path: str) -> str:
-        body = await self.get(path)
+    async def get_object(self, path: str, kind: str) -> dict[str, Any]:
+        doc = await self.get_json(path, kind)
+        if not isinstance(doc, dict):
+            raise CheckFailed(f"{self.url}{path} did not answer a JSON object")
+        return doc
+
+    async def get_text(self, path: str, kind: str) -> str:
+        body = await self.get(path, kind)
         assert body is not None
         try:
             return body.decode("utf-8")
         except UnicodeDecodeError:
             raise CheckFailed(f"{self.url}{path} did not answer UTF-8 text") from None
 
-    async def trust(self, key_id: str | None = None, vkey: str | None = None) -> Trust:
-        """The key to verify with: ``vkey`` if pinned; else ``key_id`` if pinned, with the
-        origin from ``/v1/bureau`` (which must serve that very key); else whatever
-        ``/v1/bureau`` serves — trust on first use, and the result says so."""
-        if vkey is not None:
-            verifier = _note_key(vkey, "--vkey")
-            pinned_id = wire.key_id(verifier.public_key)
-            if key_id is not None and key_id != pinned_id:
-                raise CannotCheck(f"--bureau-key {key_id} and --vkey {vkey} are two keys")
-            return Trust(pinned_id, vkey, verifier.name, "pinned (--vkey)", True)
-        info = await self.get_json("/v1/bureau")
-        served_id, served_vkey = info.get("key"), info.get("vkey")
-        if not isinstance(served_id, str) or not isinstance(served_vkey, str):
-            raise CheckFailed(f"{self.url}/v1/bureau names no key and vkey")
-        verifier = _note_key(served_vkey, f"{self.url}/v1/bureau")
-        if wire.key_id(verifier.public_key) != served_id:
-            raise CheckFailed(f"{self.url}/v1/bureau serves a vkey of another key than "
-                              f"{served_id}")
-        if key_id is not None:
-            if served_id != key_id:
-                raise CheckFailed(f"the bureau at {self.url} serves key {served_id}, not the "
-                                  f"pinned key {key_id}")
-            return Trust(key_id, served_vkey, verifier.name,
-                         "pinned (--bureau-key); origin from /v1/bureau", True)
-        return Trust(served_id, served_vkey, verifier.name,
-                     f"NOT pinned: taken from {self.url}/v1/bureau (pin it with "
-                     "--bureau-key or --vkey)", False)
+    async def history(self) -> KeyHistory:
+        """The key history ``/v1/bureau`` serves, checked for shape."""
+        doc = await self.get_json("/v1/bureau", "bureau")
+        try:
+            return KeyHistory.from_bureau(doc)
+        except VerificationError as exc:
+            raise CheckFailed(f"{self.url}/v1/bureau serves no usable key history: "
+                              f"{exc.code}" + (f" at {exc.path}" if exc.path else "")
+                              + f": {exc.detail}") from None
 
-    async def checkpoint(self, trust: Trust, witnesses: Sequence[str],
+    async def trust(self, key_id: str | None = None, vkey: str | None = None) -> Trust:
+        """The keys to verify with: the history ``/v1/bureau`` serves, which must hold
+        the pinned key (``vkey``, or ``key_id``) when one is pinned; unpinned, trust on
+        first use, and the result says so. Keys of the history other than the pinned
+        one are the bureau's word, and the result names them."""
+        pinned: Verifier | None = None
+        if vkey is not None:
+            pinned = _note_key(vkey, "--vkey")
+            if key_id is not None and key_id != _key_id(pinned):
+                raise CannotCheck(f"--bureau-key {key_id} and --vkey {vkey} are two keys")
+        history = await self.history()
+        where = f"{self.url}/v1/bureau"
+        if pinned is None and key_id is None:
+            return Trust(history, f"NOT pinned: the key history ({history.describe()}) "
+                         f"taken from {where} (pin it with --bureau-key or --vkey)", False)
+        found = (history.with_vkey(pinned.vkey) if pinned is not None
+                 else history.with_key_id(key_id or ""))
+        flag = "--vkey" if pinned is not None else "--bureau-key"
+        if found is None:
+            raise CheckFailed(f"the bureau at {self.url} serves a key history without the "
+                              f"pinned key {vkey or key_id} ({flag}): {history.describe()}")
+        others = [k for k in history.keys if k.key_id != found.key_id]
+        return Trust(history, f"pinned ({flag})" + (
+            f"; the rest of the key history is {where}'s word: "
+            + ", ".join(f"{k.key_id} from seq {k.from_seq}" for k in others)
+            if others else ""), True)
+
+    async def checkpoint(self, trust: Trust, witnesses: tuple[str, ...],
                          threshold: int) -> VerifiedCheckpoint:
         """``GET /checkpoint``, verified."""
-        note = await self.get_text("/checkpoint")
+        note = await self.get_text("/checkpoint", "note")
         return open_note(note, trust, witnesses, threshold, f"{self.url}/checkpoint")
 
     async def consistency(self, old: int, new: int) -> Any:
-        return await self.get_json(f"/v1/proofs/consistency?from={old}&to={new}")
+        return await self.get_json(f"/v1/proofs/consistency?from={old}&to={new}", "proof")
 
     async def inclusion(self, entry_id: str, size: int) -> Any:
-        return await self.get_json(f"/v1/proofs/inclusion?id={quote(entry_id)}&size={size}")
+        return await self.get_json(f"/v1/proofs/inclusion?id={quote(entry_id)}&size={size}",
+                                   "proof")
 
 
-def open_note(note: str, trust: Trust, witnesses: Sequence[str], threshold: int,
+def open_note(note: str, trust: Trust, witnesses: tuple[str, ...], threshold: int,
               where: str) -> VerifiedCheckpoint:
+    """A note verified against the key in force at its size."""
     try:
-        return verify_note(note, trust.vkey, witnesses=witnesses, threshold=threshold)
+        return verify_note(note, trust.history, witnesses=witnesses, threshold=threshold)
     except VerificationError as exc:
         raise CheckFailed(f"{where}: the checkpoint note does not verify: {exc.code}: "
                           f"{exc.detail}") from None
+
+
+def _key_id(verifier: Verifier) -> str:
+    return wire.key_id(verifier.public_key)
 
 
 def _note_key(vkey: str, where: str) -> Verifier:
@@ -146,9 +213,9 @@ def _note_key(vkey: str, where: str) -> Verifier:
 
 def _detail(body: bytes) -> str:
     try:
-        doc = json.loads(body)
+        doc = strictjson.loads(body)
         if isinstance(doc, dict) and isinstance(doc.get("detail"), str):
-            return f"{doc.get('code')}: {doc['detail']}"
-    except ValueError:
+            return one_line(f"{doc.get('code')}: {doc['detail']}")
+    except strictjson.StrictJSONError:
         pass
-    return body[:200].decode("utf-8", "replace").strip()
+    return one_line(body[:200].decode("utf-8", "replace"))

@@ -2,14 +2,24 @@
 steps that passed, in words, and the facts a script wants) or raises
 :class:`~reporters.check.bureau.CheckFailed` naming the step that failed.
 
+Every proof is checked against sizes and roots this side holds (a verified note, a
+seq the report names, a head kept before), never against sizes the answer states;
+every signature against the key in force, in the bureau's key history, at the ledger
+position it covers.
+
 What a report check proves, in order (``report``; ``file`` adds the last step):
 
-1. the report envelope is signed by the trusted bureau key, and is the agent's;
-2. its epoch's checkpoint (JSON) is signed by the same key and names the same ledger
-   ``seq`` and ``head`` as the report;
-3. the epoch's checkpoint note is signed by the bureau's note key, with the same size
-   and root as the checkpoint (and, if asked, cosigned by enough witnesses);
-4. the report's ``ledger.head`` is the last leaf of that tree (an inclusion proof);
+1. the report envelope is signed by the key in force at its ``ledger.seq``, is the
+   agent's, and is of the epoch asked for — without ``--epoch``, of the latest sealed
+   epoch, the one ``/v1/checkpoints/latest`` names (signed, with the report's seq and
+   head);
+2. its epoch's checkpoint (JSON) is signed by the key in force at its seq and names the
+   same ledger ``seq`` and ``head`` as the report;
+3. the epoch's checkpoint note is signed by the key in force at its size, with the same
+   size and root as the checkpoint, that size being the report's seq (and, if asked,
+   cosigned by enough witnesses);
+4. the report's ``ledger.head`` is leaf ``seq − 1``, the last, of that tree (an
+   inclusion proof);
 5. that tree is a prefix of the tree the bureau publishes now (a consistency proof);
 6. (``file``) the agent's own file, read with its key, has the report's
    ``evidence.root`` up to ``ledger.seq``: the report was computed over exactly the
@@ -18,7 +28,6 @@ What a report check proves, in order (``report``; ``file`` adds the last step):
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,6 +42,7 @@ from reporters import (
     VerifiedCheckpoint,
     evidence_root,
     key_id,
+    strictjson,
     verify_chain,
     verify_checkpoint,
     verify_consistency,
@@ -94,80 +104,148 @@ async def _consistent_with_latest(bureau: Bureau, out: Outcome, older: VerifiedC
     return latest
 
 
+@dataclass(frozen=True)
+class SignedCheckpoint:
+    """An epoch's JSON checkpoint, verified and read."""
+
+    epoch: int
+    seq: int
+    head: str
+    entries: Any
+    root: Any
+
+
+async def _checkpoint(bureau: Bureau, trust: Trust, which: str) -> SignedCheckpoint:
+    """``GET /v1/checkpoints/{which}``, signed by the key in force at its seq."""
+    doc = await bureau.get_json(f"/v1/checkpoints/{which}", "checkpoint")
+    try:
+        payload = verify_checkpoint(doc, trust.history)
+    except VerificationError as exc:
+        raise _failed(f"the checkpoint {which} does not verify", exc) from None
+    epoch, seq, head = payload.get("epoch"), payload.get("seq"), payload.get("head")
+    if type(epoch) is not int or type(seq) is not int or not isinstance(head, str):
+        raise CheckFailed(f"the checkpoint {which} names no epoch, seq and head")
+    return SignedCheckpoint(epoch, seq, head, payload.get("entries"), payload.get("root"))
+
+
+@dataclass(frozen=True)
+class _Report:
+    payload: dict[str, Any]
+    epoch: int
+    seq: int
+    head: str
+
+
+def _open_report(envelope: bytes, trust: Trust, agent: str, where: str) -> _Report:
+    try:
+        doc = strictjson.loads(envelope)
+    except strictjson.StrictJSONError:
+        raise CheckFailed(f"{where} is not a JSON envelope") from None
+    try:
+        report = verify_report(doc, trust.history)
+    except VerificationError as exc:
+        raise _failed(f"{where} is not a report signed by the bureau's key in force at "
+                      "its ledger seq", exc) from None
+    if report.get("agent") != agent:
+        raise CheckFailed(f"the report is about {str(report.get('agent'))[:80]}, not {agent}")
+    ledger, epoch = report.get("ledger"), report.get("epoch")
+    if not isinstance(ledger, Mapping) or type(epoch) is not int:
+        raise CheckFailed("the report names no epoch and ledger")
+    seq, head = ledger.get("seq"), ledger.get("head")
+    if type(seq) is not int or seq < 1 or not isinstance(head, str) \
+            or not _ENTRY_ID.fullmatch(head):
+        raise CheckFailed("the report's ledger has no seq and head")
+    return _Report(report, epoch, seq, head)
+
+
+async def _the_report(bureau: Bureau, trust: Trust, agent: str, epoch: int | None,
+                      envelope: bytes | None) -> tuple[_Report, SignedCheckpoint | None]:
+    """Step 1: the report, of the epoch asked for; without one, of the latest sealed
+    epoch. A report fetched just before a seal is fetched once more, so a seal between
+    the two reads is not taken for a stale report."""
+    path = f"/v1/agents/{agent}/report" + (f"?epoch={epoch}" if epoch is not None else "")
+    attempts = 1 if envelope is not None or epoch is not None else 2
+    for attempt in range(attempts):
+        if envelope is None or attempt:
+            raw = await bureau.get(path, "report")
+            assert raw is not None
+            where = bureau.url + path
+        else:
+            raw, where = envelope, "the report given"
+        report = _open_report(raw, trust, agent, where)
+        if epoch is not None:
+            if report.epoch != epoch:
+                raise CheckFailed(f"the report is of epoch {report.epoch}, not of epoch "
+                                  f"{epoch} (--epoch)")
+            return report, None
+        latest = await _checkpoint(bureau, trust, "latest")
+        if report.epoch == latest.epoch:
+            if (report.seq, report.head) != (latest.seq, latest.head):
+                raise CheckFailed(f"the report of epoch {report.epoch} names seq "
+                                  f"{report.seq}, the latest checkpoint seq {latest.seq}")
+            return report, latest
+        if report.epoch > latest.epoch:
+            raise CheckFailed(f"the report is of epoch {report.epoch}, later than the latest "
+                              f"sealed epoch {latest.epoch} /v1/checkpoints/latest names")
+        if attempt + 1 == attempts:
+            break
+    raise CheckFailed(f"the report is of epoch {report.epoch}, but the latest sealed epoch "
+                      f"is {latest.epoch} (/v1/checkpoints/latest): not the latest report")
+
+
 async def check_report(bureau: Bureau, trust: Trust, agent: str, *, epoch: int | None = None,
                        envelope: bytes | None = None, witnessing: Witnessing = NO_WITNESSES,
                        command: str = "report") -> tuple[Outcome, dict[str, Any]]:
     """Steps 1-5 above; the outcome and the verified report payload."""
     out = Outcome(command, trust)
-    if envelope is None:
-        path = f"/v1/agents/{agent}/report" + (f"?epoch={epoch}" if epoch is not None else "")
-        envelope = await bureau.get(path)
-        assert envelope is not None
-        where = bureau.url + path
-    else:
-        where = "the report given"
-    try:
-        doc = json.loads(envelope)
-    except ValueError:
-        raise CheckFailed(f"{where} is not a JSON envelope") from None
-    try:
-        report = verify_report(doc, trust.key_id)
-    except VerificationError as exc:
-        raise _failed(f"{where} is not a report signed by {trust.key_id}", exc) from None
-    if report.get("agent") != agent:
-        raise CheckFailed(f"the report is about {report.get('agent')}, not {agent}")
-    ledger, report_epoch = report.get("ledger"), report.get("epoch")
-    if not isinstance(ledger, Mapping) or type(report_epoch) is not int:
-        raise CheckFailed("the report names no epoch and ledger")
-    seq, head = ledger.get("seq"), ledger.get("head")
-    if type(seq) is not int or seq < 1 or not isinstance(head, str):
-        raise CheckFailed("the report's ledger has no seq and head")
-    out.step(f"the report of {agent} at epoch {report_epoch} is signed by {trust.key_id}")
-    out.facts.update(agent=agent, epoch=report_epoch, ledger={"seq": seq, "head": head},
-                     evidence=report.get("evidence"))
+    report, latest = await _the_report(bureau, trust, agent, epoch, envelope)
+    seq, head = report.seq, report.head
+    signer = trust.history.at(seq).key_id
+    out.step(f"the report of {agent} at epoch {report.epoch} is signed by {signer}, the "
+             f"key in force at seq {seq}")
+    if latest is not None:
+        out.step(f"it is the latest report: epoch {report.epoch} is the latest sealed, "
+                 "as /v1/checkpoints/latest says")
+    out.facts.update(agent=agent, epoch=report.epoch, ledger={"seq": seq, "head": head},
+                     evidence=report.payload.get("evidence"))
 
-    cp_doc = await bureau.get_json(f"/v1/checkpoints/{report_epoch}")
-    try:
-        checkpoint = verify_checkpoint(cp_doc, trust.key_id)
-    except VerificationError as exc:
-        raise _failed(f"the checkpoint of epoch {report_epoch} does not verify", exc) from None
-    if (checkpoint.get("epoch"), checkpoint.get("seq"), checkpoint.get("head")) != (
-            report_epoch, seq, head):
-        raise CheckFailed(f"the checkpoint of epoch {report_epoch} names seq "
-                          f"{checkpoint.get('seq')} and head {checkpoint.get('head')}, the "
-                          f"report seq {seq} and head {head}")
-    out.step(f"the checkpoint of epoch {report_epoch} is signed and names the same seq "
+    checkpoint = latest or await _checkpoint(bureau, trust, str(report.epoch))
+    if (checkpoint.epoch, checkpoint.seq, checkpoint.head) != (report.epoch, seq, head):
+        raise CheckFailed(f"the checkpoint of epoch {report.epoch} names epoch "
+                          f"{checkpoint.epoch}, seq {checkpoint.seq} and head "
+                          f"{checkpoint.head}, the report seq {seq} and head {head}")
+    out.step(f"the checkpoint of epoch {report.epoch} is signed and names the same seq "
              f"{seq} and head {head}")
 
-    note = await bureau.get_text(f"/v1/checkpoints/{report_epoch}/note")
+    note = await bureau.get_text(f"/v1/checkpoints/{report.epoch}/note", "note")
     tree = open_note(note, trust, witnessing.witnesses, witnessing.threshold,
-                     f"the note of epoch {report_epoch}")
-    if (tree.size, tree.root_hex) != (checkpoint.get("entries"), checkpoint.get("root")):
-        raise CheckFailed(f"the note of epoch {report_epoch} (size {tree.size}, root "
+                     f"the note of epoch {report.epoch}")
+    if (tree.size, tree.root_hex) != (checkpoint.entries, checkpoint.root) or tree.size != seq:
+        raise CheckFailed(f"the note of epoch {report.epoch} (size {tree.size}, root "
                           f"{tree.root_hex}) is not the checkpoint's tree (entries "
-                          f"{checkpoint.get('entries')}, root {checkpoint.get('root')})")
-    out.step(f"the note of epoch {report_epoch} is signed by {trust.origin}: tree size "
+                          f"{str(checkpoint.entries)[:30]}, root {str(checkpoint.root)[:70]}) "
+                          f"ending at the report's seq {seq}")
+    out.step(f"the note of epoch {report.epoch} is signed by {trust.origin}: tree size "
              f"{tree.size}, root {tree.root_hex}"
              + (f", cosigned by {', '.join(c.witness for c in tree.cosignatures)}"
                 if tree.cosignatures else ""))
 
     proof = await bureau.inclusion(head, seq)
     try:
-        verify_inclusion(head, proof, tree)
+        verify_inclusion(head, proof, tree, leaf_index=seq - 1)
     except VerificationError as exc:
-        raise _failed(f"the report's head {head} is not in that tree", exc) from None
-    if proof.get("leaf_index") != seq - 1:
-        raise CheckFailed(f"the report's head is leaf {proof.get('leaf_index')}, not entry "
-                          f"{seq}")
+        raise _failed(f"the report's head {head} is not entry {seq} of that tree",
+                      exc) from None
     out.step(f"entry {seq} ({head}) is the last leaf of that tree")
     await _consistent_with_latest(bureau, out, tree, witnessing)
-    return out, report
+    return out, report.payload
 
 
 async def check_inclusion(bureau: Bureau, trust: Trust, entry_id: str, *,
-                          note: str | None = None, witnessing: Witnessing = NO_WITNESSES,
-                          ) -> Outcome:
-    """An entry is in the tree of a checkpoint note (given, or the latest published)."""
+                          note: str | None = None, seq: int | None = None,
+                          witnessing: Witnessing = NO_WITNESSES) -> Outcome:
+    """An entry is in the tree of a checkpoint note (given, or the latest published),
+    at seq ``seq`` when given (the seq a receipt names)."""
     if not _ENTRY_ID.fullmatch(entry_id):
         raise CannotCheck(f"{entry_id!r} is not an entry id (64 lowercase hex digits)")
     out = Outcome("inclusion", trust)
@@ -180,16 +258,17 @@ async def check_inclusion(bureau: Bureau, trust: Trust, entry_id: str, *,
                          "the note given")
         out.step(f"the note given is signed by {trust.origin}: size {tree.size}, root "
                  f"{tree.root_hex}")
+    if seq is not None and not 1 <= seq <= tree.size:
+        raise CheckFailed(f"entry seq {seq} is not in a tree of size {tree.size}")
     proof = await bureau.inclusion(entry_id, tree.size)
     try:
-        verify_inclusion(entry_id, proof, tree)
+        index = verify_inclusion(entry_id, proof, tree,
+                                 leaf_index=None if seq is None else seq - 1)
     except VerificationError as exc:
         raise _failed(f"entry {entry_id} is not proven in the tree of size {tree.size}",
                       exc) from None
-    out.step(f"entry {entry_id} is leaf {proof['leaf_index']} (seq "
-             f"{proof['leaf_index'] + 1}) of that tree")
-    out.facts.update(entry=entry_id, leaf_index=proof["leaf_index"], size=tree.size,
-                     root=tree.root_hex)
+    out.step(f"entry {entry_id} is leaf {index} (seq {index + 1}) of that tree")
+    out.facts.update(entry=entry_id, leaf_index=index, size=tree.size, root=tree.root_hex)
     if note is not None:
         await _consistent_with_latest(bureau, out, tree, witnessing)
     return out
@@ -277,14 +356,23 @@ async def check_settlement(bureau: Bureau, trust: Trust, epoch: int, *,
     path = f"/v1/settlements/{epoch}"
     doc_bytes = await bureau.get(path)
     assert doc_bytes is not None
+    # The key in force at the epoch's seal, from the key history: the epoch's checkpoint
+    # (verified under the history) names the seal's seq; a settlement names none.
     try:
-        doc = verify_settlement(json.loads(doc_bytes), trust.key_id, epoch)
-    except ValueError:
+        checkpoint = verify_checkpoint(await bureau.get_json(f"/v1/checkpoints/{epoch}"),
+                                       trust.history)
+        signer = trust.history.at(checkpoint["seq"]).key_id
+    except VerificationError as exc:
+        raise _failed(f"the checkpoint of epoch {epoch} does not verify", exc) from None
+    try:
+        doc = verify_settlement(strictjson.loads(doc_bytes), signer, epoch)
+    except strictjson.StrictJSONError:
         raise CheckFailed(f"{bureau.url}{path} is not a JSON envelope") from None
     except VerificationError as exc:
         raise _failed(f"{bureau.url}{path} is not a settlement of epoch {epoch} signed by "
-                      f"{trust.key_id}", exc) from None
-    out.step(f"the settlement of epoch {epoch} is signed by {trust.key_id}: pool "
+                      f"{signer}", exc) from None
+    out.step(f"the settlement of epoch {epoch} is signed by {signer}, the key in force at "
+             f"its seal (seq {checkpoint['seq']}): pool "
              f"{doc['pool']}, paid {doc['paid']} to {doc['evaluators']} evaluators, "
              f"unpaid {doc['unpaid']}" + (" (a quiet epoch: nobody earned)"
                                          if doc["evaluators"] == 0 else ""))

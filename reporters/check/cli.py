@@ -1,14 +1,16 @@
 """``bureau-check``: verify a bureau's reports, proofs and tree heads from anywhere.
 
     bureau-check report URL AGENT [--epoch E] [--envelope FILE]
-    bureau-check inclusion URL ENTRY_ID [--note FILE]
+    bureau-check inclusion URL ENTRY_ID [--note FILE] [--seq N]
     bureau-check consistency URL OLD_NOTE [NEW_NOTE]
     bureau-check monitor URL --state FILE [--interval S] [--once | --count N]
     bureau-check file URL --key AGENT_KEY_FILE [--epoch E]
     bureau-check settlement URL EPOCH [--key EVALUATOR_KEY_FILE]
 
-Every command takes ``--bureau-key KEYID`` or ``--vkey VKEY`` (pin the bureau's key;
-without either, the key ``/v1/bureau`` serves is used and the output says so),
+Every command takes ``--bureau-key KEYID`` or ``--vkey VKEY`` (pin the bureau's key: it
+must be in the key history ``/v1/bureau`` serves; without either, that history is used
+and the output says so; every signature is checked against the key in force where it
+stands),
 ``--witness VKEY`` (repeatable) with ``--threshold N``, ``--timeout S`` and ``--json``.
 Exit status: 0 verified, 1 something the bureau served does not verify (the output says
 what), 2 nothing could be verified (unreachable, an error answer, bad input).
@@ -27,7 +29,7 @@ from typing import Any
 import aiohttp
 
 from reporters import BureauClientError, load_key
-from reporters.check.bureau import Bureau, CannotCheck, CheckFailed, Trust
+from reporters.check.bureau import CAPS, Bureau, CannotCheck, CheckFailed, Trust
 from reporters.check.checks import (
     Outcome,
     Witnessing,
@@ -38,20 +40,29 @@ from reporters.check.checks import (
     check_settlement,
 )
 from reporters.check.monitor import monitor_step
+from reporters.check.text import one_line
 
 OK, FAILED, CANNOT = 0, 1, 2
 
 
-def _read(path: str, what: str) -> bytes:
+def _read(path: str, what: str, kind: str) -> bytes:
+    """A file (or ``-``, standard input) no larger than a bureau's answer of that kind."""
     try:
-        return sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+        if path == "-":
+            data = sys.stdin.buffer.read(CAPS[kind] + 1)
+        else:
+            with Path(path).open("rb") as fh:
+                data = fh.read(CAPS[kind] + 1)
     except OSError as exc:
         raise CannotCheck(f"cannot read {what} {path}: {exc.strerror}") from None
+    if len(data) > CAPS[kind]:
+        raise CannotCheck(f"{what} {path} is larger than any {kind} ({CAPS[kind]} bytes)")
+    return data
 
 
 def _text(path: str, what: str) -> str:
     try:
-        return _read(path, what).decode("utf-8")
+        return _read(path, what, "note").decode("utf-8")
     except UnicodeDecodeError:
         raise CheckFailed(f"{what} {path} is not UTF-8 text") from None
 
@@ -73,6 +84,7 @@ class Printer:
             print(f"  ok  {step}")
 
     def failed(self, command: str, result: str, message: str, trust: Trust | None) -> None:
+        message = one_line(message)
         if self.as_json:
             self._json({"ok": False, "command": command, "result": result, "error": message,
                         "trust": trust.as_json() if trust else None})
@@ -102,20 +114,27 @@ async def _run(args: argparse.Namespace, printer: Printer) -> int:
         except CannotCheck as exc:
             printer.failed(args.command, "cannot_check", str(exc), trust)
             return CANNOT
+        except Exception as exc:  # a bug here must still end in one line and exit 2
+            printer.failed(args.command, "cannot_check", _unexpected(exc), trust)
+            return CANNOT
         printer.ok(out)
         return OK
+
+
+def _unexpected(exc: BaseException) -> str:
+    return f"unexpected error in bureau-check (a bug): {type(exc).__name__}: {exc}"
 
 
 async def _one(args: argparse.Namespace, bureau: Bureau, trust: Trust,
                witnessing: Witnessing) -> Outcome:
     if args.command == "report":
-        envelope = _read(args.envelope, "the report") if args.envelope else None
+        envelope = _read(args.envelope, "the report", "report") if args.envelope else None
         out, _ = await check_report(bureau, trust, args.agent, epoch=args.epoch,
                                     envelope=envelope, witnessing=witnessing)
         return out
     if args.command == "inclusion":
         note = _text(args.note, "the note") if args.note else None
-        return await check_inclusion(bureau, trust, args.entry, note=note,
+        return await check_inclusion(bureau, trust, args.entry, note=note, seq=args.seq,
                                      witnessing=witnessing)
     if args.command == "consistency":
         new = _text(args.new_note, "the note") if args.new_note else None
@@ -149,6 +168,9 @@ async def _monitor(args: argparse.Namespace, bureau: Bureau, witnessing: Witness
         except CannotCheck as exc:
             printer.failed("monitor", "cannot_check", str(exc), trust)
             status = CANNOT
+        except Exception as exc:  # a bug: one line, and the monitor keeps its state
+            printer.failed("monitor", "cannot_check", _unexpected(exc), trust)
+            status = CANNOT
         done += 1
         if args.once or (args.count is not None and done >= args.count):
             return status
@@ -162,9 +184,16 @@ def _nonnegative(text: str) -> int:
     return value
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
+
+
 def _positive_float(text: str) -> float:
     value = float(text)
-    if not value > 0:
+    if not 0 < value < 1e9:
         raise argparse.ArgumentTypeError("must be more than 0")
     return value
 
@@ -180,7 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--threshold", type=_nonnegative, default=0,
                         help="how many of the --witness keys must have cosigned (default 0)")
     common.add_argument("--timeout", type=_positive_float, default=30.0,
-                        help="seconds for each HTTP request (default 30)")
+                        help="seconds for each HTTP request, its whole answer read "
+                        "(default 30)")
     common.add_argument("--json", action="store_true", help="one JSON object a result")
 
     parser = argparse.ArgumentParser(prog="bureau-check", description=__doc__,
@@ -200,6 +230,8 @@ def build_parser() -> argparse.ArgumentParser:
     inclusion.add_argument("entry", help="the entry id")
     inclusion.add_argument("--note", metavar="FILE", help="a checkpoint note kept earlier "
                            "(default: the latest, GET /checkpoint)")
+    inclusion.add_argument("--seq", type=_positive, help="the entry's seq (a receipt's): "
+                           "the proof must place it there")
     consistency = sub.add_parser("consistency", parents=[common],
                                  help="check that two checkpoint notes are one history")
     consistency.add_argument("url", help="the bureau's base URL")

@@ -1,10 +1,16 @@
 """``bureau-check monitor``: follow a bureau's ``/checkpoint`` as Sigstore's and Go's
-log monitors do. The last verified head is kept in a state file; each new head must
-extend it (a consistency proof), and a head that is smaller, or the same size with
-another root, or that the proof does not carry, is an inconsistency: the bureau has
-shown two histories. The monitor then stops, says so, keeps its state as it was, and
-writes both notes beside the state file (``<state>.evidence.json``): two notes signed
-with the bureau's key that cannot both be true are the proof to show anyone.
+log monitors do. The last verified head (size and root) is kept in a state file; each
+new head must be a proven extension of it: a consistency proof *from the kept size and
+root* to the new size and root — never from the sizes the answer states. A head that is
+smaller, or the same size with another root, or that the proof does not carry, is an
+inconsistency: the bureau has shown two histories. The monitor then stops, says so,
+keeps its state as it was, and writes both notes beside the state file
+(``<state>.evidence.json``): two notes signed with the bureau's key that cannot both be
+true are the proof to show anyone.
+
+The state also keeps the bureau's key history. A later history may only add keys (the
+kept one is a prefix of it), and the kept head must still verify under it: a bureau
+cannot rotate its key "back in time" over a head it already signed.
 """
 
 from __future__ import annotations
@@ -16,7 +22,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from reporters import VerificationError, VerifiedCheckpoint, verify_consistency
+from reporters import (
+    KeyHistory,
+    TreeHead,
+    VerificationError,
+    VerifiedCheckpoint,
+    verify_consistency,
+)
 from reporters.check.bureau import Bureau, CannotCheck, CheckFailed, Trust, open_note
 from reporters.check.checks import NO_WITNESSES, Outcome, Witnessing
 
@@ -31,17 +43,36 @@ class State:
     root: str  # lowercase hex
     note: str  # the note as served, signatures and all
     checked_at: float
+    keys: list[dict[str, Any]] | None = None  # the key history, as /v1/bureau served it
 
     @classmethod
     def read(cls, path: Path) -> State | None:
         try:
             doc = json.loads(path.read_text())
-            return cls(**{k: doc[k] for k in ("url", "vkey", "size", "root", "note",
-                                              "checked_at")})
+            state = cls(**{k: doc[k] for k in ("url", "vkey", "size", "root", "note",
+                                               "checked_at")}, keys=doc.get("keys"))
         except FileNotFoundError:
             return None
-        except (ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
             raise CannotCheck(f"{path}: not a monitor state file ({exc})") from None
+        if (not isinstance(state.url, str) or not isinstance(state.vkey, str)
+                or type(state.size) is not int or state.size < 0
+                or not isinstance(state.root, str) or not isinstance(state.note, str)):
+            raise CannotCheck(f"{path}: not a monitor state file (a field of the wrong type)")
+        try:
+            TreeHead(state.size, state.root)
+            if state.keys is not None:
+                KeyHistory.from_json(state.keys)
+        except VerificationError as exc:
+            raise CannotCheck(f"{path}: not a monitor state file ({exc.detail})") from None
+        return state
+
+    @property
+    def head(self) -> TreeHead:
+        return TreeHead(self.size, self.root)
+
+    def history(self) -> KeyHistory | None:
+        return None if self.keys is None else KeyHistory.from_json(self.keys)
 
     def write(self, path: Path) -> None:
         _write_atomically(path, asdict(self))
@@ -72,10 +103,9 @@ async def monitor_step(bureau: Bureau, trust: Trust, state_path: Path,
     the new head is verified and consistent with the last one."""
     out = Outcome("monitor", trust)
     state = State.read(state_path)
-    if state is not None and state.vkey != trust.vkey:
-        raise CheckFailed(f"the state in {state_path} was kept for the key {state.vkey}, "
-                          f"not {trust.vkey}: the bureau's key changed (or another bureau)")
-    note = await bureau.get_text("/checkpoint")
+    if state is not None:
+        _same_keys(state, trust, state_path)
+    note = await bureau.get_text("/checkpoint", "note")
     head = open_note(note, trust, witnessing.witnesses, witnessing.threshold,
                      f"{bureau.url}/checkpoint")
     out.facts.update(size=head.size, root=head.root_hex,
@@ -96,15 +126,31 @@ async def monitor_step(bureau: Bureau, trust: Trust, state_path: Path,
         out.step(f"size {state.size} -> {head.size}: consistent; root {head.root_hex}")
     out.facts["previous"] = None if state is None else {"size": state.size,
                                                         "root": state.root}
-    State(bureau.url, trust.vkey, head.size, head.root_hex, note, time.time()).write(state_path)
+    State(bureau.url, trust.vkey, head.size, head.root_hex, note, time.time(),
+          trust.history.as_json()).write(state_path)
     return out
+
+
+def _same_keys(state: State, trust: Trust, state_path: Path) -> None:
+    """The key history served now only adds keys to the one kept, and the head kept
+    still verifies under it."""
+    kept = state.history()
+    if kept is None:  # a state file written before key histories
+        if trust.history.with_vkey(state.vkey) is None:
+            raise CheckFailed(f"the state in {state_path} was kept for the key {state.vkey}, "
+                              "which is not in the bureau's key history (another bureau?)")
+    elif not trust.history.extends(kept):
+        raise CheckFailed(f"the bureau's key history changed: {kept.describe()} was kept in "
+                          f"{state_path}, /v1/bureau now serves {trust.history.describe()}")
+    open_note(state.note, trust, (), 0, f"the head kept in {state_path}, under the key "
+              "history served now,")
 
 
 async def _extends(bureau: Bureau, state: State, head: VerifiedCheckpoint, state_path: Path,
                    note: str) -> None:
     proof = await bureau.consistency(state.size, head.size)
     try:
-        verify_consistency(proof, state.root, head)
+        verify_consistency(proof, state.head, head)
     except VerificationError as exc:
         raise _inconsistent(state_path, state, note, f"the tree of size {head.size} does "
                             f"not extend the tree of size {state.size} kept before "

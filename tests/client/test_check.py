@@ -121,14 +121,14 @@ async def test_a_wrong_key_is_caught(sealed: Sealed) -> None:
     other = wire.generate_key()
     ran = await check("report", url, agent, "--bureau-key", kid(other))
     assert ran.status == 1, ran.out
-    assert f"not the pinned key {kid(other)}" in ran.out
+    assert f"without the pinned key {kid(other)}" in ran.out
     imposter = sealed.bureau.log_key.__class__.of(sealed.bureau.log_key.origin, other)
     ran = await check("report", url, agent, "--vkey", imposter.vkey)
     assert ran.status == 1, ran.out
-    assert "is not a report signed by" in ran.out and "BAD_KEY" in ran.out
+    assert f"without the pinned key {imposter.vkey}" in ran.out
     ran = await check("inclusion", url, (await entry_ids(sealed.bureau.database_url))[0],
                       "--vkey", imposter.vkey)
-    assert ran.status == 1 and "does not verify" in ran.out, ran.out
+    assert ran.status == 1 and "without the pinned key" in ran.out, ran.out
 
 
 async def test_the_agent_checks_its_report_against_its_own_file(sealed: Sealed) -> None:

@@ -11,6 +11,7 @@ import pytest
 
 import reporters
 from reporters.tlog import evidence, merkle, proofs
+from reporters.tlog import verify as tlog_verify
 from reporters.tlog.checkpoint import (
     Checkpoint,
     cosign,
@@ -39,8 +40,8 @@ class Ledger:
         _, nodes = merkle.Frontier.empty().extend(merkle.leaf_hash(i) for i in self.ids)
         self.nodes = {(level, index): h for level, index, h in nodes}
 
-    def root(self, size: int) -> str:
-        return proofs.root_at(size, self.nodes.__getitem__).hex()
+    def root(self, size: int) -> reporters.TreeHead:
+        return reporters.TreeHead(size, proofs.root_at(size, self.nodes.__getitem__).hex())
 
     def inclusion(self, seq: int, size: int) -> dict[str, Any]:
         hashes = proofs.inclusion_proof(seq - 1, size, self.nodes.__getitem__)
@@ -51,7 +52,7 @@ class Ledger:
         return {"from": old, "to": new, "hashes": [h.hex() for h in hashes]}
 
     def note(self, size: int, witnesses: list[Signer] = WITNESSES[:2]) -> str:
-        checkpoint = Checkpoint(ORIGIN, size, bytes.fromhex(self.root(size)))
+        checkpoint = Checkpoint(ORIGIN, size, bytes.fromhex(self.root(size).root))
         return (sign_checkpoint(checkpoint, log_signer(ORIGIN, BUREAU_KEY))
                 + "".join(cosign(checkpoint, w, 1_700_000_000) for w in witnesses))
 
@@ -71,7 +72,7 @@ def test_a_note_verifies_with_its_witnesses() -> None:
                                        threshold=2)
     assert isinstance(checkpoint, reporters.VerifiedCheckpoint)
     assert (checkpoint.origin, checkpoint.size, checkpoint.root_hex) == (
-        ORIGIN, 30, LEDGER.root(30))
+        ORIGIN, 30, LEDGER.root(30).root)
     assert [c.witness for c in checkpoint.cosignatures] == ["w0.example", "w1.example"]
     assert reporters.verify_note(LEDGER.note(30).encode(), BUREAU_VKEY).size == 30
 
@@ -97,8 +98,8 @@ def test_every_entry_is_proven_included_in_every_tree_that_holds_it() -> None:
         for seq in range(1, size + 1):
             proof = LEDGER.inclusion(seq, size)
             entry_id = LEDGER.entries[seq - 1]["id"]
-            reporters.verify_inclusion(entry_id, proof, LEDGER.root(size))
-            reporters.verify_inclusion(entry_id, proof, checkpoint)
+            assert reporters.verify_inclusion(entry_id, proof, LEDGER.root(size)) == seq - 1
+            reporters.verify_inclusion(entry_id, proof, checkpoint, leaf_index=seq - 1)
 
 
 def test_inclusion_failures_name_what_is_wrong() -> None:
@@ -107,7 +108,7 @@ def test_inclusion_failures_name_what_is_wrong() -> None:
     assert refused(reporters.verify_inclusion, LEDGER.entries[7]["id"], proof, root)[0] == \
         "BAD_PROOF"
     assert refused(reporters.verify_inclusion, entry_id, proof, LEDGER.root(21)) == \
-        ("BAD_PROOF", "")
+        ("BAD_PROOF", "/tree_size")
     checkpoint = reporters.verify_note(LEDGER.note(21, []), BUREAU_VKEY)
     assert refused(reporters.verify_inclusion, entry_id, proof, checkpoint) == \
         ("BAD_PROOF", "/tree_size")
@@ -117,9 +118,27 @@ def test_inclusion_failures_name_what_is_wrong() -> None:
                    root) == ("BAD_PROOF", "/leaf_index")
     assert refused(reporters.verify_inclusion, entry_id, {**proof, "hashes": "x"}, root) == \
         ("BAD_PROOF", "/hashes")
-    assert refused(reporters.verify_inclusion, entry_id, proof, root.upper()) == \
-        ("BAD_PROOF", "/tree_size")
+    with pytest.raises(TypeError):  # a root of no size, or not hex
+        reporters.verify_inclusion(entry_id, proof, root.root)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        reporters.verify_inclusion(entry_id, proof, reporters.TreeHead(20, root.root.upper()))
     assert refused(reporters.verify_inclusion, "nope", proof, root) == ("BAD_PROOF", "")
+
+
+def test_inclusion_sizes_are_the_callers_never_the_answers() -> None:
+    """Finding 1, for inclusion: the caller's tree size and leaf index are checked,
+    whatever the answer states."""
+    entry_id = LEDGER.entries[6]["id"]
+    proof = LEDGER.inclusion(7, 20)
+    assert refused(reporters.verify_inclusion, entry_id, proof, LEDGER.root(20),
+                   leaf_index=7) == ("BAD_PROOF", "/leaf_index")
+    # the proof of seq 7 in a tree of 16, offered against the tree of 20 the caller holds
+    assert refused(reporters.verify_inclusion, entry_id, LEDGER.inclusion(7, 16),
+                   LEDGER.root(20)) == ("BAD_PROOF", "/tree_size")
+    # leaf 0 of 3 is computed exactly as in a tree of 4: the sizes must still be equal
+    assert refused(reporters.verify_inclusion, LEDGER.entries[0]["id"],
+                   {**LEDGER.inclusion(1, 3), "tree_size": 4}, LEDGER.root(3)) == \
+        ("BAD_PROOF", "/tree_size")
 
 
 def test_consistency_between_any_two_trees() -> None:
@@ -144,6 +163,24 @@ def test_a_rewound_or_forked_tree_is_caught() -> None:
     assert refused(reporters.verify_consistency, {"from": 30, "to": 12, "hashes": []},
                    old_cp, new_cp)[0] == "BAD_PROOF"
     assert refused(reporters.verify_consistency, proof, old_cp, new_cp) == ("BAD_PROOF", "/from")
+
+
+def test_the_issues_attack_a_proof_from_another_size_is_refused() -> None:
+    """Finding 1: a bureau that showed size 10 serves a size-32 head whose root is
+    H(0x01 ‖ R10 ‖ x) and the "proof" {"from": 16, "to": 32, "hashes": [x]}. Read with
+    the proof's own ``from``, the RFC algorithm accepts it (shown first, with the pure
+    check); with the size the caller kept, it is refused."""
+    kept = LEDGER.root(10)
+    x = merkle.leaf_hash(b"anything")
+    forged_root = merkle.node_hash(bytes.fromhex(kept.root), x)
+    forged = {"from": 16, "to": 32, "hashes": [x.hex()]}
+    tlog_verify.verify_consistency(16, 32, bytes.fromhex(kept.root), forged_root, [x])
+    head = reporters.TreeHead(32, forged_root.hex())
+    assert refused(reporters.verify_consistency, forged, kept, head) == ("BAD_PROOF", "/from")
+    assert refused(reporters.verify_consistency, {**forged, "from": 10}, kept, head)[0] == \
+        "BAD_PROOF"
+    assert refused(reporters.verify_consistency, {**LEDGER.consistency(10, 32), "to": 33},
+                   kept, LEDGER.root(32)) == ("BAD_PROOF", "/to")
 
 
 def test_the_evidence_root_of_an_agents_file() -> None:

@@ -14,7 +14,7 @@ from bureau.http.keys import LEDGER
 from bureau.transparency import heads
 from bureau.transparency.heads import LogKey
 from bureau.transparency.tree import TreeCheck
-from reporters import verify_consistency, verify_inclusion, verify_note, wire
+from reporters import TreeHead, verify_consistency, verify_inclusion, verify_note, wire
 from reporters.tlog.checkpoint import default_origin
 from reporters.tlog.merkle import EMPTY_ROOT
 from tests.support import BureauUnderTest, kid
@@ -99,14 +99,14 @@ async def test_every_proof_up_to_64_is_the_definition_and_verifies(
     ids = await entry_ids(bureau.database_url)
     assert head.size == len(ids) == 64
     data = leaves(ids)
-    roots = {n: reference.mth(data[:n]).hex() for n in range(65)}
+    roots = {n: TreeHead(n, reference.mth(data[:n]).hex()) for n in range(65)}
     for n in range(1, 65):
         for i in range(n):
             status, proof = await get_json(bureau, f"/v1/proofs/inclusion?id={ids[i]}&size={n}")
             assert status == 200, proof
             assert proof == {"leaf_index": i, "tree_size": n,
                              "hashes": [h.hex() for h in reference.path(i, data[:n])]}
-            verify_inclusion(ids[i], proof, roots[n])
+            assert verify_inclusion(ids[i], proof, roots[n], leaf_index=i) == i
         for m in range(n + 1):
             status, proof = await get_json(bureau, f"/v1/proofs/consistency?from={m}&to={n}")
             assert status == 200, proof
