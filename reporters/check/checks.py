@@ -354,12 +354,13 @@ async def check_settlement(bureau: Bureau, trust: Trust, epoch: int, *,
     """
     out = Outcome("settlement", trust)
     path = f"/v1/settlements/{epoch}"
-    doc_bytes = await bureau.get(path)
+    doc_bytes = await bureau.get(path, "settlement")
     assert doc_bytes is not None
     # The key in force at the epoch's seal, from the key history: the epoch's checkpoint
     # (verified under the history) names the seal's seq; a settlement names none.
     try:
-        checkpoint = verify_checkpoint(await bureau.get_json(f"/v1/checkpoints/{epoch}"),
+        checkpoint = verify_checkpoint(await bureau.get_json(f"/v1/checkpoints/{epoch}",
+                                                             "checkpoint"),
                                        trust.history)
         signer = trust.history.at(checkpoint["seq"]).key_id
     except VerificationError as exc:
