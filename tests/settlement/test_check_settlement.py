@@ -71,7 +71,7 @@ async def test_a_settlement_and_an_evaluators_share_verify(bureau: BureauUnderTe
 
     ran = await check("settlement", url, str(epoch), "--bureau-key",
                       kid(wire.generate_key()))
-    assert ran.status == 1 and "not the pinned key" in ran.out, ran.out
+    assert ran.status == 1 and "without the pinned key" in ran.out, ran.out
     ran = await check("settlement", url, str(epoch + 1))  # no pool, nothing sealed
     assert ran.status == 2 and "CANNOT CHECK" in ran.out, ran.out
 
