@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run demo test test-fast lint bench bench-intake bench-seal bench-judge bench-tlog bench-proofs bench-proxy bench-ranking bench-failover bench-wrk schemas vectors ops-tools clean client-wheel
+.PHONY: run demo test test-fast lint bench bench-intake bench-seal bench-judge bench-tlog bench-proofs bench-proxy bench-ranking bench-failover bench-wrk bench-accuracy schemas vectors ops-tools clean client-wheel
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -54,6 +54,9 @@ bench-ranking: $(STAMP)  ## the home page's ranked list: an epoch's read, pages 
 
 bench-failover: $(STAMP) ## kill -9 of the primary to the first accepted envelope, pg_auto_failover on loopback
 	$(BIN)/python bench/failover_bench.py
+
+bench-accuracy: $(STAMP) ## scores against the truth: every policy, the anchors, the ceiling, per coverage
+	$(BIN)/python bench/accuracy_bench.py
 
 bench-wrk: $(STAMP)      ## single POSTs driven by wrk beside a bare aiohttp handler, in one run
 	$(BIN)/python bench/wrk_bench.py

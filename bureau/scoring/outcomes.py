@@ -160,15 +160,33 @@ class Resolution:
 Verdict = tuple[str, int, str, "float | None", "int | None"]
 
 
+def unchecked_admission(unit: Unit, policy: Policy) -> bool:
+    """Under v3: the agent admitted a failure that no ground truth covers, so the
+    admission is weighed as a claimed success there would have been (rule 2 at the
+    weight of the caller's verdict, else of rules 6-7, else unscored)."""
+    fact = unit.fact
+    return (policy.admission_as_if_success and fact is not None
+            and fact.claimed == CLAIM_FAILURE and unit.probe is None
+            and fact.check not in (PASS, FAIL))
+
+
 def verdicts_of(unit: Unit, policy: Policy) -> tuple[Verdict, ...]:
-    """The unit's candidate verdicts, in rule order: its attestation, its value judgment."""
+    """The unit's candidate verdicts, in rule order: its attestation, its value judgment.
+    On a v3 unchecked admission each becomes the admission weighed by that evaluator
+    (rule 2, the value of ``FAILED_ADMITTED``, whatever the verdict said)."""
     out: list[Verdict] = []
-    att = unit.attestation
+    att, vj = unit.attestation, unit.value_judgment
+    if unchecked_admission(unit, policy):
+        admitted = policy.outcome_value("FAILED_ADMITTED")
+        if att is not None:
+            out.append(("FAILED_ADMITTED", 2, att.evaluator, admitted, None))
+        if vj is not None:
+            out.append(("FAILED_ADMITTED", 2, vj.evaluator, admitted, vj.spent))
+        return tuple(out)
     if att is not None:
         raw = None if policy.is_unscored(att.outcome) else policy.outcome_value(
             att.outcome, att.corrections)
         out.append((att.outcome, 3, att.evaluator, raw, None))
-    vj = unit.value_judgment
     if vj is not None:
         out.append((vj.judgment, 4, vj.evaluator, policy.outcome_value(vj.judgment),
                     vj.spent))
@@ -187,6 +205,8 @@ def verdict_term(verdict: Verdict, weighing: Weighing, policy: Policy
         offset = offset_pos if raw >= policy.evaluators.polarity_threshold else offset_neg
         weight, value = attestation_term(raw, w_e, offset)
         return weight, value, offset
+    if rule == 2 and spent is None:  # a v3 admission at its caller's weight, not recentred
+        return w_e, raw, 0.0
     assert spent is not None
     weight, value = value_judgment_term(raw, w_e, spent, policy)
     return weight, value, 0.0
@@ -228,8 +248,11 @@ def resolve(unit: Unit, policy: Policy, evaluators: Mapping[str, EvaluatorStats]
     code, rule, evaluator, raw, _ = verdicts[index]
     return Resolution(unit, rule, code, value is not None, value, raw,
                       weight if value is not None else 0.0, offset, evaluator,
-                      "attestation" if rule == 3 else "value_judgment",
+                      _VERDICT_SOURCE[rule],
                       weighings(evaluator)[3], passed)
+
+
+_VERDICT_SOURCE = {2: "claim", 3: "attestation", 4: "value_judgment"}
 
 
 def _replace_passed(r: Resolution, passed: tuple[str, ...]) -> Resolution:
@@ -264,13 +287,21 @@ def resolve_by_reporter(unit: Unit, policy: Policy) -> Resolution | None:
     # 2. The agent's own witnessed statement.
     if claimed == CLAIM_DECLINED:
         return _reporter(unit, 2, "DECLINED", policy, reporter_w, "claim")
-    if claimed == CLAIM_FAILURE:
+    if claimed == CLAIM_FAILURE and not policy.admission_as_if_success:
         return _reporter(unit, 2, "FAILED_ADMITTED", policy, reporter_w, "claim")
     return None
 
 
 def resolve_rest(unit: Unit, policy: Policy) -> Resolution:
-    """Rules 5-8: what decides a unit that no ground truth, statement or verdict did."""
+    """Rules 5-8: what decides a unit that no ground truth, statement or verdict did. A
+    v3 unchecked admission that rules 6-7 would score is rule 2 at their weight."""
+    rest = _rest(unit, policy)
+    if rest.scored and unchecked_admission(unit, policy):
+        return _reporter(unit, 2, "FAILED_ADMITTED", policy, rest.weight, "claim")
+    return rest
+
+
+def _rest(unit: Unit, policy: Policy) -> Resolution:
     fact = unit.fact
     reporter_w = policy.weights.reporter
     if fact is not None:

@@ -1,6 +1,7 @@
 """Scoring policies as data (SPEC §7, §7.1).
 
-A policy is one JSON document in this package (``policy_v1.json``, ``policy_v2.json``),
+A policy is one JSON document in this package (``policy_v1.json``, ``policy_v2.json``,
+``policy_v3.json``),
 read through :mod:`importlib.resources`. The service serves a document's RFC 8785
 canonical bytes (:func:`policy_bytes`) at ``GET /v1/policy`` and ``GET
 /v1/policies/{hash}``, and writes their BLAKE3 hash (:func:`policy_hash`) into every
@@ -28,6 +29,7 @@ from reporters.wire import blake3_hex, canonical_json
 
 POLICY_V1_RESOURCE: Final = "policy_v1.json"
 POLICY_V2_RESOURCE: Final = "policy_v2.json"
+POLICY_V3_RESOURCE: Final = "policy_v3.json"
 
 
 def _load_document(resource: str) -> Mapping[str, Any]:
@@ -41,6 +43,8 @@ def _load_document(resource: str) -> Mapping[str, Any]:
 POLICY_V1_DOCUMENT: Final[Mapping[str, Any]] = _load_document(POLICY_V1_RESOURCE)
 #: The v2 document as shipped in ``policy_v2.json`` (SPEC §7.1).
 POLICY_V2_DOCUMENT: Final[Mapping[str, Any]] = _load_document(POLICY_V2_RESOURCE)
+#: The v3 document as shipped in ``policy_v3.json`` (SPEC §7.2, docs/scoring.md).
+POLICY_V3_DOCUMENT: Final[Mapping[str, Any]] = _load_document(POLICY_V3_RESOURCE)
 
 
 class _Frozen(BaseModel):
@@ -74,6 +78,11 @@ class Weights(_Frozen):
     reporter: float
     value_judgment: float
     spend_factor: SpendFactor
+    #: what an admitted failure with no ground truth (rule 2, ``claimed: FAILURE``)
+    #: weighs: a reporter's measurement (v1, v2), or what the interaction would have
+    #: weighed had the agent claimed success — its caller's verdict, else the
+    #: reporter's rules 6-7, else nothing (v3, docs/scoring.md "Policy v3")
+    admission: Literal["reporter", "as_if_claimed_success"] = "reporter"
 
 
 class ConstantRater(_Frozen):
@@ -119,6 +128,9 @@ class Settling(_Frozen):
     per_evaluator_subject: float = Field(gt=0)
     #: ``C_prov``: the provisional verdicts about one subject weigh at most this in total
     provisional_total: float = Field(gt=0)
+    #: whom K binds: every evaluator (v2), or only the calibrated ones (v3: provisional
+    #: verdicts are bounded together by ``C_prov``, each counting alike within it)
+    per_evaluator_applies_to: Literal["all", "calibrated"] = "all"
 
 
 class ScoreRules(_Frozen):
@@ -177,6 +189,11 @@ class Policy(_Frozen):
         return self.evaluators.grading == "blind_probes"
 
     @property
+    def admission_as_if_success(self) -> bool:
+        """An unchecked admitted failure weighs what a claimed success would (v3)."""
+        return self.weights.admission == "as_if_claimed_success"
+
+    @property
     def per_polarity_offsets(self) -> bool:
         return self.evaluators.offsets == "per_polarity"
 
@@ -215,6 +232,12 @@ def policy_v2() -> Policy:
     return Policy.from_document(POLICY_V2_DOCUMENT)
 
 
+@functools.cache
+def policy_v3() -> Policy:
+    """The v3 policy, parsed once."""
+    return Policy.from_document(POLICY_V3_DOCUMENT)
+
+
 # --------------------------------------------------------------------------- registry
 
 #: Every policy this bureau knows, by the name ``BUREAU_POLICY`` gives it. A ledger names
@@ -223,9 +246,10 @@ def policy_v2() -> Policy:
 KNOWN_POLICIES: Final[Mapping[str, Mapping[str, Any]]] = MappingProxyType({
     "v1": POLICY_V1_DOCUMENT,
     "v2": POLICY_V2_DOCUMENT,
+    "v3": POLICY_V3_DOCUMENT,
 })
 #: The policy a new ledger starts with when ``BUREAU_POLICY`` is unset (SPEC §10).
-DEFAULT_POLICY_NAME: Final = "v2"
+DEFAULT_POLICY_NAME: Final = "v3"
 
 
 @functools.cache

@@ -59,7 +59,8 @@ def wilson_interval(p: float, n: float, z: float) -> tuple[float, float]:
 def settle(terms: list[Term], policy: Policy) -> list[Term]:
     """SPEC §7.1 steps (c) and (d), for one subject; v1 has no settling.
 
-    (c) an evaluator with ``m > K`` verdicts here has each multiplied by ``K/m``;
+    (c) an evaluator with ``m > K`` verdicts here has each multiplied by ``K/m`` (under
+    v3 only a calibrated one: provisional verdicts are bounded by (d) alone);
     (d) if the provisional verdicts then weigh ``Σ > C_prov``, each is multiplied by
     ``C_prov/Σ``. (Step b — a verdict of weight 0 resolves nothing — happened when the
     units were resolved, :func:`bureau.scoring.outcomes.decide`.)"""
@@ -67,13 +68,14 @@ def settle(terms: list[Term], policy: Policy) -> list[Term]:
     if rules is None:
         return terms
     k = rules.per_evaluator_subject
+    exempt = rules.per_evaluator_applies_to == "calibrated"  # provisional ones are not bound
     verdicts: dict[str, int] = {}
-    for _, _, _, n, evaluator, _ in terms:
-        if evaluator is not None:
+    for _, _, _, n, evaluator, prov in terms:
+        if evaluator is not None and not (exempt and prov):
             verdicts[evaluator] = verdicts.get(evaluator, 0) + n
     capped = [
         (w * (k / verdicts[e]), v, rule, n, e, prov)
-        if e is not None and verdicts[e] > k else (w, v, rule, n, e, prov)
+        if e is not None and verdicts.get(e, 0) > k else (w, v, rule, n, e, prov)
         for w, v, rule, n, e, prov in terms
     ]
     provisional = math.fsum(chain.from_iterable(

@@ -38,6 +38,10 @@ def add_command(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--adversarial", action="store_true",
                    help="play every attack of the adversarial suite instead, and print per "
                    "attack baseline -> attacked, the change, its goal and whether it held")
+    p.add_argument("--accuracy", action="store_true",
+                   help="measure every policy's scores against the agents' true quality "
+                   "at each ground-truth coverage instead (bench/accuracy_bench.py); "
+                   "--seed N runs seeds 1..N")
     p.add_argument("--policy", action="append", choices=sorted(KNOWN_POLICIES),
                    help="the in-process bureau's scoring policy (repeat for several; "
                    f"default: {DEFAULT_POLICY_NAME}, and with --adversarial every policy "
@@ -74,6 +78,21 @@ async def _adversarial(args: argparse.Namespace) -> int:
     return 0 if all(row.held for r in judged for row in r.rows) else 1
 
 
+def _accuracy(args: argparse.Namespace) -> int:
+    from bureau.simulate.accuracy.run import add_arguments, main
+
+    if args.url:
+        raise ValueError("--accuracy starts a bureau of its own (it needs fresh ledgers)")
+    defaults = argparse.ArgumentParser()
+    add_arguments(defaults)
+    options = defaults.parse_args([])
+    options.seeds = args.seed
+    options.agents = max(args.agents, 24)
+    if args.policy:
+        options.bureau_policy = args.policy[0]
+    return main(options)
+
+
 async def _main(args: argparse.Namespace) -> int:
     if args.adversarial:
         return await _adversarial(args)
@@ -105,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
     for name in ("bureau", "reporters", "aiohttp.access"):
         logging.getLogger(name).setLevel(logging.WARNING)
     try:
+        if args.accuracy:
+            return _accuracy(args)
         return asyncio.run(_main(args))
     except (ValueError, OSError, TimeoutError, BureauClientError) as exc:
         print(f"bureau simulate: {exc}", file=sys.stderr)

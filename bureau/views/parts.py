@@ -422,9 +422,11 @@ class Decisions:
             if value is None:  # an unscored code (DECLINED): it decides, unscored
                 return None, (*passed, code), None, None
             term = (weight, value, rule, evaluator, self.weighing(evaluator)[3])
+            # a v3 admission weighed by a verdict is still the reporter's evidence
+            rep = (rest[5], value) if rule in REPORTER_RULES else None
             # a verdict of weight 0 that still decides (v1) is listed under unscored
-            return (code, passed, term, None) if weight > 0 else (
-                None, (*passed, code), term, None)
+            return (code, passed, term, rep) if weight > 0 else (
+                None, (*passed, code), term, rep)
         rest_code, scored, w, v, rest_rule, reporter = rest
         listed = rest_code if rest_code is not None and scored and w > 0 else None
         unlisted = passed if rest_code is None or listed is not None else (*passed, rest_code)

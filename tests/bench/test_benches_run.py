@@ -34,6 +34,12 @@ RUNS = {
     "tlog_bench.py": (["--entries", "2000", "--proofs", "50"], ["evidence root over"]),
     "proxy_bench.py": (["--calls", "200"], ["through the proxy"]),
     "ranking_bench.py": (["200"], ["200 reports  epoch read", "name search"]),
+    # through HTTP on a live bureau, as the full run; the bench exits 1 if the bureau's
+    # published reports differ from the policy computed over the same entries
+    "accuracy_bench.py": (["--seeds", "1", "--agents", "8", "--calls", "6",
+                           "--coverages", "0,0.5", "--probe-share", "0.2"],
+                          ["mix: attacks", "mix: honest", "plain mean", "truth only",
+                           "ceiling", "= published"]),
 }
 
 

@@ -44,7 +44,7 @@ async def test_entry_one_is_the_genesis_entry(bureau: BureauUnderTest) -> None:
     kind, entry = await _entry_one(bureau.database_url)
     assert kind == "genesis" and entry["prev"] == wire.ZERO_ID
     assert entry["body"] == {
-        "policy": policy_hash(KNOWN_POLICIES["v2"]),  # the default (SPEC §10)
+        "policy": policy_hash(KNOWN_POLICIES[DEFAULT_POLICY_NAME]),  # the default
         "epoch_seconds": bureau.config.epoch_seconds,
         "origin": default_origin(bytes(bureau.signing_key.verify_key))}
     rep = await bureau.reporter()
@@ -106,8 +106,8 @@ def test_a_new_ledger_takes_the_configured_settings() -> None:
     key = wire.generate_key()
     config = dataclasses.replace(Config(), epoch_seconds=60, origin=None)
     settings = genesis.requested(config, key.verify_key)
-    assert DEFAULT_POLICY_NAME == "v2"
-    assert settings == genesis.LedgerSettings(policy_hash(KNOWN_POLICIES["v2"]), 60,
+    assert DEFAULT_POLICY_NAME == "v3"  # docs/scoring.md, "Policy v3"
+    assert settings == genesis.LedgerSettings(policy_hash(KNOWN_POLICIES["v3"]), 60,
                                               default_origin(bytes(key.verify_key)))
     with pytest.raises(StartRefused, match="not a log origin"):
         genesis.requested(dataclasses.replace(config, origin="has space"), key.verify_key)

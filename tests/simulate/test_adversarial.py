@@ -1,5 +1,5 @@
 """The adversarial simulation against real bureaus, one per policy (each attack shares
-it): under the default policy (v2) every goal holds; under v1 the attacks move the
+it): under the default policy (v3) every goal holds; under v1 the attacks move the
 scores exactly as issue 13 first measured them, which shows the attacks are the issue's.
 Under every policy the distrust undoes the fabricated facts and sealed reports stay as
 they were sealed."""

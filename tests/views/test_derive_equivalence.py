@@ -38,7 +38,7 @@ from bureau.scoring.inputs import (
     ReporterUpdate,
     ValueJudgment,
 )
-from bureau.scoring.policy import KNOWN_POLICIES, Policy, policy_v2
+from bureau.scoring.policy import KNOWN_POLICIES, Policy, policy_v2, policy_v3
 from bureau.views.derive import Deriver, reference_payloads
 from bureau.views.evidence import LedgerEvidence
 from reporters import wire
@@ -248,7 +248,7 @@ def assert_same(got: list[tuple[str, bytes]], want: list[tuple[str, bytes]],
         assert g == w, f"{where}, agent {agent}"
 
 
-POLICIES = {"v1": policy_v1(), "v2": policy_v2()}
+POLICIES = {"v1": policy_v1(), "v2": policy_v2(), "v3": policy_v3()}
 
 
 def deriver_for(name: str) -> Deriver:
@@ -256,7 +256,7 @@ def deriver_for(name: str) -> Deriver:
 
 
 @pytest.mark.parametrize("distrust", [False, True], ids=["trusted", "distrust"])
-@pytest.mark.parametrize("policy", ["v1", "v2"])
+@pytest.mark.parametrize("policy", ["v1", "v2", "v3"])
 @pytest.mark.parametrize("seed", range(40))
 def test_incremental_equals_reference_at_every_seal(seed: int, policy: str,
                                                     distrust: bool) -> None:
@@ -290,7 +290,7 @@ def _subject_of(item: Item, targets: Targets) -> str | None:
     return item.agent if isinstance(item, AgentName) else item.subject
 
 
-@pytest.mark.parametrize("policy", ["v1", "v2"])
+@pytest.mark.parametrize("policy", ["v1", "v2", "v3"])
 @pytest.mark.parametrize("shards", [2, 3])
 @pytest.mark.parametrize("seed", range(20))
 def test_agents_split_over_shards_equal_reference(seed: int, shards: int,
