@@ -10,9 +10,17 @@ the spool: delivery is not what is measured), then:
 2. concurrent calls through the proxy (``--concurrency``): calls/s, p50/p99 — calls
    that arrive together share one fsync (the spool's group commit).
 
+3. A2A: ``SendMessage`` answered with a completed task, straight to the agent and
+   through the proxy (route ``protocol = "a2a"``: the answer parsed with a2a-sdk's
+   types, the fact held before the answer goes back), one at a time, in one run: the
+   proxy's added latency at p50 and p99 (targets: < 1 ms and < 5 ms);
+4. A2A streaming: ``SendStreamingMessage`` whose first event comes at once and the
+   final one 20 ms later: time to the first event straight and through the proxy (the
+   first event must not wait for the stream to end).
+
 Signed callers (RFC 9421, signed before the clock starts) are held for the settle
 window, as in production; unsigned ones are released at once, and cost the proxy no
-signature check.
+signature check. The A2A calls are unsigned.
 
     python bench/proxy_bench.py [--calls 2000] [--concurrency 32]
 """
@@ -21,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import sys
 import tempfile
@@ -75,8 +84,79 @@ async def _calls(session: aiohttp.ClientSession, url: str, n: int, concurrency: 
     return latencies, time.perf_counter() - started
 
 
+_TASK = {"id": "t-1", "contextId": "c-1", "status": {"state": "TASK_STATE_COMPLETED"},
+         "artifacts": [{"artifactId": "a", "parts": [{"text": "42"}]}]}
+_CARD = {"name": "bench", "description": "answers", "version": "1",
+         "supportedInterfaces": [{"url": "http://x/", "protocolBinding": "JSONRPC",
+                                  "protocolVersion": "1.0"}],
+         "capabilities": {"streaming": True}, "defaultOutputModes": ["text/plain"],
+         "skills": []}
+_SEND = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+    "message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "q"}]}}})
+_STREAM = _SEND.replace("SendMessage", "SendStreamingMessage")
+
+
+async def _a2a_agent(request: web.Request) -> web.StreamResponse:
+    """A2A 1.0 over JSON-RPC, answering canned bytes (the agent's own cost is not what
+    is measured): a completed task, or a stream of two events 20 ms apart; its card."""
+    if request.method == "GET":
+        return web.json_response(_CARD)
+    doc = json.loads(await request.read())
+    if doc["method"] == "SendStreamingMessage":
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        working = {**_TASK, "status": {"state": "TASK_STATE_WORKING"}}
+        await resp.write(b"data: " + json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "result": {"task": working}}).encode() + b"\n\n")
+        await asyncio.sleep(0.02)
+        await resp.write(b"data: " + json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "result": {"task": _TASK}}).encode() + b"\n\n")
+        await resp.write_eof()
+        return resp
+    return web.json_response({"jsonrpc": "2.0", "id": doc["id"], "result": {"task": _TASK}})
+
+
+async def _a2a_calls(session: aiohttp.ClientSession, url: str, n: int,
+                     stream: bool) -> list[float]:
+    """One at a time; for a stream, the time to its first event."""
+    out = []
+    for _ in range(n):
+        started = time.perf_counter()
+        async with session.post(url, data=_STREAM if stream else _SEND,
+                                headers={"Content-Type": "application/json"}) as resp:
+            assert resp.status == 200, resp.status
+            if stream:
+                while not (await resp.content.readline()).startswith(b"data:"):
+                    pass
+                out.append(time.perf_counter() - started)
+                await resp.read()
+            else:
+                await resp.read()
+                out.append(time.perf_counter() - started)
+    return out
+
+
+def _percentiles(latencies: list[float]) -> tuple[float, float]:
+    ms = sorted(x * 1000 for x in latencies)
+    return statistics.median(ms), ms[min(len(ms) - 1, int(len(ms) * 0.99))]
+
+
+async def _a2a_rows(session: aiohttp.ClientSession, agent_url: str, proxy_url: str,
+                    calls: int) -> None:
+    for stream, name in ((False, "A2A SendMessage"),
+                         (True, "A2A stream, time to first event")):
+        await _a2a_calls(session, proxy_url + "/a2a", 20, stream)  # warm up
+        direct = _percentiles(await _a2a_calls(session, agent_url, calls, stream))
+        through = _percentiles(await _a2a_calls(session, proxy_url + "/a2a", calls, stream))
+        print(f"{name:<36} straight p50 {direct[0]:6.2f} ms  p99 {direct[1]:6.2f} ms   "
+              f"through the proxy p50 {through[0]:6.2f} ms  p99 {through[1]:6.2f} ms   "
+              f"added p50 {through[0] - direct[0]:+6.2f} ms  p99 {through[1] - direct[1]:+6.2f} ms")
+
+
 async def main(calls: int, concurrency: int) -> None:
-    async def agent(request: web.Request) -> web.Response:
+    async def agent(request: web.Request) -> web.StreamResponse:
+        if request.path.startswith("/a2a"):
+            return await _a2a_agent(request)
         await request.read()
         return web.json_response({"answer": 42})
 
@@ -89,7 +169,9 @@ async def main(calls: int, concurrency: int) -> None:
             "settle_seconds": 600, "quiet_seconds": 600, "ops_listen": "off",
             "drain_seconds": 0.5,
             "routes": [{"prefix": "/a", "agent": key_id(generate_key()),
-                        "upstream": agent_url}]})
+                        "upstream": agent_url},
+                       {"prefix": "/a2a", "agent": key_id(generate_key()),
+                        "upstream": agent_url + "/a2a", "protocol": "a2a"}]})
         proxy = Proxy(config, generate_key())
         proxy_runner, proxy_url = await _site(proxy.app())
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
@@ -107,6 +189,7 @@ async def main(calls: int, concurrency: int) -> None:
             print(_summary(f"through the proxy, {concurrency} at once", lat, secs))
             lat, secs = await _calls(session, proxy_url + "/a", calls, concurrency, False)
             print(_summary(f"through the proxy, {concurrency} at once, unsigned", lat, secs))
+            await _a2a_rows(session, agent_url + "/a2a", proxy_url, calls)
             print(f"facts held on disk at the end: {proxy.facts.count}")
         await proxy_runner.cleanup()
     await agent_runner.cleanup()

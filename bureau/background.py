@@ -62,14 +62,18 @@ class Leadership:
         conn = await self.pool.acquire()
         try:
             got = await conn.fetchval("SELECT pg_try_advisory_lock($1)", self.lock)
+            if got:
+                # Session settings: the pool resets them when the connection goes back.
+                await conn.execute(_KEEPALIVE_SQL, *(str(v) for v in LEADER_KEEPALIVE))
         except BaseException:
-            await self.pool.release(conn)
+            # Cancelled (the task stopping) or failed between acquire and holding: the
+            # connection goes back to the pool, which could not close while it is out.
+            # Its lock, if taken, goes with the session: release() resets it.
+            await _give_back(self.pool, conn)
             raise
         if not got:
             await self.pool.release(conn)
             return None
-        # Session settings: the pool resets them when the connection goes back to it.
-        await conn.execute(_KEEPALIVE_SQL, *(str(v) for v in LEADER_KEEPALIVE))
         self._conn = conn
         self._leading.set(1)
         self.on_elected()
@@ -101,8 +105,20 @@ class Leadership:
             return
         with contextlib.suppress(Exception):
             await conn.execute("SELECT pg_advisory_unlock($1)", self.lock)
+        await _give_back(self.pool, conn)
+
+
+async def _give_back(pool: asyncpg.Pool, conn: asyncpg.pool.PoolConnectionProxy) -> None:
+    """Return ``conn`` to ``pool`` whatever happens: a release that is itself cancelled
+    (a stop while resigning) finishes shielded, and one that fails (the session died)
+    terminates the connection, so ``Pool.close()`` never waits for it."""
+    try:
+        await asyncio.shield(pool.release(conn))
+    except asyncio.CancelledError:
+        raise
+    except Exception:
         with contextlib.suppress(Exception):
-            await self.pool.release(conn)
+            conn.terminate()
 
 
 async def every(interval: float, wake: asyncio.Event,

@@ -23,12 +23,13 @@ import asyncpg
 import nacl.signing
 from aiohttp import web
 
-from bureau import __version__, db, keyfiles
+from bureau import __version__, db, keyfiles, ports
 from bureau.config import Config, default_serve_workers
 from bureau.errors import InternalError
 from bureau.http.access_log import FORMATS as ACCESS_LOG_FORMATS
 from bureau.http.access_log import runner_options
 from bureau.http.params import KEY_ID
+from bureau.ledger_keys import KeyPeriod
 from bureau.report_text import render_report, report_json
 from bureau.verify import BadEntry, BadSettlement, BadTree, terminal_progress, verify_database
 from reporters import wire
@@ -85,7 +86,8 @@ def read_only(run: ReadOnly) -> Callable[[argparse.Namespace], int]:
 
 
 def _with_default_keys(config: Config) -> Config:
-    """Create the admin key and the signing key under BUREAU_HOME when not given."""
+    """A new ledger's keys: the admin key and the signing key are created under
+    BUREAU_HOME when not given."""
     if not config.admin_keys:
         path = config.home / "admin.key"
         key, created = keyfiles.load_or_create(path)
@@ -97,6 +99,40 @@ def _with_default_keys(config: Config) -> Config:
     if config.signing_key_path is None:
         config = replace(config, signing_key_path=config.home / "signing.key")
     return config
+
+
+def _keys_of_ledger(config: Config, in_force: KeyPeriod,
+                    ) -> tuple[Config, nacl.signing.SigningKey]:
+    """An existing ledger's keys (SPEC §10 r3): nothing is created. The signing key is
+    the node's key file, which must be the key in force; the admin set is the ledger's
+    (``BUREAU_ADMIN_KEYS``, when set, must name that very set). Raises StartRefused."""
+    from bureau.intake.genesis import StartRefused, check_signers
+
+    path = config.signing_key_path or config.home / "signing.key"
+    if not path.exists():
+        raise StartRefused(
+            f"this ledger exists (its key in force is {in_force.bureau}) and there is no "
+            f"signing key at {path}: a node joining a ledger is given that key's file "
+            "(BUREAU_SIGNING_KEY); it never makes keys of its own")
+    signing_key = keyfiles.read_key(path)
+    config = check_signers(replace(config, signing_key_path=path), in_force,
+                           wire.signing_key_id(signing_key))
+    print(f"admin keys (the ledger's): {', '.join(sorted(config.admin_keys))}", flush=True)
+    return config, signing_key
+
+
+def _keys(config: Config, url: str) -> tuple[Config, nacl.signing.SigningKey]:
+    """The configuration with its admin set, and the signing key: made for a new ledger
+    where not given, the existing ledger's otherwise."""
+    from bureau.intake.genesis import signers_of
+
+    in_force = asyncio.run(signers_of(url))
+    if in_force is not None:
+        return _keys_of_ledger(config, in_force)
+    config = _with_default_keys(config)
+    assert config.signing_key_path is not None
+    signing_key, _ = keyfiles.load_or_create(config.signing_key_path)
+    return config, signing_key
 
 
 #: How long a thread may hold the GIL while another waits for it (Python's default is
@@ -149,15 +185,27 @@ def _serve_until_stopped(args: argparse.Namespace) -> int:
     from bureau.intake.genesis import StartRefused
 
     sys.setswitchinterval(SWITCH_INTERVAL)
-    config = _with_default_keys(Config.from_env())
+    config = Config.from_env()
     if args.max_pending is not None:
         config = replace(config, max_pending=args.max_pending)
     if args.report_workers is not None:
         config = replace(config, report_workers=args.report_workers)
-    assert config.signing_key_path is not None
-    signing_key, _ = keyfiles.load_or_create(config.signing_key_path)
+    if not _is_worker():  # a worker shares its parent's ports, which the parent checked
+        taken = ports.taken([(args.host, args.port), (args.ops_host, args.ops_port)])
+        if taken is not None:
+            print(f"bureau serve: refusing to start: {taken}", file=sys.stderr)
+            return 2
+    try:
+        url = database_url(config)
+        config, signing_key = _keys(config, url)
+    except StartRefused as refused:
+        print(f"bureau serve: refusing to start: {refused.detail}", file=sys.stderr)
+        return 2
+    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        print(f"bureau serve: cannot reach the database: {exc}".replace("\n", " "),
+              file=sys.stderr)
+        return 2
     print(f"bureau key: {wire.signing_key_id(signing_key)}", flush=True)
-    url = database_url(config)
     workers = _start_workers(args, config, url) if args.workers > 1 else []
     try:
         asyncio.run(_serve(args, config, url, signing_key, reuse_port=args.workers > 1
@@ -225,6 +273,16 @@ def _die_with_parent() -> None:
         pass
 
 
+#: set by ``serve --workers N`` in its workers' environment: the pid of the ``serve``
+#: whose ports they share (SPEC §10 r3: only one serve's own workers share a port)
+_WORKER_OF = "BUREAU_WORKER_OF"
+
+
+def _is_worker() -> bool:
+    """Is this process a worker its parent ``serve`` started (and checked the ports for)?"""
+    return os.environ.get(_WORKER_OF) == str(os.getppid())
+
+
 def _start_workers(args: argparse.Namespace, config: Config,
                    url: str) -> list[subprocess.Popen[bytes]]:
     """Extra ``bureau serve`` processes on the same port (SO_REUSEPORT) and database.
@@ -233,7 +291,7 @@ def _start_workers(args: argparse.Namespace, config: Config,
     ledger's row lock keeps their appends one chain.
     """
     assert config.signing_key_path is not None
-    env = dict(os.environ, BUREAU_DATABASE_URL=url,
+    env = dict(os.environ, BUREAU_DATABASE_URL=url, **{_WORKER_OF: str(os.getpid())},
                BUREAU_ADMIN_KEYS=",".join(sorted(config.admin_keys)),
                BUREAU_SIGNING_KEY=str(config.signing_key_path.resolve()),
                BUREAU_HOME=str(config.home.resolve()))
@@ -330,6 +388,13 @@ async def _rebuild(url: str, signing_path: Path) -> int:
         await conn.close()
     print(f"bureau rebuild: {result.entries} entries replayed, {result.reports} reports and "
           f"{result.epochs} checkpoints signed")
+    if result.unfinished:
+        print(f"bureau rebuild: epochs {', '.join(map(str, result.unfinished))} were still "
+              "being built by the service: derived, not compared (nothing finished to "
+              "compare with)")
+    if result.kept:
+        print(f"bureau rebuild: epochs {', '.join(map(str, result.kept))} were signed by an "
+              "earlier bureau key: their reports and checkpoints were kept, not re-signed")
     if not result.identical:
         for line in result.differences:
             print(f"bureau rebuild: DIFFERENT: {line}", file=sys.stderr)
@@ -451,8 +516,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--workers", type=_positive, default=default_serve_workers(),
                        help="processes serving the same port (default one per core, at "
                        f"most 8: {default_serve_workers()} here)")
-    serve.add_argument("--reuse-port", action="store_true",
-                       help="share the port with other bureau processes (SO_REUSEPORT)")
+    # Internal: how ``--workers N`` starts its workers (SO_REUSEPORT on the parent's
+    # ports). Anyone else's port check still runs: a second serve cannot join a port.
+    serve.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)
     serve.add_argument("--max-pending", type=_positive, default=None,
                        help="envelopes waiting for the ledger before intake answers 503 "
                        "UNAVAILABLE (default 20000)")

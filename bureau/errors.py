@@ -110,6 +110,9 @@ class Pushback(enum.StrEnum):
     DATABASE_UNREACHABLE = "database_unreachable"
     #: the process is stopping; what was queued was not written
     SHUTTING_DOWN = "shutting_down"
+    #: this process's signing key is no longer the one in force (a ``keys`` entry
+    #: rotated it): ``/readyz`` until it is restarted with the new key file
+    KEY_NOT_IN_FORCE = "key_not_in_force"
     #: a bug: answered 500, not 503
     INTERNAL_ERROR = "internal_error"
 

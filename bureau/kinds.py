@@ -72,7 +72,7 @@ SIGNER_AND_SUBJECT = (FileLink.SIGNER, FileLink.SUBJECT)
 class Signer(enum.StrEnum):
     """Who may sign an entry of a kind (SPEC §3): stage 4 checks exactly this."""
 
-    ADMIN = "admin"  # a key in BUREAU_ADMIN_KEYS
+    ADMIN = "admin"  # a key of the admin set in force (genesis, then ``keys`` entries)
     REPORTER = "reporter"  # a registered reporter holding the kind's role
     AGENT = "agent"  # an enrolled agent that has not withdrawn
     ENROLLING = "enrolling agent"  # a key that has never enrolled
@@ -97,6 +97,8 @@ class StateKeys:
     policies: bool = False
     #: the ledger's pool entries (a ``pool`` submission is judged against them)
     pools: bool = False
+    #: the ledger's ``keys`` entry in force (a ``keys`` submission is judged against it)
+    keys: bool = False
 
 
 #: (payload, signer) -> the entry's ``subject`` column: the agent the entry is about
@@ -231,6 +233,10 @@ def _policy_needs(p: Payload, signer: str, keys: StateKeys) -> None:
 
 def _pool_needs(p: Payload, signer: str, keys: StateKeys) -> None:
     keys.pools = True
+
+
+def _keys_needs(p: Payload, signer: str, keys: StateKeys) -> None:
+    keys.keys = True
 
 
 # --------------------------------------------------------------------------- verdicts
@@ -387,13 +393,16 @@ SEAL = Kind("seal", None, Signer.BUREAU, index="seals", files=())
 POLICY = Kind("policy", "policy", Signer.ADMIN, needs=_policy_needs, index="policies")
 #: An admin's evaluators' pool from an epoch on (SPEC §3, §8.2).
 POOL = Kind("pool", "pool", Signer.ADMIN, needs=_pool_needs, index="pools")
-#: Written by the bureau as entry 1: ``{"policy", "epoch_seconds", "origin"}``, the
-#: settings the ledger was created with (bureau.intake.genesis).
+#: An admin's rotation of the bureau's signing key and of the admin set, from the next
+#: entry on (SPEC §3 r3; bureau.ledger_keys).
+KEYS = Kind("keys", "keys", Signer.ADMIN, needs=_keys_needs, index="ledger_keys")
+#: Written by the bureau as entry 1: ``{"policy", "epoch_seconds", "origin", "key",
+#: "admins"}``, the settings the ledger was created with (bureau.intake.genesis).
 GENESIS = Kind("genesis", None, Signer.BUREAU, files=())
 
 KINDS: tuple[Kind, ...] = (REPORTER, FACT, PROBE, ENROLLMENT, AMENDMENT, WITHDRAWAL,
                            ATTESTATION, VALUE_JUDGMENT, DISPUTE, RESOLUTION, SEAL_REQUEST,
-                           POLICY, POOL, EXCLUSION, SEAL, GENESIS)
+                           POLICY, POOL, KEYS, EXCLUSION, SEAL, GENESIS)
 #: entry kind -> Kind
 BY_NAME: dict[str, Kind] = {k.name: k for k in KINDS}
 #: payload name (what an envelope's payloadType names) -> Kind

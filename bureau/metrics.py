@@ -72,6 +72,12 @@ DB_TRANSACTION_SECONDS = Histogram(
     ["name", "outcome"],
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
 )
+DATABASE_OUTAGES = Counter(
+    "bureau_database_outages_total",
+    "Outages of the database as the routes saw it: from the first answer 503 "
+    "UNAVAILABLE (database_unreachable) to the next answer that is not one; each is "
+    "logged once (bureau_unavailable_total counts the answers).",
+)
 DB_RECONNECTS = Counter(
     "bureau_db_reconnects_total",
     "Times a way this process reaches the database (link: database pool, committer, "

@@ -31,12 +31,12 @@ import asyncpg
 
 from bureau import db
 from bureau.errors import InternalError
-from bureau.kinds import EXCLUSION, GENESIS, SUBMITTED, subject_of_document
+from bureau.kinds import EXCLUSION, GENESIS, KEYS, SUBMITTED, subject_of_document
 from bureau.settlement.check import settlement_problems
 from bureau.transparency.tree import TreeCheck
 from reporters import wire
 from reporters.models import parse_timestamp
-from reporters.tlog.checkpoint import Checkpoint
+from reporters.tlog.checkpoint import Checkpoint, log_verifier, open_checkpoint
 from reporters.tlog.errors import TlogError
 from reporters.tlog.note import parse_note
 
@@ -123,9 +123,71 @@ def _check_envelope(row: StoredRow, envelope: dict[str, Any]) -> str | None:
 
 
 def _is_genesis_body(body: object) -> bool:
-    return (isinstance(body, dict) and set(body) == {"policy", "epoch_seconds", "origin"}
+    return (isinstance(body, dict)
+            and set(body) == {"policy", "epoch_seconds", "origin", "key", "admins"}
             and isinstance(body["policy"], str) and isinstance(body["origin"], str)
-            and type(body["epoch_seconds"]) is int and body["epoch_seconds"] >= 1)
+            and type(body["epoch_seconds"]) is int and body["epoch_seconds"] >= 1
+            and isinstance(body["key"], str) and isinstance(body["admins"], list)
+            and body["admins"] == sorted(set(body["admins"])) and len(body["admins"]) >= 1)
+
+
+class KeyHistory:
+    """The bureau keys in force, as the entries themselves say (the genesis entry's
+    ``key``, each ``keys`` entry's ``bureau`` from the next entry on; SPEC §3 r3):
+    what every report, checkpoint and note is checked against."""
+
+    def __init__(self) -> None:
+        self.origin = ""
+        #: (from_seq, key id), in seq order
+        self.periods: list[tuple[int, str]] = []
+
+    def take(self, row: StoredRow, doc: dict[str, Any]) -> None:
+        """Note the key an entry sets, if it sets one."""
+        if row.kind == GENESIS.name:
+            self.origin = doc["body"]["origin"]
+            self.periods.append((1, doc["body"]["key"]))
+        elif row.kind == KEYS.name:
+            payload = json.loads(wire.b64decode_canonical(doc["envelope"]["payload"]))
+            self.periods.append((row.seq + 1, payload["bureau"]))
+
+    def key_at(self, seq: int) -> str | None:
+        found = None
+        for from_seq, key in self.periods:
+            if from_seq > max(seq, 1):
+                break
+            found = key
+        return found
+
+    def check_envelope(self, what: str, raw: bytes, seq: int) -> str | None:
+        """What is wrong with a signed report or checkpoint envelope covering entry
+        ``seq``, if anything: it must be signed by the key in force there."""
+        key = self.key_at(seq)
+        try:
+            env = json.loads(raw)
+            (sig,) = env["signatures"]
+            body = wire.b64decode_canonical(env["payload"])
+            ok = sig["keyid"] == key and wire.verify_signature(
+                wire.public_key_from_key_id(key or ""), env["payloadType"], body,
+                wire.b64decode_canonical(sig["sig"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            return f"{what}: its envelope is malformed ({exc})"
+        if not ok:
+            return (f"{what}: not signed by {key}, the bureau key in force at entry {seq} "
+                    f"(it names {sig.get('keyid')!r})")
+        return None
+
+    def check_note(self, size: int, note: str) -> str | None:
+        """What is wrong with the signature of the tree head of ``size``, if anything."""
+        key = self.key_at(size)
+        if key is None:
+            return f"tree head of size {size}: the ledger names no key"
+        verifier = log_verifier(self.origin, wire.public_key_from_key_id(key))
+        try:
+            open_checkpoint(note, verifier)
+        except TlogError as exc:
+            return (f"tree head of size {size}: not signed by {key}, the bureau key in force "
+                    f"at that size ({exc.detail})")
+        return None
 
 
 class ChainVerifier:
@@ -269,6 +331,8 @@ async def verify_database(conn: asyncpg.Connection, progress: Progress | None = 
     disagrees with good entries."""
     total = await conn.fetchval("SELECT count(*) FROM entries")
     checker = ChainVerifier()
+    keys = KeyHistory()
+    signed: list[tuple[str, bytes, int]] = []
     tree: TreeCheck | None = None
     head_rows: list[asyncpg.Record] = []
     pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="verify")
@@ -305,10 +369,26 @@ async def verify_database(conn: asyncpg.Connection, progress: Progress | None = 
                     raise BadEntry(seq, reason)
                 if link_failure is not None:
                     raise link_failure
+                for row, doc in checked:
+                    keys.take(row, doc)
                 await tree.compare(conn, [r["id"] for r in rows])
                 if progress:
                     progress(checker.seq, total)
             await tree.finish(conn)
+            signed = [(f"the checkpoint of epoch {r['epoch']}", bytes(r["envelope"]),
+                       json.loads(wire.b64decode_canonical(
+                           json.loads(r["envelope"])["payload"]))["seq"])
+                      for r in await conn.fetch("SELECT epoch, envelope FROM checkpoints")]
+            # a report names its ledger position; every report of an epoch the same
+            signed += [(f"the report of {r['agent']} at epoch {r['epoch']}",
+                        bytes(r["envelope"]), r["last_seq"]) for r in await conn.fetch(
+                "SELECT r.epoch, r.agent, r.envelope, s.last_seq FROM reports r"
+                " JOIN seals s USING (epoch) ORDER BY r.epoch, r.agent")]
+            # a settlement is signed, like its epoch's reports, by the key at the seal
+            signed += [(f"the settlement of epoch {r['epoch']}", bytes(r["envelope"]),
+                        r["last_seq"]) for r in await conn.fetch(
+                "SELECT t.epoch, t.envelope, s.last_seq FROM settlements t"
+                " JOIN seals s USING (epoch) ORDER BY t.epoch")]
     finally:
         pool.shutdown()
     if head_row is not None and (head_row["seq"], head_row["head"]) != (checker.seq,
@@ -318,7 +398,12 @@ async def verify_database(conn: asyncpg.Connection, progress: Progress | None = 
     if tree.difference is not None:
         raise BadTree(tree.difference + " (bureau rebuild recomputes the tree)")
     for r in head_rows:
-        problem = _check_head(r["size"], bytes(r["root"]), r["note"], tree.roots.get(r["size"]))
+        problem = (_check_head(r["size"], bytes(r["root"]), r["note"], tree.roots.get(r["size"]))
+                   or keys.check_note(r["size"], r["note"]))
+        if problem is not None:
+            raise BadTree(problem)
+    for what, raw, seq in signed:
+        problem = keys.check_envelope(what, raw, seq)
         if problem is not None:
             raise BadTree(problem)
     settlements = await settlement_problems(conn)

@@ -71,6 +71,9 @@ class GenesisBody(_Read):
     policy: str
     epoch_seconds: int
     origin: str
+    #: the bureau's signing key and the admin set it started with (SPEC §3 r3)
+    key: str = ""
+    admins: tuple[str, ...] = ()
 
 
 class ExclusionBody(_Read):

@@ -135,6 +135,16 @@ Count = Annotated[int, Field(ge=0, le=2**31 - 1)]
 Currency = Annotated[str, Field(pattern=r"^[A-Z][A-Z0-9]{2,11}$")]
 
 
+class FieldRuleError(ValueError):
+    """A rule across fields of one payload, broken: ``field`` names the field the rule
+    is about, so the refusal's ``path`` points at it (SPEC §6) rather than at the
+    payload as a whole. docs/protocol.md lists every such rule."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 class Payload(BaseModel):
     """Base of every payload: strict, frozen, no unknown fields."""
 
@@ -164,7 +174,7 @@ class ReporterPayload(Payload):
     @model_validator(mode="after")
     def _distinct_roles(self) -> ReporterPayload:
         if len(set(self.roles)) != len(self.roles):
-            raise ValueError("roles must not repeat")
+            raise FieldRuleError("roles", "roles must not repeat")
         return self
 
 
@@ -260,7 +270,7 @@ class AmendmentPayload(Payload):
             raise ValueError("an amendment names at least one field")
         for field in changed:
             if getattr(self, field) is None:
-                raise ValueError(f"{field} may be left out but not null")
+                raise FieldRuleError(field, f"{field} may be left out but not null")
         return self
 
 
@@ -285,9 +295,9 @@ class AttestationPayload(Payload):
     @model_validator(mode="after")
     def _corrections_match(self) -> AttestationPayload:
         if (self.outcome == "ACCEPTED_AFTER_CORRECTIONS") != (self.corrections >= 1):
-            raise ValueError(
-                "corrections >= 1 exactly when the outcome is ACCEPTED_AFTER_CORRECTIONS"
-            )
+            raise FieldRuleError(
+                "corrections",
+                "corrections >= 1 exactly when the outcome is ACCEPTED_AFTER_CORRECTIONS")
         return self
 
 
@@ -336,6 +346,30 @@ class PoolPayload(Payload):
     issued_at: Timestamp
 
 
+#: at most this many admins (SPEC §3 ``keys``)
+MAX_ADMINS = 64
+
+
+class KeysPayload(Payload):
+    """Signed by an admin: from the next entry on, the bureau signs with ``bureau`` and
+    the admins are exactly ``admins`` (SPEC §3 r3). Ordered by ``issued_at`` like
+    ``policy``."""
+
+    bureau: KeyId
+    admins: list[str]
+    issued_at: Timestamp
+
+    @field_validator("admins")
+    @classmethod
+    def _admin_set(cls, admins: list[str]) -> list[str]:
+        """SPEC §3: 1-64 distinct key ids, else ``SCHEMA`` at ``/admins`` (the set as a
+        whole is what is wrong)."""
+        if not 1 <= len(admins) <= MAX_ADMINS or len(set(admins)) != len(admins) \
+                or not all(re.fullmatch(_KEY_ID, k) for k in admins):
+            raise ValueError(f"the admins are 1 to {MAX_ADMINS} distinct key ids")
+        return admins
+
+
 #: payload name (as in ``application/vnd.bureau.<name>.v1+json``) -> model
 PAYLOAD_MODELS: dict[str, type[Payload]] = {
     "reporter": ReporterPayload,
@@ -351,6 +385,7 @@ PAYLOAD_MODELS: dict[str, type[Payload]] = {
     "seal": SealPayload,
     "policy": PolicyPayload,
     "pool": PoolPayload,
+    "keys": KeysPayload,
 }
 
 
@@ -466,4 +501,7 @@ def validate_payload(model: type[P], doc: dict[str, Any], *,
     except pydantic.ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         path = _document_path(doc, tuple(first["loc"]), first["type"] == "missing")
+        broken = first.get("ctx", {}).get("error")
+        if isinstance(broken, FieldRuleError):  # a cross-field rule: the field it is about
+            path = (*path, broken.field)
         raise PayloadInvalid(json_pointer(*path), first["msg"]) from None

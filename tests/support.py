@@ -155,15 +155,25 @@ async def fresh_database(pg_server_url: str, prefix: str = "bureau_test_"
             await admin.close()
 
 
+#: database URL -> (admin key, signing key) of the ledger made there (see start_bureau)
+_LEDGER_KEYS: dict[str, tuple[nacl.signing.SigningKey, nacl.signing.SigningKey]] = {}
+
+
 @asynccontextmanager
 async def start_bureau(database_url: str, home: Path, *, epoch_seconds: int = 21600,
                        signing_key: nacl.signing.SigningKey | None = None,
+                       admin_key: nacl.signing.SigningKey | None = None,
                        **overrides: Any) -> AsyncIterator[BureauUnderTest]:
-    admin = wire.generate_key()
-    signing = signing_key or wire.generate_key()
+    # One ledger, one key (SPEC §3 r3): a bureau started again on the same database is
+    # given the keys the ledger was made with, as an operator gives a node its key file.
+    admin, made_with = _LEDGER_KEYS.setdefault(
+        database_url, (admin_key or wire.generate_key(), signing_key or wire.generate_key()))
+    admin = admin_key or admin
+    signing = signing_key or made_with
     clock = TestClock()
     config = Config(home=home, database_url=database_url,
-                    admin_keys=frozenset({wire.signing_key_id(admin)}),
+                    admin_keys=overrides.pop("admin_keys",
+                                             frozenset({wire.signing_key_id(admin)})),
                     epoch_seconds=epoch_seconds, **overrides)
     app = create_app(config, database_url, signing, clock=clock)
     runner = web.AppRunner(app)

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from bureau import db
+from bureau import db, ledger_keys
 from bureau.errors import BureauError, Code, Pushback
-from bureau.http.keys import CONFIG, LEDGER, NONCES, POOL
+from bureau.http.keys import LEDGER, NONCES, POOL
 from reporters.httpsig import HttpSignatureError, NonceStore, verify_request
 
 #: nonces this process remembers at most (see the module docstring)
@@ -91,8 +91,10 @@ async def _spend(request: web.Request, n: _Nonce, now: float) -> None:
     local.remember(n.keyid, n.nonce, expires_at=n.expires_at, now=now)
 
 
-def is_admin(request: web.Request, reader: str) -> bool:
-    return reader in request.app[CONFIG].admin_keys
+async def is_admin(request: web.Request, reader: str) -> bool:
+    """Is ``reader`` in the admin set in force now (the ledger's, SPEC §3 r3)?"""
+    async with request.app[POOL].acquire() as conn:
+        return reader in await ledger_keys.admins_in_force(conn)
 
 
 async def require_party(request: web.Request, party: str) -> str:
@@ -110,7 +112,7 @@ async def require_party(request: web.Request, party: str) -> str:
                                 now=now, nonces=deferred)
     except HttpSignatureError as exc:
         raise BureauError(Code.UNAUTHENTICATED, "", exc.detail) from None
-    if reader != party and not is_admin(request, reader):
+    if reader != party and not await is_admin(request, reader):
         raise BureauError(Code.FORBIDDEN, "",
                           "signed by a key that may not read this: only the party the URL "
                           "names, or an admin, may")

@@ -5,14 +5,17 @@ Every error body is ``{"status": "rejected", "code", "path", "detail"}``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
 
+import asyncpg
 from aiohttp import web
 
-from bureau import metrics
+from bureau import db, metrics
 from bureau.errors import BureauError, Code, Pushback, Stage
+from bureau.http.keys import POOL, SERVICE
 from bureau.intake.envelope import NotJSON
 
 log = logging.getLogger(__name__)
@@ -72,12 +75,74 @@ class PushbackLog:
 _PUSHBACK = PushbackLog()
 
 
+class Outage:
+    """The database as the routes see it (SPEC §9 r3): the first answer it could not
+    give starts an outage, logged once, and counted in ``bureau_database_outages_total``;
+    the next answer that is not an outage's ends it, logged once with how many requests
+    were answered ``503`` meanwhile. Never a traceback per request."""
+
+    def __init__(self) -> None:
+        self.since: float | None = None
+        self.answers = 0
+        #: what the driver raised, for the log (set by :func:`unreachable`)
+        self.cause: str | None = None
+        self._looked = 0.0
+        self._looking: asyncio.Future[None] | None = None
+
+    def down(self, detail: str) -> None:
+        self.answers += 1
+        if self.since is None:
+            self.since = time.monotonic()
+            metrics.DATABASE_OUTAGES.inc()
+            log.warning("database unreachable (%s): every route answers 503 UNAVAILABLE "
+                        "until it is back; said once per outage", self.cause or detail)
+
+    def up(self) -> None:
+        if self.since is not None:
+            log.warning("database reachable again after %.1f s: %d answers were 503 "
+                        "UNAVAILABLE meanwhile", time.monotonic() - self.since, self.answers)
+            self.since, self.answers = None, 0
+
+    def look(self, pool: asyncpg.Pool | None) -> None:
+        """During an outage, after an answer that needed no database (``/healthz``, a
+        static document): see, at most once a second and off the request's path,
+        whether the database is back — an answer that did not ask it says nothing."""
+        now = time.monotonic()
+        if (self.since is None or pool is None or self._looking is not None
+                or now - self._looked < 1.0):
+            return
+        self._looked = now
+
+        async def look() -> None:
+            try:
+                if await db.is_reachable(pool):
+                    self.up()
+            finally:
+                self._looking = None
+
+        self._looking = asyncio.ensure_future(look())
+
+
+OUTAGE = Outage()
+
+
+def unreachable(exc: BaseException) -> BureauError:
+    """The one answer of every route to a database that cannot be reached (what was
+    raised goes to the log, once per outage, not to the client)."""
+    OUTAGE.cause = str(exc) or type(exc).__name__
+    return BureauError(Code.UNAVAILABLE, "", "the database cannot be reached; try again "
+                       "later", pushback=Pushback.DATABASE_UNREACHABLE)
+
+
 def error_response(err: BureauError) -> web.Response:
     status = status_of(err)
     if err.code is Code.UNAVAILABLE:
         reason = err.pushback or Pushback.INTERNAL_ERROR
         metrics.UNAVAILABLE_TOTAL.labels(reason=reason.value).inc()
-        _PUSHBACK.note(reason, err.detail)
+        if reason is Pushback.DATABASE_UNREACHABLE:
+            OUTAGE.down(err.detail)
+        else:
+            _PUSHBACK.note(reason, err.detail)
     headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if err.code is Code.UNAVAILABLE else {}
     return web.json_response(err.as_body(), status=status, headers=headers)
 
@@ -109,10 +174,16 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         if exc.status < 400:
             raise
         response = error_response(_from_http_exception(exc))
-    except Exception:
-        log.exception("unhandled error on %s %s", request.method, request.path)
-        response = error_response(
-            BureauError(Code.UNAVAILABLE, "", "internal error", pushback=Pushback.INTERNAL_ERROR))
+    except Exception as exc:
+        if db.is_connection_error(exc):  # every route: 503, never a 500 (SPEC §9 r3)
+            response = error_response(unreachable(exc))
+        else:
+            log.exception("unhandled error on %s %s", request.method, request.path)
+            response = error_response(BureauError(
+                Code.UNAVAILABLE, "", "internal error", pushback=Pushback.INTERNAL_ERROR))
+    if response.status < 500:
+        service = request.app.get(SERVICE, request.app)
+        OUTAGE.look(service.get(POOL))
     route = request.match_info.route.resource
     name = route.canonical if route is not None else "unmatched"
     metrics.REQUEST_SECONDS.labels(route=name, method=request.method,

@@ -14,10 +14,28 @@ import re
 
 #: a key id (SPEC §2): ``ed25519:`` and 43 characters of unpadded base64url
 KEY_ID = r"ed25519:[A-Za-z0-9_-]{43}"
-#: an epoch number, within a PostgreSQL bigint
-EPOCH = r"[0-9]{1,18}"
+#: a number (SPEC §9 r3): ``0`` or ``[1-9][0-9]*`` in ASCII digits and nothing else —
+#: no sign, space, newline, leading zero or other script's digits — within a bigint.
+#: (``[0-9]``, never ``\d``, which matches every script's digits, as ``int()`` reads them.)
+NUMBER = r"(?:0|[1-9][0-9]{0,17})"
+#: an epoch number in a path
+EPOCH = NUMBER
 #: an entry id or a hash: 64 lowercase hex digits
 HEX64 = r"[0-9a-f]{64}"
+
+_NUMBER = re.compile(NUMBER)
+_HEX64 = re.compile(HEX64)
+
+
+def number(text: str) -> int | None:
+    """``text`` as a number if it is written as SPEC §9 says (the WHOLE text: ``re.match``
+    with ``$`` would take ``5\n``), else None."""
+    return int(text) if _NUMBER.fullmatch(text) else None
+
+
+def is_hex64(text: str) -> bool:
+    """Is the whole of ``text`` an entry id or hash (64 lowercase hex digits)?"""
+    return _HEX64.fullmatch(text) is not None
 
 
 _PATTERNED = re.compile(r"\{(\w+):(?:[^{}]|\{[^{}]*\})*\}")

@@ -117,10 +117,22 @@ class EntriesPage(Shape):
     next_refusals_after: int | None
 
 
-class BureauInfo(Shape):
-    """The bureau's public key, its policy's hash, its epoch length, and the ledger's
-    origin and note verifier key (SPEC §9)."""
+class KeyPeriod(Shape):
+    """One key of the bureau's history: in force from entry ``from_seq`` on, until the
+    next one's (SPEC §3 r3)."""
 
+    key: KeyId
+    vkey: str = Field(description="its C2SP signed-note verifier key under the origin")
+    from_seq: int = Field(ge=1, description="the first entry it is in force at")
+
+
+class BureauInfo(Shape):
+    """The bureau's public key in force, its policy's hash, its epoch length, the
+    ledger's origin and note verifier key, the key history and the admins (SPEC §9)."""
+
+    keys: list[KeyPeriod] = Field(min_length=1, description="the bureau's key history, "
+                                  "oldest first; the genesis key from_seq 1")
+    admins: list[KeyId] = Field(min_length=1, description="the admin set in force, sorted")
     key: KeyId
     policy: EntryId = Field(description="the current epoch's policy: BLAKE3 of the bytes "
                                         "GET /v1/policy serves")

@@ -23,6 +23,7 @@ from bureau.kinds import Kind
 from reporters.models import (
     DisputePayload,
     FactPayload,
+    KeysPayload,
     Payload,
     PolicyPayload,
     PoolPayload,
@@ -141,6 +142,16 @@ def _pools(st: GroupState, w: Writes, kind: Kind, payload: Payload, signer: str,
     w.pools.append((seq, p.units, p.from_epoch, st.pool_at))
 
 
+def _ledger_keys(st: GroupState, w: Writes, kind: Kind, payload: Payload, signer: str,
+                 key: str, subject: str | None, entry_id: str, seq: int) -> None:
+    """A ``keys`` entry: its set rules from the next entry on, the group's next
+    submissions included (SPEC §3 r3)."""
+    p = cast(KeysPayload, payload)
+    st.keys_at = parse_timestamp(p.issued_at)
+    st.admin_keys = frozenset(p.admins)
+    w.ledger_keys.append((seq + 1, seq, p.bureau, sorted(p.admins), st.keys_at))
+
+
 #: index table -> its writer (bureau.kinds names the table each kind writes)
 _WRITERS: dict[str, Writer] = {
     "reporters": _reporters,
@@ -152,4 +163,5 @@ _WRITERS: dict[str, Writer] = {
     "resolutions": _resolutions,
     "policies": _policies,
     "pools": _pools,
+    "ledger_keys": _ledger_keys,
 }

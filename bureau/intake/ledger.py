@@ -545,7 +545,7 @@ class Ledger:
         """Under the head lock (see _in_transaction): load the state, the head included,
         in one statement; judge and append each item in order; write the group."""
         subs = [unit.subs[i] for unit, i in items if i != _WORK]
-        state = await GroupState.load(conn, subs, self.config.admin_keys, self._tree)
+        state = await GroupState.load(conn, subs, self._tree)
         head = state.head
         assert head is not None
         now = self.clock()

@@ -109,6 +109,10 @@ class AdmissionState(Protocol):
     def pool_issued_at(self) -> dt.datetime | None:
         """The ``issued_at`` of the ``pool`` entry in force; None when there is none."""
         ...
+    def keys_issued_at(self) -> dt.datetime | None:
+        """The ``issued_at`` of the ``keys`` entry in force; None when the genesis
+        entry's key and admins still are."""
+        ...
     def recording_epoch(self) -> int:
         """The epoch the entries of this group are recorded in."""
         ...

@@ -30,12 +30,14 @@ from bureau.intake.records import (
 )
 from bureau.kinds import ATTESTATION, SUBMITTED, VALUE_JUDGMENT, Kind, Signer
 from bureau.scoring.policy import policy_name_of
+from reporters import wire
 from reporters.models import (
     AmendmentPayload,
     AttestationPayload,
     DisputePayload,
     EnrollmentPayload,
     FactPayload,
+    KeysPayload,
     Payload,
     PolicyPayload,
     PoolPayload,
@@ -186,6 +188,18 @@ def _admit_pool(p: PoolPayload, signer: str, key: str, now: dt.datetime,
                           f"epoch {p.from_epoch} has begun (this entry is recorded in epoch "
                           f"{epoch}): a pool applies from the current epoch or a later one")
     _check_issued_later(p.issued_at, state.pool_issued_at(), now, "pool entry")
+    return ADMIT
+
+
+@rule(KeysPayload)
+def _admit_keys(p: KeysPayload, signer: str, key: str, now: dt.datetime,
+                state: AdmissionState) -> Decision:
+    for path, named in (("/bureau", p.bureau), *(("/admins", a) for a in p.admins)):
+        try:
+            wire.public_key_from_key_id(named)
+        except wire.WireError as exc:
+            raise BureauError(Code.SCHEMA, path, f"{named}: {exc.detail}") from None
+    _check_issued_later(p.issued_at, state.keys_issued_at(), now, "keys entry")
     return ADMIT
 
 

@@ -117,6 +117,9 @@ _FIRST_SQL = "\nUNION ALL ".join((
           " ON p.reporter = k.rep AND p.interaction = k.ia", reporter="p.reporter",
           interaction="p.interaction", content_key="p.content_key", subject="p.subject"),
     "(" + _parties_sql("$6") + ")",
+    # the admin set in force (SPEC §3 r3): who may sign admin payloads in this group
+    _rows("admins", "FROM (SELECT admins, issued_at FROM ledger_keys"
+          " ORDER BY from_seq DESC LIMIT 1) k", roles="k.admins", issued_at="k.issued_at"),
     # the Merkle frontier at the head, unless the committer's is still that of the head
     _rows("node", frontier_rows_sql("h.seq", "$7", "$8"), level="t.level", seq="t.idx",
           node_hash="t.hash"),
@@ -125,7 +128,8 @@ _FIRST_SQL = "\nUNION ALL ".join((
 
 @dataclass
 class GroupState:
-    admin_keys: frozenset[str]
+    #: the admin set in force (the ledger's, read with the head; SPEC §3 r3)
+    admin_keys: frozenset[str] = frozenset()
     reporters: _Known[str, ReporterRecord] = field(default_factory=_Known)
     agents: _Known[str, AgentRecord] = field(default_factory=_Known)
     facts: _Known[tuple[str, str], FactRecord] = field(default_factory=_Known)
@@ -152,6 +156,9 @@ class GroupState:
     #: the ``issued_at`` of the pool entry in force, once loaded (``pools_loaded``)
     pool_at: dt.datetime | None = None
     pools_loaded: bool = False
+    #: the ``issued_at`` of the ``keys`` entry in force (None: the genesis entry's set),
+    #: read with the head
+    keys_at: dt.datetime | None = None
 
     # ------------------------------------------------------------------ protocol
 
@@ -201,6 +208,9 @@ class GroupState:
             raise AssertionError("admission state was not loaded for the pool entries")
         return self.pool_at
 
+    def keys_issued_at(self) -> dt.datetime | None:
+        return self.keys_at
+
     def recording_epoch(self) -> int:
         assert self.epoch is not None, "the ledger sets the group's epoch before judging"
         return self.epoch
@@ -209,11 +219,12 @@ class GroupState:
 
     @classmethod
     async def load(cls, conn: asyncpg.Connection, subs: Sequence[Submission],
-                   admin_keys: frozenset[str], tree: TreeTip | None = None) -> GroupState:
+                   tree: TreeTip | None = None) -> GroupState:
         """Fetch, in a handful of queries, everything the rules may ask about ``subs``,
-        and the tree's frontier at the head: ``tree`` if it is still the head's (a
-        process keeps its own between groups), else read back in the same statement."""
-        st = cls(admin_keys)
+        the admin set in force, and the tree's frontier at the head: ``tree`` if it is
+        still the head's (a process keeps its own between groups), else read back in the
+        same statement."""
+        st = cls()
         keys = StateKeys()
         for sub in subs:
             keys.parties.add(sub.signer)
@@ -287,6 +298,9 @@ class GroupState:
                 head = Head(r["seq"], r["head"], r["recorded_at"])
             elif what == "node":
                 nodes[(r["level"], r["seq"])] = bytes(r["node_hash"])
+            elif what == "admins":
+                self.admin_keys = frozenset(r["roles"])
+                self.keys_at = r["issued_at"]
             else:
                 self._take_party(r)
         assert head is not None

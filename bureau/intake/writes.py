@@ -73,6 +73,9 @@ class Writes:
     resolutions: list[tuple[Any, ...]] = field(default_factory=list)
     policies: list[tuple[Any, ...]] = field(default_factory=list)
     pools: list[tuple[Any, ...]] = field(default_factory=list)
+    #: (from_seq, seq, bureau, admins, issued_at): the genesis and ``keys`` entries'
+    #: periods (written apart: ``admins`` is an array column, which unnest would flatten)
+    ledger_keys: list[tuple[Any, ...]] = field(default_factory=list)
     refusals: list[tuple[Any, ...]] = field(default_factory=list)
     #: the Merkle tree nodes the group's entries complete (bureau.transparency.tree)
     tree: bytes = b""
@@ -129,6 +132,10 @@ async def write_group(conn: asyncpg.Connection, w: Writes, seq: int, head: str,
     if w.tree:
         args.append(w.tree)
     await conn.execute(_statement(tables, bool(w.tree)), *args)
+    if w.ledger_keys:
+        await conn.executemany(
+            "INSERT INTO ledger_keys (from_seq, seq, bureau, admins, issued_at)"
+            " VALUES ($1, $2, $3, $4, $5)", w.ledger_keys)
     if w.reporters:  # rare, and roles is an array column, which unnest would flatten
         await conn.executemany(
             "INSERT INTO reporters (key, name, operator, roles, issued_at, distrusted_from, seq)"

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 import asyncpg
 import nacl.signing
 
-from bureau import db, metrics
+from bureau import db, ledger_keys, metrics
 from bureau.errors import InternalError
 from bureau.transparency.tree import FETCH_SQL, fetch_nodes, node_arrays
+from reporters import wire
 from reporters.tlog import proofs
 from reporters.tlog.checkpoint import Checkpoint, log_signer, sign_checkpoint
 from reporters.tlog.merkle import Node
@@ -46,6 +47,11 @@ class LogKey:
     def vkey(self) -> str:
         """What ``/v1/bureau`` serves as ``vkey``."""
         return self.signer.verifier.vkey
+
+    @property
+    def key_id(self) -> str:
+        """The bureau key's id: it signs only where it is the key in force."""
+        return wire.signing_key_id(self.signer.key)
 
     def sign(self, size: int, root: bytes) -> str:
         return sign_checkpoint(Checkpoint(self.origin, size, root), self.signer)
@@ -117,7 +123,10 @@ async def epoch_note(conn: asyncpg.Connection, epoch: int) -> str | None:
 async def store(conn: asyncpg.Connection, log: LogKey, size: int, root: bytes) -> str:
     """Sign the head (size, root) and keep its note, in the caller's transaction; the
     note. Another process may have signed this size first: the same bytes, unless the
-    tree changed under it — then :class:`InconsistentHead`, and nothing is kept."""
+    tree changed under it — then :class:`InconsistentHead`, and nothing is kept. A key
+    that is not the one in force at ``size`` signs nothing
+    (:class:`~bureau.ledger_keys.NotInForce`)."""
+    await ledger_keys.require_in_force(conn, log.key_id, size)
     note = log.sign(size, root)
     stored = await conn.fetchval(
         "WITH new AS (INSERT INTO tree_heads (size, root, note) VALUES ($1, $2, $3)"

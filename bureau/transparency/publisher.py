@@ -19,6 +19,7 @@ import logging
 import asyncpg
 
 from bureau.background import Leadership, every
+from bureau.ledger_keys import NotInForce, Retired
 from bureau.transparency import heads
 from bureau.transparency.heads import Head, LogKey
 from bureau.transparency.witnesses import Witnesses
@@ -41,6 +42,8 @@ class Publisher:
                                   "them to witnesses", "tree_heads", self.witnesses.forget)
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
+        #: says once that this process's key was rotated away (it then signs nothing)
+        self.retired = Retired("publisher")
 
     async def publish_now(self) -> Head | None:
         """Sign the current head if it is new (any process, leader or not)."""
@@ -80,6 +83,9 @@ class Publisher:
             latest = await heads.latest(conn)
         except heads.InconsistentHead:
             log.exception("NOT PUBLISHING: the ledger no longer extends a published head")
+            return None
+        except NotInForce as exc:
+            self.retired.note(exc)
             return None
         except BaseException:
             await self._leader.resign()

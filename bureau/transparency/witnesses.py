@@ -8,8 +8,11 @@ holds up publication, nor the other witnesses. What the pusher knows of a witnes
 it learns from the cosignatures kept (``cosignatures``, so a new leader starts where the
 last one stopped) and from the witness's ``409`` answers
 (:func:`reporters.tlog.witness.push_checkpoint` retries once from the size a ``409``
-names). A ``422``, or a witness that names a size larger than any head published, is a
-conflict: logged and counted in ``bureau_witness_conflicts_total``; anything else that
+names). A ``422``, a witness that names a size larger than any head published, or one
+that cosigned another root at a size we published (its answer's cosignature is not over
+our checkpoint, and the checkpoint it serves carries its valid cosignature over another
+root), is a conflict: logged with both roots and counted in
+``bureau_witness_conflicts_total`` (which ops/alerts.yml alerts on); anything else that
 goes wrong is counted in ``bureau_witness_failures_total`` and tried again at the next tick.
 """
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 
 import aiohttp
@@ -24,9 +28,10 @@ import asyncpg
 
 from bureau import db, metrics
 from bureau.transparency.heads import Head, latest_size
-from bureau.transparency.tree import consistency_proof
+from bureau.transparency.tree import consistency_proof, root_at
 from reporters.tlog.checkpoint import Checkpoint
 from reporters.tlog.errors import TlogError
+from reporters.tlog.note import open_note
 from reporters.tlog.witness import (
     Cosigned,
     Refused,
@@ -36,6 +41,9 @@ from reporters.tlog.witness import (
 )
 
 log = logging.getLogger(__name__)
+
+#: the most of a witness's cosigned checkpoint read back (a note with a few signatures)
+MAX_WITNESS_NOTE = 16 * 1024
 
 
 async def cosigned_size(conn: asyncpg.Connection, witness: Witness) -> int:
@@ -130,8 +138,16 @@ class WitnessPusher:
             async with self.pool.acquire() as conn:
                 return await consistency_proof(conn, old, head.size)
 
-        answer = await push_checkpoint(self.session, self.witness, checkpoint, head.note,
-                                       self.known, proof_from, timeout=self.timeout)
+        try:
+            answer = await push_checkpoint(self.session, self.witness, checkpoint,
+                                           head.note, self.known, proof_from,
+                                           timeout=self.timeout)
+        except TlogError as exc:
+            # A cosignature line by the witness's key that is not over our checkpoint:
+            # if the witness cosigned another root at a size we published, a fork.
+            if exc.code != "BAD_SIGNATURE" or not await self._cosigned_another_root(head):
+                raise
+            return
         if isinstance(answer, Cosigned):
             async with self.pool.acquire() as conn:
                 await keep_cosignature(conn, self.witness, head.size, answer)
@@ -156,6 +172,35 @@ class WitnessPusher:
             metrics.WITNESS_FAILURES.labels(witness=self.name).inc()
             log.warning("witness %s refused size %d: %d %s", self.name, head.size,
                         answer.status, answer.detail)
+
+    async def _cosigned_another_root(self, head: Head) -> bool:
+        """After an answer whose cosignature is not over ``head``: the checkpoint the
+        witness says it last cosigned (``GET <url>/<hex SHA-256 of the origin>/checkpoint``).
+        If it carries a valid cosignature by this witness over a root that differs from
+        ours at that size (one we published), that is a conflict (SPEC §8.1): counted,
+        logged with both roots, and True."""
+        url = (self.witness.url.rstrip("/") + "/"
+               + hashlib.sha256(self.origin.encode()).hexdigest() + "/checkpoint")
+        try:
+            async with self.session.get(url, timeout=aiohttp.ClientTimeout(
+                    total=self.timeout)) as resp:
+                body = await resp.content.read(MAX_WITNESS_NOTE + 1)
+                if resp.status != 200 or len(body) > MAX_WITNESS_NOTE:
+                    return False
+            opened = open_note(body, [self.witness.verifier])
+            theirs = Checkpoint.parse(opened.text)
+        except (aiohttp.ClientError, TimeoutError, TlogError, UnicodeDecodeError):
+            return False
+        if theirs.origin != self.origin:
+            return False
+        async with self.pool.acquire() as conn:
+            published = await latest_size(conn) or 0
+            ours = (await root_at(conn, theirs.size)) if theirs.size <= published else None
+        if ours is None or ours == theirs.root:
+            return False
+        self._conflict(head, f"it cosigned size {theirs.size} with root {theirs.root.hex()}, "
+                             f"where this ledger's root is {ours.hex()}")
+        return True
 
     def _conflict(self, head: Head, why: str) -> None:
         self._refused = head.size

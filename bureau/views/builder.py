@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 import asyncpg
 import nacl.signing
 
-from bureau import db, metrics
+from bureau import db, ledger_keys, metrics
 from bureau.scoring.policy import Policy
 from bureau.settlement.settle import settle_epoch
 from bureau.transparency import heads
@@ -119,7 +119,10 @@ class ReportBuilder:
         return await asyncio.to_thread(sign)
 
     async def build(self, conn: asyncpg.Connection, seal: Seal) -> int:
-        """Build and store one sealed epoch; return the number of reports."""
+        """Build and store one sealed epoch; return the number of reports. Only with the
+        key in force at the seal's position (SPEC §3 r3; else
+        :class:`~bureau.ledger_keys.NotInForce`, nothing signed)."""
+        await ledger_keys.require_in_force(conn, self.log_key.key_id, seal.last_seq)
         start = time.perf_counter()
         if self._shards is not None:
             # The workers insert the reports; the checkpoint, last, makes them visible.

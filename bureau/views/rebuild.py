@@ -15,7 +15,10 @@ same bytes. In one transaction, holding the ledger head lock (intake and sealing
    ``bureau.intake.ledger.flush``); ``exclusion`` and ``seal`` entries give back their rows;
 5. derive and sign every sealed epoch's reports and checkpoint with a fresh
    :class:`~bureau.views.builder.ReportBuilder` (no state carried over);
-6. compare old and new, table by table, and name the first difference.
+6. compare old and new, table by table, and name the first difference — of the reports
+   and checkpoints, only those of epochs the service had finished (whose checkpoint it
+   had stored): on a live bureau an epoch still being built is no difference, and is
+   named apart (``unfinished``).
 
 The new views are committed either way: they are what the entries say.
 ``refusals`` is not a view (refused envelopes are not entries) and is left alone.
@@ -35,14 +38,15 @@ from bureau.intake.envelope import decode_payload, parse_envelope
 from bureau.intake.index import record_admitted, record_exclusion
 from bureau.intake.ledger import GroupTx, flush
 from bureau.intake.state import GroupState, Submission
-from bureau.kinds import EXCLUSION, SEAL, SUBMITTED, subject_of
+from bureau.kinds import EXCLUSION, GENESIS, SEAL, SUBMITTED, subject_of
+from bureau.ledger_keys import NotInForce
 from bureau.transparency.heads import InconsistentHead, LogKey
 from bureau.transparency.tree import TreeCheck
 from bureau.views.builder import ReportBuilder
 from bureau.views.store import seals
 
 INDEX_TABLES = ("reporters", "facts", "probes", "agents", "verdicts", "exclusions",
-                "disputes", "resolutions", "policies", "pools")
+                "disputes", "resolutions", "policies", "pools", "ledger_keys")
 DERIVED_TABLES = (*INDEX_TABLES, "tree_nodes", "seals", "reports", "checkpoints",
                   "settlements", "settlement_rows")
 _CHUNK = 5000
@@ -55,6 +59,12 @@ class RebuildResult:
     reports: int = 0
     #: one line per table that differs, naming its first differing row
     differences: list[str] = field(default_factory=list)
+    #: sealed epochs signed under an earlier bureau key (SPEC §3 r3): their reports and
+    #: checkpoint are kept as they were, not re-signed (this run holds only its own key)
+    kept: list[int] = field(default_factory=list)
+    #: sealed epochs the service had not finished building (no checkpoint yet): their
+    #: reports and checkpoint were derived and stored, but not compared
+    unfinished: list[int] = field(default_factory=list)
 
     @property
     def identical(self) -> bool:
@@ -100,7 +110,7 @@ async def _replay_indexes(conn: asyncpg.Connection, head: asyncpg.Record) -> int
             if "envelope" in doc:
                 env = parse_envelope(doc["envelope"])
                 subs[r["seq"]] = Submission(env, decode_payload(env))
-        state = await GroupState.load(conn, list(subs.values()), frozenset())
+        state = await GroupState.load(conn, list(subs.values()))
         tx = GroupTx(conn, state, head["seq"], head["head"], head["recorded_at"], 1)
         for r, doc in zip(rows, docs, strict=True):
             sub = subs.get(r["seq"])
@@ -113,6 +123,9 @@ async def _replay_indexes(conn: asyncpg.Connection, head: asyncpg.Record) -> int
             elif r["kind"] == EXCLUSION.name:
                 body = doc["body"]
                 record_exclusion(tx.state, tx.writes, body["entry"], r["seq"], body["reason"])
+            elif r["kind"] == GENESIS.name:
+                body = doc["body"]
+                tx.writes.ledger_keys.append((1, 1, body["key"], body["admins"], None))
             elif r["kind"] == SEAL.name:
                 body = doc["body"]
                 await conn.execute(
@@ -124,13 +137,22 @@ async def _replay_indexes(conn: asyncpg.Connection, head: asyncpg.Record) -> int
         after, total = rows[-1]["seq"], total + len(rows)
 
 
-async def _first_difference(conn: asyncpg.Connection, table: str) -> str | None:
+async def _keep_signed(conn: asyncpg.Connection, epoch: int) -> None:
+    """Put back an epoch's reports and checkpoint as the service had signed them."""
+    for table in ("reports", "checkpoints"):
+        await conn.execute(f"INSERT INTO {table} SELECT * FROM old_{table} WHERE epoch = $1",
+                           epoch)
+
+
+async def _first_difference(conn: asyncpg.Connection, table: str,
+                            unfinished: list[int]) -> str | None:
     if table in ("reports", "checkpoints"):
         keys = "epoch, agent" if table == "reports" else "epoch"
         row = await conn.fetchrow(
             f"SELECT {keys}, o.envelope IS NULL AS added, n.envelope IS NULL AS dropped"
             f" FROM old_{table} o FULL JOIN {table} n USING ({keys})"
-            f" WHERE o.envelope IS DISTINCT FROM n.envelope ORDER BY {keys} LIMIT 1")
+            f" WHERE o.envelope IS DISTINCT FROM n.envelope"
+            f" AND epoch <> ALL($1::bigint[]) ORDER BY {keys} LIMIT 1", unfinished)
         if row is None:
             return None
         what = ("only in the rebuild" if row["added"] else "missing from the rebuild"
@@ -154,9 +176,19 @@ async def rebuild(conn: asyncpg.Connection, signing_key: nacl.signing.SigningKey
     async with db.transaction(conn, "rebuild_views"):
         head = await conn.fetchrow("SELECT seq, head, recorded_at FROM ledger_head FOR UPDATE")
         assert head is not None
+        # A live service's report builder writes outside the ledger lock: wait for a
+        # build in flight to commit, then keep it out until this rebuild has, so that
+        # the copies below are one consistent picture of what the service finished.
+        await conn.execute(f"LOCK TABLE {', '.join(DERIVED_TABLES)} IN ACCESS EXCLUSIVE MODE")
         for table in DERIVED_TABLES:
             await conn.execute(f"CREATE TEMP TABLE old_{table} ON COMMIT DROP AS"
                                f" SELECT * FROM {table}")
+        # An epoch is finished once its checkpoint is stored (bureau.views.builder: the
+        # checkpoint goes last). A sealed epoch without one is still being built by the
+        # service: re-derived here, but there is nothing finished to compare it with.
+        result.unfinished = [r["epoch"] for r in await conn.fetch(
+            "SELECT epoch FROM old_seals WHERE epoch NOT IN"
+            " (SELECT epoch FROM old_checkpoints) ORDER BY epoch")]
         await conn.execute(f"TRUNCATE {', '.join(DERIVED_TABLES)}")
         progress("recomputing the Merkle tree from the entry ids")
         tree_differences = await _recompute_tree(conn)
@@ -171,12 +203,16 @@ async def rebuild(conn: asyncpg.Connection, signing_key: nacl.signing.SigningKey
                 except InconsistentHead as exc:  # its note would contradict a published one
                     tree_differences.append(f"checkpoints: epoch {seal.epoch}: {exc.detail}")
                     continue
+                except NotInForce:  # signed by an earlier key, which this run has not
+                    await _keep_signed(conn, seal.epoch)
+                    result.kept.append(seal.epoch)
+                    continue
                 result.epochs += 1
         finally:
             builder.close()
         result.differences.extend(tree_differences)
         for table in DERIVED_TABLES:
-            diff = await _first_difference(conn, table)
+            diff = await _first_difference(conn, table, result.unfinished)
             if diff is not None:
                 result.differences.append(diff)
     return result

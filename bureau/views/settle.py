@@ -34,7 +34,7 @@ from collections.abc import Callable
 
 import asyncpg
 
-from bureau import metrics
+from bureau import ledger_keys, metrics
 from bureau.background import Leadership, every
 from bureau.config import Config
 from bureau.intake.ledger import GroupTx, Ledger, epoch_of
@@ -45,6 +45,8 @@ log = logging.getLogger(__name__)
 
 #: pg advisory lock held, for its whole life, by the one process that builds reports
 BUILDER_LOCK = 0x6275726561750003
+#: the position the next entry (a seal, say) would take
+_NEXT_SEQ_SQL = "SELECT seq + 1 FROM ledger_head"
 
 
 
@@ -99,6 +101,7 @@ class Settler:
         self._task: asyncio.Task[None] | None = None
         self._leader = Leadership(pool, BUILDER_LOCK, "builds the reports", "reports")
         self._lock = asyncio.Lock()  # one settle pass at a time in this process
+        self.retired = ledger_keys.Retired("settler")
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -124,8 +127,19 @@ class Settler:
         """The ledger's hook for an admitted admin ``seal``, on the committer's thread:
         seal in the same group, then have the reports built once that group has
         committed."""
-        if await seal_elapsed(tx):
+        if await self._key_in_force(tx.conn) and await seal_elapsed(tx):
             self.wake()
+
+    async def _key_in_force(self, conn: asyncpg.Connection) -> bool:
+        """Is this process's key the one the next entries are signed for? A process
+        whose key was rotated away seals and signs nothing (SPEC §3 r3)."""
+        try:
+            await ledger_keys.require_in_force(conn, self.builder.log_key.key_id,
+                                               await conn.fetchval(_NEXT_SEQ_SQL))
+        except ledger_keys.NotInForce as exc:
+            self.retired.note(exc)
+            return False
+        return True
 
     async def seal_now(self) -> list[int]:
         """Take the ledger lock and seal whatever has elapsed."""
@@ -138,6 +152,8 @@ class Settler:
         async with self._lock:
             current = epoch_of(self.clock(), self.config.epoch_seconds)
             async with self.pool.acquire() as conn:
+                if not await self._key_in_force(conn):
+                    return []
                 due = await seal_due(conn, current)
             if due or force:
                 # Through the ledger queue even when forced: it runs after any group
@@ -148,6 +164,9 @@ class Settler:
                 return []
             try:
                 return await self.builder.build_pending(leader)
+            except ledger_keys.NotInForce as exc:  # an epoch sealed under another key
+                self.retired.note(exc)
+                return []
             except BaseException:
                 # The incremental state may be half-updated: start again from the
                 # entries rather than trust it.

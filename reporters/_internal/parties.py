@@ -24,6 +24,7 @@ from reporters.models import (
     AttestationPayload,
     DisputePayload,
     EnrollmentPayload,
+    KeysPayload,
     Payload,
     PolicyPayload,
     PoolPayload,
@@ -303,8 +304,9 @@ class Agent(_Party):
 
 
 class Admin(_Party):
-    """An admin key (one of ``BUREAU_ADMIN_KEYS``): registers reporters, resolves
-    disputes, seals elapsed epochs. Errors as for :class:`Agent`."""
+    """An admin key (one of the ledger's admin set in force): registers reporters,
+    resolves disputes, seals elapsed epochs, rotates the ledger's keys. Errors as for
+    :class:`Agent`."""
 
     async def __aenter__(self) -> Admin:
         return self
@@ -332,6 +334,15 @@ class Admin(_Party):
         units (0 stops settling); ``from_epoch`` may not have begun (SPEC §3, §8.2)."""
         return await self.submit(payloads.build(PoolPayload, {
             "units": units, "from_epoch": from_epoch,
+            "issued_at": payloads.issued_timestamp()}))
+
+    async def set_keys(self, bureau: str, admins: Sequence[str]) -> Receipt:
+        """Rotate who signs for the ledger (SPEC §3 r3): from the next entry on, the
+        bureau signs with the key whose id is ``bureau`` and the admins are exactly
+        ``admins`` (1 to 64 distinct key ids). Restart every node with the new key file
+        afterwards: a node still holding the old one signs nothing."""
+        return await self.submit(payloads.build(KeysPayload, {
+            "bureau": bureau, "admins": sorted(admins),
             "issued_at": payloads.issued_timestamp()}))
 
     async def resolve(self, dispute: str, decision: Literal["UPHELD", "EXCLUDED"],

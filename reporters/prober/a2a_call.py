@@ -6,7 +6,8 @@ one user message with one text part, a fresh message id, no context, no metadata
 client is made from the agent's card, fetched from the route's ``upstream`` once and
 again after a call that could not reach the agent.
 
-What the answer means (docs/probing.md, "What is recorded", SPEC §4 r3):
+What the answer means (docs/probing.md, "What is recorded", SPEC §4 r3; the states and
+error codes are reporters.protocols.a2a's, shared with the proxy):
 
 * a task ``completed`` claims ``SUCCESS``; its reply is the text of its artifacts (their
   text parts, and data parts as JSON), else of its status message, else of the agent's
@@ -59,15 +60,7 @@ from a2a.utils.errors import JSON_RPC_ERROR_CODE_MAP, A2AError
 
 from reporters.prober.config import Route
 from reporters.prober.outcome import Asked
-from reporters.proxy.measure import Claimed
-
-#: JSON-RPC error codes that blame the request: the agent declined to act on it.
-_DECLINING_CODES = frozenset({-32700, -32600, -32601, -32602, -32003, -32004, -32005,
-                              -32007, -32008, -32009})
-_STATE_CLAIMS: dict[int, Claimed | None] = {
-    TaskState.TASK_STATE_COMPLETED: "SUCCESS", TaskState.TASK_STATE_FAILED: "FAILURE",
-    TaskState.TASK_STATE_REJECTED: "DECLINED", TaskState.TASK_STATE_CANCELED: None}
-_WAITING = frozenset({TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED})
+from reporters.protocols.a2a import STATE_CLAIMS, error_claim
 
 
 def _parts_text(parts: Any) -> list[str]:
@@ -91,8 +84,8 @@ def reply_of(task: Task) -> str | None:
 def _from_task(task: Task, latency_ms: int) -> Asked:
     state = task.status.state
     name = TaskState.Name(state)
-    if state in _STATE_CLAIMS:
-        return Asked(True, latency_ms, True, _STATE_CLAIMS[state], reply=reply_of(task),
+    if state in STATE_CLAIMS:
+        return Asked(True, latency_ms, True, STATE_CLAIMS[state], reply=reply_of(task),
                      success_form=state == TaskState.TASK_STATE_COMPLETED, note=name)
     return Asked(True, latency_ms, True, abandoned=True, note=f"left in {name}")
 
@@ -115,8 +108,8 @@ def _from_error(exc: BaseException, latency_ms: int) -> Asked:
         return Asked(False, note=f"no answer: {type(exc).__name__}")
     code = JSON_RPC_ERROR_CODE_MAP.get(type(exc)) if isinstance(exc, A2AError) else None
     if code is not None:
-        said: Claimed = "DECLINED" if code in _DECLINING_CODES else "FAILURE"
-        return Asked(True, latency_ms, True, said, note=f"JSON-RPC error {code}")
+        return Asked(True, latency_ms, True, error_claim(code),
+                     note=f"JSON-RPC error {code}")
     return Asked(True, latency_ms, False, note=f"not an A2A answer: {exc}")
 
 

@@ -26,19 +26,22 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import nacl.signing
 import yarl
 from aiohttp import web
-from multidict import CIMultiDict, CIMultiDictProxy
+from multidict import CIMultiDict
 
 from reporters import Rejection, Reporter, key_id
 from reporters._internal.outcomes import Delivery
 from reporters._internal.spool import DB_FILE
 from reporters.httpsig import HttpSignatureError, NonceStore, verify_request
+from reporters.protocols import jsonrpc
 from reporters.proxy import ops
-from reporters.proxy.config import ProxyConfig, Route
+from reporters.proxy.cards import AgentCards
+from reporters.proxy.config import ProxyConfig, Route, extra_installed
 from reporters.proxy.holding import HeldFacts, Measured
 from reporters.proxy.ids import InteractionIds
 from reporters.proxy.measure import (
@@ -52,30 +55,17 @@ from reporters.proxy.measure import (
     well_formed,
 )
 from reporters.proxy.metrics import ProxyMetrics
+from reporters.proxy.relay import Buffered, OnEvent, OnStart, Streamed, TooLarge, forwardable
+from reporters.proxy.relay import forward as relay_forward
 from reporters.proxy.tracker import DerivedOutcomes
 
 log = logging.getLogger("reporters.proxy")
 
 INTERACTION_HEADER = "Bureau-Interaction"
+#: Where A2A agents publish their card (1.0 and 0.3, and 0.2's name): reading one is
+#: forwarded and makes no fact.
+CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 REPORTER_HEADER = "Bureau-Reporter"
-
-# RFC 9110 §7.6.1 hop-by-hop fields, plus what aiohttp recomputes for us.
-_HOP_BY_HOP = frozenset({
-    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
-    "te", "trailer", "trailers", "transfer-encoding", "upgrade", "host", "content-length"})
-
-
-def _forwardable(headers: CIMultiDictProxy[str] | CIMultiDict[str],
-                 extra_drop: frozenset[str] = frozenset()) -> CIMultiDict[str]:
-    """``headers`` less the hop-by-hop fields, including those ``Connection`` names."""
-    named = {t.strip().lower() for v in headers.getall("Connection", []) for t in v.split(",")}
-    drop = _HOP_BY_HOP | named | extra_drop
-    out: CIMultiDict[str] = CIMultiDict()
-    for name, value in headers.items():
-        if name.lower() not in drop:
-            out.add(name, value)
-    return out
-
 
 def _timestamp(wall: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(wall))
@@ -91,16 +81,46 @@ def load_check(spec: str) -> DeliverableCheck:
     return check
 
 
+_Upstream = Buffered
+_TooLarge = TooLarge
+
+
 @dataclass(frozen=True, slots=True)
-class _Upstream:
-    status: int
-    headers: CIMultiDict[str]
+class Call:
+    """One call as it came in, for the protocol handlers (reporters.proxy.a2a_calls,
+    reporters.proxy.mcp_calls)."""
+
+    request: web.Request
+    route: Route
+    caller: str | None
+    wall: float  # when it arrived, Unix seconds
+    sub_path: str
+    query: str
     body: bytes
-    latency_ms: int
 
 
-class _TooLarge(Exception):
-    pass
+def protocol_of(route: Route, method: str, body: bytes) -> tuple[str, jsonrpc.Request] | None:
+    """Which protocol reads this call, and its JSON-RPC request; None: plain HTTP (a
+    route with ``protocol = "http"``, not a POST, not one JSON-RPC 2.0 request, or a
+    method of neither protocol)."""
+    if route.protocol == "http" or method != "POST":
+        return None
+    rpc = jsonrpc.read_request(body)
+    if rpc is None:
+        return None
+    # An auto route reads a protocol only when its extra is installed (a2a, mcp);
+    # a route that names one was refused at startup without it (config).
+    if route.protocol in ("auto", "a2a") and extra_installed("a2a"):
+        from reporters.protocols import a2a
+
+        if rpc.method in a2a.METHODS or rpc.method in a2a.OTHER_METHODS:
+            return "a2a", rpc
+    if route.protocol in ("auto", "mcp") and extra_installed("mcp"):
+        from reporters.protocols import mcp
+
+        if mcp.is_method(rpc.method):
+            return "mcp", rpc
+    return None
 
 
 def _failure_kind(exc: BaseException) -> str:
@@ -150,6 +170,8 @@ class Proxy:
             r.prefix: load_check(r.check) for r in config.routes if r.check is not None}
         self._checks.update(checks or {})
         self._ids: InteractionIds | None = None
+        self.cards = AgentCards(config.routes, self.metrics, config.card_refresh_seconds)
+        self._readers: dict[str, Any] = {}
         self._session: aiohttp.ClientSession | None = None
         #: the run's tally, for the log line at the stop
         self.run = RunTally()
@@ -163,8 +185,13 @@ class Proxy:
         earlier run left held, and start releasing."""
         await self.reporter.start()  # takes the spool lock: one proxy per spool dir
         self._ids = InteractionIds(self.config.spool_dir, self.proxy_id)
+        # Idle upstream connections are closed after 4 s, before the agent's server
+        # closes them (uvicorn's default is 5 s): a POST sent on a connection the other
+        # end has just closed fails with a reset, and is not retried.
         self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0), cookie_jar=aiohttp.DummyCookieJar())
+            connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=4),
+            cookie_jar=aiohttp.DummyCookieJar())
+        await self.cards.start(self._session)
         recovered = await self.facts.recover()
         if recovered:
             log.warning("took back %d held facts from %s: the last run did not stop "
@@ -183,6 +210,7 @@ class Proxy:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.reporter.flush(), max(0.0, deadline - self._clock()))
         self._log_stop()
+        await self.cards.close()
         if self._session is not None:
             await self._session.close()
         await self.reporter.close()
@@ -236,9 +264,16 @@ class Proxy:
         body = await request.read()
         caller = self._caller(request)
         sub_path = raw_path[len(route.prefix):] or "/"
-        assert self._ids is not None
-        interaction = self._ids.next()
         wall = self._wall()
+        if self._no_fact(route, request, sub_path):
+            return await self.pass_through(Call(request, route, caller, wall, sub_path,
+                                                raw_query, body))
+        read = protocol_of(route, request.method, body)
+        if read is not None:
+            name, rpc = read
+            call = Call(request, route, caller, wall, sub_path, raw_query, body)
+            return await self._reader(name).handle(call, rpc)  # type: ignore[no-any-return]
+        interaction = self.next_interaction()
         try:
             answer = await self._forward(request, route, sub_path, raw_query, body)
             self.metrics.calls.labels(route.prefix, "answered").inc()
@@ -260,9 +295,107 @@ class Proxy:
             assert failure is not None
             failure.headers.update(marks)
             return failure
-        headers = _forwardable(up.headers, frozenset({"content-encoding"}))
+        headers = forwardable(up.headers, frozenset({"content-encoding"}))
         headers.update(marks)
         return web.Response(status=up.status, body=up.body, headers=headers)
+
+    # ------------------------------------------------------------------ protocol calls
+
+    @staticmethod
+    def _no_fact(route: Route, request: web.Request, sub_path: str) -> bool:
+        """Requests that are a protocol's plumbing, not work: reading an A2A agent card;
+        an MCP session's event stream (GET) and its end (DELETE). Forwarded (streams
+        unbuffered), no fact."""
+        if route.protocol in ("auto", "a2a") and request.method == "GET" and \
+                sub_path in (route.card_path, *CARD_PATHS):
+            return True
+        if route.protocol in ("auto", "mcp") and extra_installed("mcp"):
+            from reporters.protocols.mcp import is_transport
+
+            return is_transport(request.method, request.headers)
+        return False
+
+    #: What a call the agent did not answer raises.
+    FAILURES = (TimeoutError, aiohttp.ClientError, TooLarge)
+
+    def _reader(self, protocol: str) -> Any:
+        """The handler of ``protocol``'s calls, imported when first needed (the a2a and
+        mcp extras)."""
+        if protocol not in self._readers:
+            if protocol == "a2a":
+                from reporters.proxy.a2a_calls import A2ACalls
+
+                self._readers[protocol] = A2ACalls(self)
+            else:
+                from reporters.proxy.mcp_calls import MCPCalls
+
+                self._readers[protocol] = MCPCalls(self)
+        return self._readers[protocol]
+
+    def next_interaction(self) -> str:
+        assert self._ids is not None
+        return self._ids.next()
+
+    @staticmethod
+    def timestamp(wall: float) -> str:
+        return _timestamp(wall)
+
+    def marks(self, interaction: str) -> dict[str, str]:
+        """The headers that let a caller attest to ``interaction``."""
+        return {REPORTER_HEADER: self.reporter.key_id, INTERACTION_HEADER: interaction}
+
+    async def forward(self, call: Call, *, on_start: OnStart | None = None,
+                      on_event: OnEvent | None = None) -> Buffered | Streamed:
+        """Forward a protocol call; an event stream is relayed as it comes (relay)."""
+        assert self._session is not None
+        route = call.route
+        target = route.upstream + call.sub_path + ("?" + call.query if call.query else "")
+        try:
+            got = await relay_forward(
+                self._session, call.request, target, self._upstream_headers(call.request),
+                call.body, timeout=route.timeout_seconds, max_body=self.config.max_body,
+                clock=self._clock, drop=frozenset({"content-encoding"}), on_start=on_start,
+                on_event=on_event)
+        except self.FAILURES as exc:
+            self.metrics.calls.labels(route.prefix, _failure_kind(exc)).inc()
+            raise
+        self.metrics.calls.labels(route.prefix, "answered").inc()
+        if isinstance(got, Buffered):
+            self.metrics.upstream_seconds.labels(route.prefix).observe(got.latency_ms / 1000)
+        self.run.calls += 1
+        return got
+
+    async def pass_through(self, call: Call) -> web.StreamResponse:
+        """Forward a protocol call that makes no fact, streams relayed unbuffered."""
+
+        async def ignore(event: object, latency_ms: int) -> None:
+            return None
+
+        try:
+            got = await self.forward(call, on_event=ignore)
+        except self.FAILURES as exc:
+            return self.failure(exc, {})
+        return got.response if isinstance(got, Streamed) else self.respond(got, {})
+
+    def failure(self, exc: BaseException, marks: Mapping[str, str]) -> web.Response:
+        response = self._failure(exc)
+        response.headers.update(marks)
+        return response
+
+    @staticmethod
+    def respond(up: Buffered, marks: Mapping[str, str]) -> web.Response:
+        headers = forwardable(up.headers, frozenset({"content-encoding"}))
+        headers.update(marks)
+        return web.Response(status=up.status, body=up.body, headers=headers)
+
+    def _upstream_headers(self, request: web.Request) -> CIMultiDict[str]:
+        headers = forwardable(request.headers)
+        forwarded_for = request.headers.get("X-Forwarded-For")
+        peer = request.remote or "unknown"
+        headers["X-Forwarded-For"] = f"{forwarded_for}, {peer}" if forwarded_for else peer
+        return headers
+
+    # ------------------------------------------------------------------ plain calls
 
     def _caller(self, request: web.Request) -> str | None:
         """The verified signer, or None: the proxy reports, it does not gatekeep."""
@@ -278,10 +411,7 @@ class Proxy:
                        raw_query: str, body: bytes) -> _Upstream:
         assert self._session is not None
         target = route.upstream + sub_path + ("?" + raw_query if raw_query else "")
-        headers = _forwardable(request.headers)
-        forwarded_for = request.headers.get("X-Forwarded-For")
-        peer = request.remote or "unknown"
-        headers["X-Forwarded-For"] = f"{forwarded_for}, {peer}" if forwarded_for else peer
+        headers = self._upstream_headers(request)
         started = self._clock()
         async with self._session.request(
                 request.method, yarl.URL(target, encoded=True), headers=headers, data=body,
@@ -373,5 +503,5 @@ def create_app(config: ProxyConfig, key: nacl.signing.SigningKey, *,
     return Proxy(config, key, checks=checks).app()
 
 
-__all__ = ["INTERACTION_HEADER", "PROXY", "REPORTER_HEADER", "Proxy", "create_app",
+__all__ = ["INTERACTION_HEADER", "PROXY", "REPORTER_HEADER", "Call", "Proxy", "create_app",
            "load_check"]

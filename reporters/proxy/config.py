@@ -24,12 +24,17 @@ The file (docs/proxy.md has the full reference)::
     schema_file = "alpha.response.schema.json"   # or an inline `schema` table
     claim = {pointer = "/status", values = {ok = "SUCCESS", declined = "DECLINED"}}
     check = "mygateway.checks:alpha"             # module:function, a DeliverableCheck
+    protocol = "auto"                 # or "http", "a2a", "mcp" (docs/proxy.md, "Protocols")
+    card_path = "/.well-known/agent-card.json"   # a2a routes: the agent card
+    card_keys_file = "alpha.jwks.json"           # a2a routes: keys for a signed card
 
 Relative paths in a file are relative to the file.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import json
 import re
 import tomllib
@@ -43,11 +48,26 @@ from reporters.wire import WireError, public_key_from_key_id
 
 _PREFIX_RE = re.compile(r"^(/[A-Za-z0-9._~!$&'()*+,;=:@%-]+)+$")
 _PROXY_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+PROTOCOLS = ("auto", "http", "a2a", "mcp")
 _PROMISE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")
 
 #: Paths the proxy answers itself, on its own port as well as on the ops listener:
 #: never forwarded, so no route may cover them.
 RESERVED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+
+
+#: The package each protocol's extra brings, and how to install it.
+_EXTRAS = {"a2a": ("a2a.client", "a2a-sdk"), "mcp": ("mcp.types", "mcp")}
+
+
+@functools.cache
+def extra_installed(protocol: str) -> bool:
+    """Whether the extra that reads ``protocol`` (``a2a``, ``mcp``) is installed."""
+    try:
+        importlib.import_module(_EXTRAS[protocol][0])
+    except ImportError:
+        return False
+    return True
 
 
 class ConfigError(ValueError):
@@ -71,6 +91,11 @@ class Route:
     schema: Mapping[str, Any] | None = None
     claim: Claim | None = None
     check: str | None = None  # "module:function", resolved when the app starts
+    #: how calls are read: "auto" (a JSON-RPC POST of an A2A or MCP method is read as
+    #: that protocol), "http" (never), "a2a" or "mcp" (that protocol only)
+    protocol: str = "auto"
+    card_path: str = "/.well-known/agent-card.json"
+    card_keys_file: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +121,8 @@ class ProxyConfig:
     quiet_seconds: float = 300.0
     #: largest request or response body forwarded, in bytes
     max_body: int = 16 * 1024 * 1024
+    #: how often an a2a route's agent card is read again
+    card_refresh_seconds: float = 300.0
 
     def __post_init__(self) -> None:
         if not self.routes:
@@ -109,6 +136,8 @@ class ProxyConfig:
             raise ConfigError("proxy_id: letters, digits, '.', '_', '-'; at most 64")
         if not self.drain_seconds >= 0:
             raise ConfigError("drain_seconds must not be negative")
+        if not self.card_refresh_seconds > 0:
+            raise ConfigError("card_refresh_seconds must be positive")
         if not self.keep_delivered_days >= 0:
             raise ConfigError("keep_delivered_days must not be negative")
         for route in self.routes:
@@ -140,7 +169,8 @@ def key_id_field(value: Any, where: str) -> str:
 def _route(raw: Mapping[str, Any], base: Path, i: int) -> Route:
     where = f"routes[{i}]"
     unknown = set(raw) - {"prefix", "agent", "upstream", "timeout_seconds", "schema",
-                          "schema_file", "claim", "check"}
+                          "schema_file", "claim", "check", "protocol", "card_path",
+                          "card_keys_file"}
     if unknown:
         raise ConfigError(f"{where}: unknown field(s) {sorted(unknown)}")
     prefix = str(raw.get("prefix", "")).rstrip("/")
@@ -164,8 +194,21 @@ def _route(raw: Mapping[str, Any], base: Path, i: int) -> Route:
     check = raw.get("check")
     if check is not None and (not isinstance(check, str) or ":" not in check):
         raise ConfigError(f"{where}.check: module:function is needed")
+    protocol = raw.get("protocol", "auto")
+    if protocol not in PROTOCOLS:
+        raise ConfigError(f"{where}.protocol: one of {', '.join(PROTOCOLS)}")
+    if protocol in _EXTRAS and not extra_installed(protocol):
+        raise ConfigError(f"{where}.protocol: an {protocol} route needs {_EXTRAS[protocol][1]}: "
+                          f"pip install 'agent-reputation-bureau[{protocol}]'")
+    card_path = raw.get("card_path", "/.well-known/agent-card.json")
+    if not isinstance(card_path, str) or not card_path.startswith("/"):
+        raise ConfigError(f"{where}.card_path: a path like /.well-known/agent-card.json")
+    keys = raw.get("card_keys_file")
+    if keys is not None and not isinstance(keys, str):
+        raise ConfigError(f"{where}.card_keys_file: a JWKS file's path")
     return Route(prefix, key_id_field(raw.get("agent"), f"{where}.agent"), upstream,
-                 float(raw.get("timeout_seconds", 30.0)), schema, claim, check)
+                 float(raw.get("timeout_seconds", 30.0)), schema, claim, check, protocol,
+                 card_path, None if keys is None else base / keys)
 
 
 def _promises(raw: Mapping[str, Any]) -> dict[str, dict[str, int]]:
@@ -189,7 +232,7 @@ def from_mapping(raw: Mapping[str, Any], base: Path = Path(".")) -> ProxyConfig:
     unknown = set(raw) - {"bureau_url", "key_file", "spool_dir", "proxy_id", "listen",
                           "ops_listen", "drain_seconds", "keep_delivered_days",
                           "settle_seconds", "quiet_seconds",
-                          "max_body", "agents", "routes"}
+                          "max_body", "agents", "routes", "card_refresh_seconds"}
     if unknown:
         raise ConfigError(f"unknown field(s) {sorted(unknown)}")
     for name in ("bureau_url", "key_file", "spool_dir"):
@@ -211,6 +254,7 @@ def from_mapping(raw: Mapping[str, Any], base: Path = Path(".")) -> ProxyConfig:
         settle_seconds=float(raw.get("settle_seconds", 30.0)),
         quiet_seconds=float(raw.get("quiet_seconds", 300.0)),
         max_body=int(raw.get("max_body", 16 * 1024 * 1024)),
+        card_refresh_seconds=float(raw.get("card_refresh_seconds", 300.0)),
     )
 
 

@@ -13,6 +13,9 @@ facts live on disk, not only in memory:
   releasing=interaction)``: the held record is deleted in the transaction that spools
   the envelope. So at every instant a fact is either held or spooled, never both, never
   neither.
+* **Open A2A tasks** (reporters.proxy.tasks) are held the same way from their first
+  answer, their record rewritten at every turn, and enter the tracker only when they
+  end: then they are a call like any other.
 * **Recover.** At start, records left by a run that did not stop cleanly come back:
   settled ones are released as they were settled; open threads go back into the tracker
   with their attempts and times (moved onto this run's clock), so their ``derived``
@@ -29,12 +32,13 @@ import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, cast
 
 from reporters import Reporter
 from reporters._internal.errors import BureauClientError
 from reporters.proxy.measure import Check, Claimed
 from reporters.proxy.metrics import ProxyMetrics
+from reporters.proxy.tasks import OpenTasks
 from reporters.proxy.tracker import Call, Derived, DerivedOutcomes, Settled, Thread
 
 log = logging.getLogger("reporters.proxy")
@@ -68,6 +72,19 @@ class ThreadMark:
     last_at: float  # wall clock (Unix seconds) when the last attempt was answered
 
 
+@dataclass(frozen=True, slots=True)
+class OpenMark:
+    """On the fact of an A2A task that has not ended: what a restart needs."""
+
+    task_id: str | None
+    state: int | None
+    last_at: float  # wall clock (Unix seconds) of the task's last turn
+
+
+#: ``derived`` left to the tracker (what the caller does next), in :meth:`HeldFacts.end`.
+TRACKED: Literal["tracked"] = "tracked"
+
+
 @dataclass(slots=True)
 class HeldFact:
     measured: Measured
@@ -77,6 +94,7 @@ class HeldFact:
     thread: ThreadMark | None = None  # set while this fact heads an open thread
     settled: bool = False
     derived: Derived | None = None
+    open: OpenMark | None = None  # set while this fact's A2A task has not ended
 
     def encode(self) -> bytes:
         m = self.measured
@@ -94,6 +112,9 @@ class HeldFact:
                 "last_at": self.thread.last_at},
             "settled": self.settled, "derived": self.derived,
         }
+        if self.open is not None:
+            doc["open"] = {"task_id": self.open.task_id, "state": self.open.state,
+                           "last_at": self.open.last_at}
         return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
 
     @classmethod
@@ -107,8 +128,10 @@ class HeldFact:
                             f["check"])
         thread = None if t is None else ThreadMark(t["attempts"], t["last"],
                                                    t["last_satisfactory"], t["last_at"])
+        o = doc.get("open")
+        open_mark = None if o is None else OpenMark(o["task_id"], o["state"], o["last_at"])
         return cls(measured, doc["task"], doc["satisfactory"], doc["answered_at"], thread,
-                   doc["settled"], doc["derived"])
+                   doc["settled"], doc["derived"], open_mark)
 
 
 class HeldFacts:
@@ -126,6 +149,8 @@ class HeldFacts:
         self._clock = clock
         self._wall = wall
         self._facts: dict[str, HeldFact] = {}
+        #: A2A tasks begun and not ended; their facts are in ``_facts`` too
+        self.tasks = OpenTasks(clock, tracker.quiet)
         self._ready: list[Settled] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -135,6 +160,16 @@ class HeldFacts:
     def count(self) -> int:
         """Facts held: not yet spooled."""
         return len(self._facts)
+
+    def measured(self, interaction: str) -> Measured | None:
+        """What is held of ``interaction`` so far (an open A2A task's fact)."""
+        fact = self._facts.get(interaction)
+        return None if fact is None or fact.settled else fact.measured
+
+    def task_key(self, interaction: str, default: str) -> str:
+        """The tracker's task of a held fact (an open A2A task's), else ``default``."""
+        fact = self._facts.get(interaction)
+        return default if fact is None else fact.task
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -149,7 +184,12 @@ class HeldFacts:
         for interaction, raw in (await self.reporter.held()).items():
             fact = HeldFact.decode(raw)
             self._facts[interaction] = fact
-            if fact.settled or fact.thread is None or fact.measured.caller is None:
+            if not fact.settled and fact.open is not None and fact.open.task_id is not None:
+                self.tasks.turn(interaction, fact.measured.agent, fact.open.task_id,
+                                fact.open.state, on_clock(fact.open.last_at))
+                continue
+            if fact.settled or fact.open is not None or fact.thread is None or \
+                    fact.measured.caller is None:
                 # Settled before the stop (a thread's first fact always has its mark).
                 self._ready.append(Settled(interaction, fact.derived))
                 continue
@@ -179,6 +219,7 @@ class HeldFacts:
             await self._task
             self._task = None
         self._settled(self.tracker.drain())
+        self._settled(self.tasks.drain())
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._send_ready(), timeout)
 
@@ -187,6 +228,7 @@ class HeldFacts:
         spooled fact. ``release``: do not wait out the windows (as :meth:`stop` does)."""
         if release:
             self._settled(self.tracker.drain())
+            self._settled(self.tasks.drain())
         while self._facts or self._ready:
             self._wake.set()
             await asyncio.sleep(0.02)
@@ -200,17 +242,61 @@ class HeldFacts:
         and tell the tracker about the call."""
         fact = HeldFact(measured, task, satisfactory, self._wall())
         self._facts[interaction] = fact
+        await self._write(interaction, self._track(interaction, fact))
+
+    async def hold_open(self, interaction: str, measured: Measured, task: str,
+                        task_id: str | None, state: int | None) -> None:
+        """Hold the fact of an A2A task that has not ended, or rewrite it at a new turn
+        (durably, before the caller has the answer)."""
+        wall = self._wall()
+        fact = self._facts.get(interaction)
+        if fact is None or fact.settled:
+            fact = self._facts[interaction] = HeldFact(measured, task, False, wall)
+        fact.measured, fact.task = measured, task
+        open_task = self.tasks.turn(interaction, measured.agent, task_id, state)
+        fact.open = OpenMark(open_task.task_id, open_task.state, wall)
+        await self._write(interaction, {interaction})
+
+    async def end(self, interaction: str, measured: Measured, task: str, satisfactory: bool,
+                  derived: Derived | str | None = TRACKED) -> None:
+        """An A2A task has ended (or a call is decided that never opened one): its fact
+        is final but for ``derived``, which is the given one, or :data:`TRACKED`: left to
+        the tracker, as a plain call's. A satisfactory end closes the caller's thread."""
+        self.tasks.close(interaction)
+        fact = self._facts.get(interaction)
+        if fact is None or fact.settled:
+            fact = self._facts[interaction] = HeldFact(measured, task, satisfactory,
+                                                       self._wall())
+        fact.measured, fact.task, fact.satisfactory, fact.open = (measured, task,
+                                                                  satisfactory, None)
+        fact.answered_at = self._wall()
+        if derived == TRACKED:
+            changed = self._track(interaction, fact)
+            if satisfactory:
+                closed = self.tracker.close(fact.measured.caller, task)
+                changed |= set(self._settled([closed] if closed else []))
+        else:
+            given = cast("Derived | None", derived)  # not TRACKED: mypy cannot narrow it
+            changed = {interaction, *self._settled([Settled(interaction, given)])}
+        await self._write(interaction, changed)
+
+    def _track(self, interaction: str, fact: HeldFact) -> set[str]:
+        """Tell the tracker about the call of ``fact``; the facts that changed."""
+        measured = fact.measured
         # The tracker's time is when the caller got its answer: a retry follows that.
-        settled = self.tracker.observe(Call(interaction, measured.agent, measured.caller, task,
-                                            satisfactory, self._clock()))
+        settled = self.tracker.observe(Call(interaction, measured.agent, measured.caller,
+                                            fact.task, fact.satisfactory, self._clock()))
         changed = {interaction, *self._settled(settled)}
         if measured.caller is not None:
-            thread = self.tracker.thread(measured.caller, task)
+            thread = self.tracker.thread(measured.caller, fact.task)
             if thread is not None:
                 head = self._facts[thread.head.interaction]
                 head.thread = ThreadMark(thread.attempts, thread.last.interaction,
                                          thread.last.satisfactory, fact.answered_at)
                 changed.add(thread.head.interaction)
+        return changed
+
+    async def _write(self, interaction: str, changed: set[str]) -> None:
         records = {i: self._facts[i].encode() for i in changed if i in self._facts}
         # Written in the order decided: the release loop runs only once this coroutine
         # yields, and the hold is queued for the spool's writer before it does, so a
@@ -250,6 +336,7 @@ class HeldFacts:
             self._wake.clear()
             if self._clock() >= next_look:
                 self._settled(self.tracker.due())
+                self._settled(self.tasks.due())
                 next_look = self._clock() + tick
             await self._send_ready()
 

@@ -11,27 +11,15 @@ from typing import Any, Literal
 
 import jsonschema
 
-from reporters import strictjson
+# Claimed and parse_strict live with the protocol readers; the proxy's users import them here.
+from reporters.protocols.answers import Claimed as Claimed
+from reporters.protocols.answers import parse_strict as parse_strict
 
-Claimed = Literal["SUCCESS", "FAILURE", "DECLINED"]
 Check = Literal["PASS", "FAIL"]
 CLAIMS: frozenset[str] = frozenset({"SUCCESS", "FAILURE", "DECLINED"})
 
-#: Nesting deeper than this is not "well-formed" (and keeps ``json`` off its recursion limit).
-MAX_DEPTH = 128
 #: Statuses with no body to judge: well_formed is null for them.
 _BODILESS = frozenset({204, 304})
-
-
-def parse_strict(body: bytes) -> tuple[bool, Any]:
-    """``(True, document)`` when ``body`` is strict JSON: UTF-8, no duplicate keys, no
-    ``NaN``/``Infinity``, no byte-order mark, bounded nesting (the same parser the bureau
-    decodes payloads with, with the looser bounds an agent's answer deserves);
-    ``(False, None)`` otherwise."""
-    try:
-        return True, strictjson.loads(body, max_depth=MAX_DEPTH, bounded_ints=False)
-    except strictjson.StrictJSONError:
-        return False, None
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,21 @@ class ProxyMetrics:
             "bureau_proxy_delivery_retries", "Facts to be sent again: the lines of failed "
             "batches, and lines the bureau answered UNAVAILABLE.", registry=r)
 
+        self.protocol_calls = Counter(
+            "bureau_proxy_protocol_calls", "Calls read as a protocol, by route prefix and "
+            "protocol (a2a, mcp) and what they made: fact (a call of an interaction) or "
+            "none (bookkeeping: initialize, tools/list, notifications, a task not followed).",
+            ["route", "protocol", "made"], registry=r)
+        self.card_failures = Counter(
+            "bureau_proxy_agent_card_failures", "Reads of an a2a route's agent card that "
+            "left it unused, by route prefix and reason: unreachable, status, invalid, "
+            "bad_signature. The route works; its facts carry no card promises.",
+            ["route", "reason"], registry=r)
+        self.schema_failures = Counter(
+            "bureau_proxy_mcp_schema_failures", "Times the proxy could not learn an mcp "
+            "route's tools by asking the server (outputSchema not checked), by route.",
+            ["route"], registry=r)
+
     def watch(self, held: Callable[[], float], spool_pending: Callable[[], float]) -> None:
         """Read the two gauges from the proxy's state at every scrape."""
         self.held.set_function(held)

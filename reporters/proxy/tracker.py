@@ -155,6 +155,13 @@ class DerivedOutcomes:
         self._threads.clear()
         return out
 
+    def close(self, caller: str | None, task: str) -> Settled | None:
+        """Settle the open thread of ``caller`` at ``task`` now, as a satisfactory end
+        settles it (an A2A task that completed: the next task in its context is a new
+        request, not a retry)."""
+        thread = None if caller is None else self._threads.pop((caller, task), None)
+        return None if thread is None else self._resolve(thread, came_back=True)
+
     def thread(self, caller: str, task: str) -> Thread | None:
         """The open thread of ``caller`` at ``task``, if there is one."""
         t = self._threads.get((caller, task))

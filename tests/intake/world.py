@@ -42,6 +42,8 @@ class Parties:
     fact_entry: str  # the entry id of a fact about the seller
     dispute_entry: str  # the entry id of the seller's dispute of it
     epoch: int = 0
+    #: the bureau's key id in force (a ``keys`` template keeps it, and the admin)
+    bureau_key: str = ""
 
 
 def offline_parties() -> Parties:
@@ -63,7 +65,7 @@ async def live_parties(bureau: BureauUnderTest) -> Parties:
                                                         "reason": "not what happened"})
     epoch = int(bureau.clock().timestamp()) // bureau.config.epoch_seconds
     return Parties(bureau.admin, reporter, seller, buyer, leaver, ia, eng, fact["id"],
-                   dispute["id"], epoch)
+                   dispute["id"], epoch, kid(bureau.signing_key))
 
 
 def template(p: Parties, name: str) -> tuple[Key, dict[str, Any]]:
@@ -100,5 +102,7 @@ def template(p: Parties, name: str) -> tuple[Key, dict[str, Any]]:
         "policy": (p.admin, {"policy": policy_hash(), "from_epoch": p.epoch + 1,
                              "issued_at": issued()}),
         "pool": (p.admin, {"units": 1000, "from_epoch": p.epoch + 1, "issued_at": issued()}),
+        "keys": (p.admin, {"bureau": p.bureau_key or kid(p.reporter),
+                           "admins": [kid(p.admin)], "issued_at": issued()}),
     }
     return payloads[name]

@@ -13,7 +13,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from bureau import db
+from bureau import db, keyfiles
 from bureau.config import Config
 from bureau.http.keys import CONFIG
 from bureau.intake import genesis
@@ -46,7 +46,9 @@ async def test_entry_one_is_the_genesis_entry(bureau: BureauUnderTest) -> None:
     assert entry["body"] == {
         "policy": policy_hash(KNOWN_POLICIES[DEFAULT_POLICY_NAME]),  # the default
         "epoch_seconds": bureau.config.epoch_seconds,
-        "origin": default_origin(bytes(bureau.signing_key.verify_key))}
+        "origin": default_origin(bytes(bureau.signing_key.verify_key)),
+        # r3: who signs for the ledger, and its admins (sorted)
+        "key": kid(bureau.signing_key), "admins": [kid(bureau.admin)]}
     rep = await bureau.reporter()
     assert rep is not None  # the first submission is entry 2
 
@@ -78,7 +80,8 @@ async def test_serve_refuses_a_different_epoch_length_in_one_line(
         bureau: BureauUnderTest, tmp_path: Path) -> None:
     env = bureau_env(bureau.database_url, tmp_path, kid(bureau.admin),
                      BUREAU_EPOCH_SECONDS="60")
-    done = run_cli(env, "serve", "--port", "0")
+    keyfiles.write_key(tmp_path / "signing.key", bureau.signing_key)  # the ledger's key
+    done = run_cli(env, "serve", "--port", "0", "--ops-port", "0")
     assert done.returncode == 2, done.stdout + done.stderr
     assert ("refusing to start: BUREAU_EPOCH_SECONDS is 60 but this ledger was created with "
             "21600") in done.stderr
@@ -91,7 +94,7 @@ async def test_verify_wants_the_genesis_entry_first(database_url: str) -> None:
     try:
         await db.migrate(conn)
         async with conn.transaction():
-            tx = GroupTx(conn, GroupState(frozenset()), 0, wire.ZERO_ID, NOW, 3600)
+            tx = GroupTx(conn, GroupState(), 0, wire.ZERO_ID, NOW, 3600)
             tx.append("seal", body={"epoch": 0, "seq": 0, "head": wire.ZERO_ID})
             await flush(tx)
         with pytest.raises(BadEntry, match="genesis"):
@@ -104,10 +107,13 @@ async def test_verify_wants_the_genesis_entry_first(database_url: str) -> None:
 
 def test_a_new_ledger_takes_the_configured_settings() -> None:
     key = wire.generate_key()
-    config = dataclasses.replace(Config(), epoch_seconds=60, origin=None)
+    admin = kid(wire.generate_key())
+    config = dataclasses.replace(Config(), epoch_seconds=60, origin=None,
+                                 admin_keys=frozenset({admin}))
     settings = genesis.requested(config, key.verify_key)
     assert DEFAULT_POLICY_NAME == "v3"  # docs/scoring.md, "Policy v3"
     assert settings == genesis.LedgerSettings(policy_hash(KNOWN_POLICIES["v3"]), 60,
-                                              default_origin(bytes(key.verify_key)))
+                                              default_origin(bytes(key.verify_key)),
+                                              kid(key), (admin,))
     with pytest.raises(StartRefused, match="not a log origin"):
         genesis.requested(dataclasses.replace(config, origin="has space"), key.verify_key)

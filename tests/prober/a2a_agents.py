@@ -5,14 +5,11 @@ was called with."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Any
 
-import uvicorn
 from a2a.helpers import new_task_from_user_message, new_text_message, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
@@ -29,6 +26,7 @@ from a2a.types.a2a_pb2 import (
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
+from tests.asgi import loopback_socket, served
 from tests.probing.solver import solve
 
 BEHAVIOURS = ("right", "wrong", "rejects", "fails", "asks", "messages", "stalls")
@@ -121,15 +119,15 @@ def card(url: str, version: str, binding: str = "JSONRPC") -> AgentCard:
 @asynccontextmanager
 async def a2a_agents(version: str) -> AsyncIterator[tuple[str, dict[str, Executor], MethodLog]]:
     """Every behaviour at ``http://127.0.0.1:PORT/<behaviour>``, cards of A2A ``version``."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    sock, base = loopback_socket()
     executors = {b: Executor(b) for b in BEHAVIOURS}
     mounts = []
+    handlers = []
     for name, executor in executors.items():
         c = card(f"{base}/{name}/", version)
         handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(),
                                         agent_card=c)
+        handlers.append(handler)
         mounts.append(Mount(f"/{name}", routes=[
             *create_agent_card_routes(c),
             *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=version == "0.3")]))
@@ -137,15 +135,9 @@ async def a2a_agents(version: str) -> AsyncIterator[tuple[str, dict[str, Executo
     mounts.append(Mount("/grpc-only", routes=create_agent_card_routes(
         card(f"{base}/grpc-only/", version, "GRPC"))))
     app = MethodLog(Starlette(routes=mounts))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    serving = asyncio.create_task(server.serve(sockets=[sock]))
     try:
-        while not server.started:
-            if serving.done():
-                serving.result()
-            await asyncio.sleep(0.01)
-        yield base, executors, app
+        async with served(app, sock):
+            yield base, executors, app
     finally:
-        server.should_exit = True
-        await serving
-        sock.close()
+        for handler in handlers:  # end a2a-sdk's tasks for the tasks left unfinished
+            await handler.aclose()

@@ -20,7 +20,9 @@ async def test_bureau_names_its_key_policy_and_epoch(bureau: BureauUnderTest) ->
     assert body == {"key": kid(bureau.signing_key),
                     "policy": policy_hash(KNOWN_POLICIES["v3"]),  # a new ledger's default
                     "epoch_seconds": bureau.config.epoch_seconds, "origin": origin,
-                    "vkey": vkey}
+                    "vkey": vkey, "keys": [{"key": kid(bureau.signing_key), "vkey": vkey,
+                                            "from_seq": 1}],
+                    "admins": [kid(bureau.admin)]}
 
 
 async def test_policy_is_the_bytes_its_hash_names(bureau: BureauUnderTest) -> None:

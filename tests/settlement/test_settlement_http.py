@@ -12,7 +12,7 @@ import pytest
 
 from bureau.intake.ledger import epoch_of
 from bureau.settlement.split import largest_remainder
-from bureau.verify import BadSettlement, verify_database
+from bureau.verify import BadSettlement, BadTree, verify_database
 from bureau.views.rebuild import rebuild
 from reporters import Admin, wire
 from reporters.httpsig import sign_request_headers
@@ -127,6 +127,17 @@ async def test_a_pool_settled_end_to_end(bureau: BureauUnderTest) -> None:
         assert result.identical, result.differences
         assert await conn.fetch("SELECT epoch, envelope FROM settlements ORDER BY epoch"
                                 ) == stored
+        # signed by a key never in force: verify names the settlement, as for reports
+        good = dict(stored)[quiet]
+        env = json.loads(good)
+        forged = wire.sign_envelope_bytes(wire.generate_key(), env["payloadType"],
+                                          wire.b64decode_canonical(env["payload"]))
+        await conn.execute("UPDATE settlements SET envelope = $1 WHERE epoch = $2", forged,
+                           quiet)
+        with pytest.raises(BadTree, match=f"settlement of epoch {quiet}: not signed by"):
+            await verify_database(conn)
+        await conn.execute("UPDATE settlements SET envelope = $1 WHERE epoch = $2", good,
+                           quiet)
         # a row paid more than the document says: verify names the epoch
         await conn.execute("UPDATE settlement_rows SET row = $1 WHERE epoch = $2 AND leaf = 0",
                            wire.canonical_json({**json.loads(wire.canonical_json(

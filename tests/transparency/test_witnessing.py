@@ -18,10 +18,11 @@ import asyncpg
 import nacl.signing
 import prometheus_client
 import pytest
+from aiohttp import web
 
 from bureau.http.keys import PUBLISHER
 from reporters import verify_note, wire
-from reporters.tlog.checkpoint import Checkpoint, default_origin, sign_checkpoint
+from reporters.tlog.checkpoint import Checkpoint, cosign, default_origin, sign_checkpoint
 from reporters.tlog.merkle import leaf_hash
 from reporters.tlog.note import Verifier
 from reporters.tlog.witness import Witness, parse_witnesses
@@ -293,3 +294,53 @@ async def test_when_the_leader_dies_another_process_takes_over(
     finally:
         first.stop()
         second.stop()
+
+
+class _ForkedWitness(TestWitness):
+    """A witness that answers ``200`` with a valid cosignature over *another* root at the
+    size it was sent — what it would sign had someone shown it a forked history — and
+    serves that forked checkpoint as the one it last cosigned."""
+
+    __test__ = False
+
+    async def add_checkpoint(self, request: web.Request) -> web.Response:
+        note = (await request.read()).decode().partition("\n\n")[2]
+        theirs = Checkpoint.parse(note.split("\n\n", 1)[0] + "\n")
+        forged = Checkpoint(theirs.origin, theirs.size, leaf_hash(b"a forked history"))
+        line = cosign(forged, self.signer, int(time.time()))
+        self.latest[theirs.origin] = Cosigned(forged.size, forged.root, forged.text()
+                                              + "\n" + line)
+        return web.Response(text=line)
+
+
+async def test_a_cosignature_over_another_root_is_a_conflict(
+        database_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 20 finding 7: a valid cosignature over another root at a size the bureau
+    published was counted as a failure, and no alert fired. It is a conflict: counted
+    in bureau_witness_conflicts_total (ops/prometheus/alerts.yml alerts on it) and logged
+    with both roots."""
+    name = "witness.test/forked"
+    state = _ForkedWitness(name, nacl.signing.SigningKey(os.urandom(32)), {})
+    async with serving(state.app()) as base:
+        (client,) = parse_witnesses(f"{state.vkey}={base}/")
+        async with start_bureau(database_url, tmp_path, witnesses=(client,),
+                                checkpoint_interval=3600) as bureau:
+            world = await World.make(bureau)
+            await world.agent("a")
+
+            def counted() -> float:
+                return prometheus_client.REGISTRY.get_sample_value(
+                    "bureau_witness_conflicts_total", {"witness": name}) or 0.0
+
+            before = counted()
+            head = await bureau.app[PUBLISHER].tick()
+            assert head is not None
+
+            async def conflict() -> bool:
+                return counted() > before
+
+            await until("the conflict", conflict)
+            assert head.size not in await cosigned_sizes(bureau)  # nothing kept
+            said = [r.getMessage() for r in caplog.records if "WITNESS CONFLICT" in r.message]
+            assert said and head.root.hex() in said[0] \
+                and leaf_hash(b"a forked history").hex() in said[0]

@@ -17,10 +17,10 @@ import asyncpg
 import prometheus_client
 from aiohttp import web
 
-from bureau import db
+from bureau import db, ledger_keys
 from bureau import metrics as bureau_metrics
 from bureau.errors import BureauError, Code, Pushback
-from bureau.http.keys import CONFIG, LEDGER, POOL, SERVICE
+from bureau.http.keys import CONFIG, LEDGER, LOG_KEY, POOL, SERVICE
 from bureau.views.store import seal_status
 
 log = logging.getLogger("bureau.ops")
@@ -44,6 +44,14 @@ async def readyz(request: web.Request) -> web.Response:
     if not await db.is_reachable(pool):
         raise BureauError(Code.UNAVAILABLE, "", "database unreachable",
                           pushback=Pushback.DATABASE_UNREACHABLE)
+    if LOG_KEY in service:  # SPEC §3 r3: a process whose key was rotated away is not ready
+        async with pool.acquire() as conn:
+            in_force = await ledger_keys.latest_key(conn)
+        ours = service[LOG_KEY].key_id
+        if in_force is not None and in_force != ours:
+            raise BureauError(Code.UNAVAILABLE, "", f"this process signs with {ours}, but "
+                              f"the key in force is {in_force}: restart it with that key's "
+                              "file", pushback=Pushback.KEY_NOT_IN_FORCE)
     return web.json_response({"status": "ready"})
 
 

@@ -17,7 +17,7 @@ from bureau.http.errors import error_response
 from bureau.http.home import index_page, not_found_page
 from bureau.http.keys import CONFIG, LEDGER, POOL, RANKING, READS, SIGNING_KEY
 from bureau.http.pages import agent_page, payload_of
-from bureau.http.params import KEY_ID
+from bureau.http.params import KEY_ID, number
 from bureau.http.settlement_page import SHOWN, settlements_section
 from bureau.replica import absent
 from bureau.settlement.store import published_settlements
@@ -57,10 +57,11 @@ def _query(request: web.Request) -> tuple[str | None, int]:
     q = request.query.get("q", "").strip() or None
     if q is not None and (len(q) > MAX_QUERY or not q.isprintable()):
         raise BureauError(Code.SCHEMA, "/q", f"at most {MAX_QUERY} printable characters")
-    text = request.query.get("page", "1")
-    if not (text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_PAGE):
-        raise BureauError(Code.SCHEMA, "/page", f"a page number from 1 to {MAX_PAGE}")
-    return q, int(text)
+    page = number(request.query.get("page", "1"))
+    if page is None or not 1 <= page <= MAX_PAGE:
+        raise BureauError(Code.SCHEMA, "/page", f"a page number from 1 to {MAX_PAGE}, in "
+                          "ASCII digits without a sign or leading zeros")
+    return q, page
 
 
 @routes.get("/")

@@ -16,7 +16,6 @@ parameter). docs/reading.md describes the shapes.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -24,11 +23,12 @@ from typing import Any, Protocol
 import asyncpg
 from aiohttp import web
 
+from bureau import ledger_keys
 from bureau.errors import BureauError, Code, pointer
 from bureau.http.auth import require_party
 from bureau.http.errors import error_response
-from bureau.http.keys import CONFIG, LEDGER, LOG_KEY, OPENAPI, POOL, READS, SIGNING_KEY
-from bureau.http.params import KEY_ID
+from bureau.http.keys import CONFIG, LEDGER, LOG_KEY, OPENAPI, POOL, READS
+from bureau.http.params import KEY_ID, is_hex64, number
 from bureau.replica import absent
 from bureau.scoring.policy import KNOWN_POLICIES, policy_bytes, policy_name_of
 from bureau.views import reads
@@ -36,13 +36,12 @@ from bureau.views.evaluator import evaluator_record
 from bureau.views.explain import explain
 from bureau.views.policies import current_policy
 from reporters import wire
+from reporters.tlog.note import ED25519, Verifier
 
 routes = web.RouteTableDef()
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
-# Cursors are PostgreSQL bigints; 18 digits always fit.
-_CURSOR_RE = re.compile(r"^[0-9]{1,18}$")
 _PRIVATE = {"Cache-Control": "private, no-store"}
 
 
@@ -61,11 +60,12 @@ def _param(request: web.Request, name: str, default: int, low: int, high: int) -
         return default
     if len(values) > 1:
         raise BureauError(Code.SCHEMA, pointer(name), f"{name} is given more than once")
-    text = values[0]
-    if not _CURSOR_RE.match(text) or not low <= int(text) <= high:
+    value = number(values[0])
+    if value is None or not low <= value <= high:
         raise BureauError(Code.SCHEMA, pointer(name),
-                          f"{name} must be a whole number from {low} to {high}")
-    return int(text)
+                          f"{name} must be a whole number from {low} to {high}, in ASCII "
+                          "digits without a sign or leading zeros")
+    return value
 
 
 def page_query(request: web.Request) -> PageQuery:
@@ -185,16 +185,28 @@ def _policy_document(digest: str) -> web.Response:
 
 @routes.get("/v1/bureau")
 async def bureau_info(request: web.Request) -> web.Response:
-    """The bureau's signing key id, the current epoch's policy hash, its epoch length,
-    and the log's origin and note verifier key (the same key: SPEC §8.1)."""
-    log_key = request.app[LOG_KEY]
+    """The bureau's signing key id in force, the current epoch's policy hash, its epoch
+    length, the log's origin and note verifier key (the same key: SPEC §8.1), and
+    *(r3)* the key history, oldest first, and the admin set in force."""
+    origin = request.app[LOG_KEY].origin
+    async with request.app[POOL].acquire() as conn:
+        periods = await ledger_keys.history(conn)
+    keys = [{"key": p.bureau, "vkey": note_vkey(origin, p.bureau), "from_seq": p.from_seq}
+            for p in periods]
     return web.json_response({
-        "key": wire.signing_key_id(request.app[SIGNING_KEY]),
+        "key": keys[-1]["key"],
         "policy": await _current_policy(request.app),
         "epoch_seconds": request.app[CONFIG].epoch_seconds,
-        "origin": log_key.origin,
-        "vkey": log_key.vkey,
+        "origin": origin,
+        "vkey": keys[-1]["vkey"],
+        "keys": keys,
+        "admins": list(periods[-1].admins),
     })
+
+
+def note_vkey(origin: str, key_id: str) -> str:
+    """The C2SP note verifier key of the bureau key ``key_id`` under the log's origin."""
+    return Verifier(origin, ED25519, wire.public_key_from_key_id(key_id)).vkey
 
 
 @routes.get("/v1/policy")
@@ -204,9 +216,6 @@ async def policy(request: web.Request) -> web.Response:
     return _policy_document(await _current_policy(request.app))
 
 
-_DIGEST_RE = re.compile(r"^[0-9a-f]{64}$")
-
-
 # Alphanumeric up to 128 characters reaches the handler, which answers a malformed hash
 # 422 SCHEMA at /hash (SPEC §9); anything else is no route's (404). No query either way.
 @routes.get("/v1/policies/{hash:[0-9A-Za-z]{1,128}}")
@@ -214,7 +223,7 @@ async def policy_by_hash(request: web.Request) -> web.Response:
     """Any policy this bureau knows, by the hash reports name it by, byte for byte."""
     digest = request.match_info["hash"]
     try:
-        if not _DIGEST_RE.match(digest):
+        if not is_hex64(digest):
             raise BureauError(Code.SCHEMA, pointer("hash"),
                               "a policy hash is 64 lowercase hexadecimal digits")
         return _policy_document(digest)

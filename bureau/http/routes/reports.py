@@ -11,21 +11,18 @@ given epoch never changes: it is served as immutable.
 
 from __future__ import annotations
 
-import re
-
 from aiohttp import web
 
 from bureau.errors import BureauError, Code, pointer
 from bureau.http.errors import error_response
 from bureau.http.keys import READS
-from bureau.http.params import EPOCH, KEY_ID
+from bureau.http.params import EPOCH, KEY_ID, number
 from bureau.replica import absent
 from bureau.views.store import checkpoint_envelope, report_envelope
 from reporters import wire
 
 routes = web.RouteTableDef()
 
-_EPOCH_RE = re.compile(r"^[0-9]{1,18}$")
 _IMMUTABLE = {"Cache-Control": "public, max-age=31536000, immutable"}
 _LATEST = {"Cache-Control": "public, max-age=60"}
 
@@ -41,10 +38,12 @@ def _epoch_param(request: web.Request) -> int | None:
     values = request.query.getall("epoch", [])
     if not values:
         return None
-    if len(values) > 1 or not _EPOCH_RE.match(values[0]):
+    epoch = number(values[0]) if len(values) == 1 else None
+    if epoch is None:
         raise BureauError(Code.SCHEMA, pointer("epoch"),
-                          "epoch must be given once, as a whole number of epochs")
-    return int(values[0])
+                          "epoch must be given once, as a whole number of epochs in ASCII "
+                          "digits without a sign or leading zeros")
+    return epoch
 
 
 @routes.get(f"/v1/agents/{{agent:{KEY_ID}}}/report")

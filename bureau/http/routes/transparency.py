@@ -17,14 +17,13 @@ was published, then the entry.
 
 from __future__ import annotations
 
-import re
-
 import asyncpg
 from aiohttp import web
 
 from bureau.errors import BureauError, Code, Pushback, pointer
 from bureau.http.errors import error_response
 from bureau.http.keys import READS
+from bureau.http.params import EPOCH, is_hex64, number
 from bureau.replica import absent
 from bureau.transparency import heads
 from bureau.transparency.tree import check_found, inclusion_proof
@@ -33,10 +32,8 @@ from reporters.tlog import proofs
 routes = web.RouteTableDef()
 
 NOTE_TYPE = "text/plain"
-#: a tree size: decimal, no leading zeros, a PostgreSQL bigint
-_SIZE_RE = re.compile(r"^(0|[1-9][0-9]{0,18})$")
-MAX_SIZE = 2**63 - 1
-_ENTRY_ID_RE = re.compile(r"^[0-9a-f]{64}$")
+#: a tree size: a number (bureau.http.params), within a PostgreSQL bigint
+MAX_SIZE = 10**18 - 1
 _IMMUTABLE = {"Cache-Control": "public, max-age=31536000, immutable"}
 _FRESH = {"Cache-Control": "no-cache"}
 
@@ -61,11 +58,11 @@ def _params(request: web.Request, names: tuple[str, ...]) -> dict[str, str]:
 
 
 def _size(params: dict[str, str], name: str) -> int:
-    text = params[name]
-    if not _SIZE_RE.match(text) or int(text) > MAX_SIZE:
+    size = number(params[name])
+    if size is None or size > MAX_SIZE:
         raise BureauError(Code.SCHEMA, pointer(name), f"{name} is a tree size: a whole "
-                          "number in decimal, without leading zeros")
-    return int(text)
+                          "number in ASCII decimal digits, without a sign or leading zeros")
+    return size
 
 
 def _above_published(name: str, size: int, published: int | None) -> BureauError | None:
@@ -86,7 +83,7 @@ async def checkpoint_note(request: web.Request) -> web.Response:
     return _note(head.served, _FRESH)
 
 
-@routes.get(r"/v1/checkpoints/{epoch:[0-9]{1,18}}/note")
+@routes.get(f"/v1/checkpoints/{{epoch:{EPOCH}}}/note")
 async def epoch_checkpoint_note(request: web.Request) -> web.Response:
     """One sealed epoch's checkpoint as a C2SP signed note (public)."""
     epoch = int(request.match_info["epoch"])
@@ -103,7 +100,7 @@ async def inclusion(request: web.Request) -> web.Response:
     try:
         params = _params(request, ("id", "size"))
         entry_id, size = params["id"], _size(params, "size")
-        if not _ENTRY_ID_RE.match(entry_id):
+        if not is_hex64(entry_id):
             raise BureauError(Code.SCHEMA, pointer("id"), "id is an entry id: 64 lowercase "
                               "hex digits")
     except BureauError as err:

@@ -1,0 +1,218 @@
+"""A2A calls through the proxy: one fact per task, decided by the task's last state.
+
+:class:`A2ACalls` handles a JSON-RPC call whose method is an A2A method
+(:mod:`reporters.protocols.a2a` reads it). What it does with each (docs/proxy.md,
+"A2A"):
+
+* a send or a streaming send that names no task we follow starts a new interaction;
+  one that names a task we follow (a continuation) is a turn of that task's;
+* a poll (``tasks/get``), a cancel or a resubscription of a task we follow is a turn of
+  it; of a task we do not follow, it is forwarded and makes no fact;
+* every turn rewrites the held fact (durably, before the caller has the answer): the
+  latency is the first answer's (a stream's first event), ``well_formed`` stays true
+  only while every answer was valid for its method, the card's promises are kept only
+  while every turn kept them;
+* a final state ends the task (``claimed`` from it; a caller's cancel is ``derived:
+  ABANDONED``; otherwise the tracker decides ``derived`` from what the caller does next,
+  by the task's *context*: a new task in the same context after a failed one is a retry,
+  the same context sent to another agent a switch); so does an error answer to a new
+  send, or a plain message reply; a task left waiting or running ends after
+  ``quiet_seconds`` without a turn (reporters.proxy.tasks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from a2a.types.a2a_pb2 import TaskState
+from aiohttp import web
+
+from reporters.protocols import a2a, jsonrpc
+from reporters.protocols.answers import parse_strict
+from reporters.protocols.sse import Event
+from reporters.proxy.holding import TRACKED, Measured
+from reporters.proxy.measure import promises_kept, task_hash
+from reporters.proxy.relay import Buffered, Streamed
+
+if TYPE_CHECKING:
+    from reporters.proxy.app import Call, Proxy
+
+
+def _and(a: bool | None, b: bool | None) -> bool | None:
+    """Both known: both; one known: it; neither: None."""
+    if a is None:
+        return b
+    return a if b is None else a and b
+
+
+@dataclass
+class _Seen:
+    """What this call has shown of its task so far."""
+
+    asked: a2a.Asked
+    turns: list[a2a.Turn] = field(default_factory=list)
+    latency_ms: int | None = None
+    well_formed: bool | None = None
+    error_code: int | None = None
+    ended: bool = False
+    #: a streaming call: whether it was answered with a clean stream of valid events
+    streamed: bool | None = None
+
+    def answer(self, doc: object, latency_ms: int) -> a2a.Turn | None:
+        """Read one JSON-RPC answer (a body, or a stream event's data)."""
+        if self.latency_ms is None:
+            self.latency_ms = latency_ms
+        got = jsonrpc.read_answer(doc)
+        if got is None:
+            self.well_formed = False
+            return None
+        if got.error_code is not None:
+            self.error_code = got.error_code
+            self.well_formed = _and(self.well_formed, True)
+            return None
+        turn = a2a.read_result(self.asked.kind, self.asked.version, got.result)
+        self.well_formed = _and(self.well_formed, turn is not None)
+        if turn is not None:
+            self.turns.append(turn)
+        return turn
+
+
+class A2ACalls:
+    def __init__(self, proxy: Proxy) -> None:
+        self.proxy = proxy
+
+    async def handle(self, call: Call, rpc: jsonrpc.Request) -> web.StreamResponse:
+        p = self.proxy
+        asked = a2a.read_request(rpc.method, rpc.params)
+        agent = call.route.agent
+        task = None if asked is None else p.facts.tasks.find(agent, asked.task_id)
+        if asked is None or (asked.kind in ("get", "cancel", "resubscribe") and task is None):
+            p.metrics.protocol_calls.labels(call.route.prefix, "a2a", "none").inc()
+            return await p.pass_through(call)  # bookkeeping, or a task we do not follow
+        p.metrics.protocol_calls.labels(call.route.prefix, "a2a", "fact").inc()
+        interaction = task.interaction if task is not None else p.next_interaction()
+        seen = _Seen(asked)
+        base = p.facts.measured(interaction)
+        if base is None:
+            base = Measured(agent, call.caller, p.timestamp(call.wall), True, None, None, {},
+                            None, None)
+        request_task = task_hash("POST", call.sub_path, call.query, call.body)
+
+        def measured() -> Measured:
+            latency = base.latency_ms if base.latency_ms is not None else seen.latency_ms
+            promises = dict(promises_kept(True, latency, p.config.promises.get(agent, {})))
+            card = a2a.card_promises(p.cards.declared(call.route.prefix), asked, seen.turns,
+                                     seen.streamed)
+            for name, kept in {**base.promises, **card}.items():
+                promises[name] = kept and base.promises.get(name, True) and card.get(
+                    name, True)
+            return replace(base, answered=True, latency_ms=latency,
+                           well_formed=_and(base.well_formed, seen.well_formed),
+                           promises=promises)
+
+        def context_key() -> str:
+            for turn in reversed(seen.turns):
+                if turn.context_id:
+                    return "a2a-context:" + turn.context_id
+            return request_task if task is None else p.facts.task_key(interaction, request_task)
+
+        async def decide() -> None:
+            """After an answer or an event: end the task, or hold its new turn."""
+            if seen.ended:
+                return
+            last = seen.turns[-1] if seen.turns else None
+            state = last.state if last is not None else None
+            final = last is not None and a2a.is_final(state)
+            if final and seen.streamed is None and asked.kind in ("stream", "resubscribe"):
+                seen.streamed = seen.well_formed is not False  # it got this far
+            m = measured()
+            if final:
+                assert state is not None
+                seen.ended = True
+                cancelled = state == TaskState.TASK_STATE_CANCELED and asked.kind == "cancel"
+                satisfactory = state == TaskState.TASK_STATE_COMPLETED and \
+                    m.well_formed is not False
+                await p.facts.end(interaction, replace(m, claimed=a2a.STATE_CLAIMS[state]),
+                                  context_key(), satisfactory,
+                                  "ABANDONED" if cancelled else TRACKED)
+            elif task is None and (last is None or last.task_id is None):
+                # A new send answered without a task: an error, a bad answer, a message.
+                seen.ended = True
+                claimed = None if seen.error_code is None else a2a.error_claim(seen.error_code)
+                satisfactory = seen.error_code is None and m.well_formed is True
+                await p.facts.end(interaction, replace(m, claimed=claimed), context_key(),
+                                  satisfactory)
+            else:
+                task_id = last.task_id if last is not None else None
+                await p.facts.hold_open(interaction, m, context_key(), task_id,
+                                        _latest_state(seen.turns))
+
+        # A stream's headers carry the interaction id, so its fact must be on disk
+        # before they go back. Held while the request is upstream, the fsync overlaps
+        # the agent's own time and does not delay the first event. Until an answer
+        # comes, the record says none came (a crash then reports just that).
+        provisional: asyncio.Task[None] | None = None
+        if asked.kind in ("stream", "resubscribe"):
+            provisional = asyncio.create_task(p.facts.hold_open(
+                interaction, replace(base, answered=task is not None), context_key(),
+                asked.task_id, None))
+
+        async def on_start() -> dict[str, str]:
+            if provisional is not None:
+                await provisional
+            else:
+                await p.facts.hold_open(interaction, measured(), context_key(), None, None)
+            return p.marks(interaction)
+
+        async def on_event(event: Event, latency_ms: int) -> None:
+            ok, doc = parse_strict(event.data)
+            seen.answer(doc if ok else None, latency_ms)
+            if seen.turns or seen.error_code is not None:
+                await decide()
+
+        try:
+            relayed = await p.forward(call, on_start=on_start, on_event=on_event)
+        except p.FAILURES as exc:
+            if provisional is not None:
+                await provisional  # written in order: the end below comes after it
+            if task is None:  # nothing began: a call the agent did not answer
+                m = replace(base, answered=False, latency_ms=None, well_formed=None,
+                            promises=promises_kept(False, None,
+                                                   p.config.promises.get(agent, {})))
+                await p.facts.end(interaction, m, request_task, False)
+                return p.failure(exc, p.marks(interaction))
+            return p.failure(exc, {})
+        if isinstance(relayed, Streamed):
+            if not seen.ended:  # the stream ended before the task did: it was cut,
+                # unless the task waits for the caller (a stream stops there in A2A)
+                seen.streamed = relayed.clean and relayed.events > 0 and \
+                    seen.well_formed is not False and _latest_state(seen.turns) in a2a.WAITING
+                if relayed.events == 0:
+                    seen.well_formed = False
+                await decide()
+            return relayed.response
+        if provisional is not None:
+            await provisional
+        self._judge_buffered(seen, relayed)
+        if asked.kind in ("stream", "resubscribe"):
+            seen.streamed = False  # a streaming call answered without a stream
+        await decide()
+        return p.respond(relayed, p.marks(interaction))
+
+    @staticmethod
+    def _judge_buffered(seen: _Seen, up: Buffered) -> None:
+        ok, doc = parse_strict(up.body)
+        if not ok or (up.status >= 400 and not isinstance(doc, dict)):
+            seen.latency_ms = up.latency_ms
+            seen.well_formed = False
+            return
+        seen.answer(doc, up.latency_ms)
+
+
+def _latest_state(turns: list[a2a.Turn]) -> int | None:
+    for turn in reversed(turns):
+        if turn.state is not None:
+            return turn.state
+    return None

@@ -1,0 +1,181 @@
+"""A2A agent cards as declared promises: read at start and again every
+``card_refresh_seconds``, signatures checked when there are any.
+
+For each route with ``protocol = "a2a"`` the proxy reads ``upstream + card_path``
+(default ``/.well-known/agent-card.json``) with a2a-sdk's card parser. A card with
+``signatures`` is used only if one verifies (a2a-sdk's ``a2a.utils.signing``, PyJWT)
+with a key from the route's ``card_keys_file`` (a JWKS) or, without one, from the JWKS
+at the signature's own ``jku``. A card that cannot be read, parsed or verified leaves
+the route working: its facts then carry no card promises, and
+``bureau_proxy_agent_card_failures_total`` and a log line say why. A card that changed
+is logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+
+from reporters.protocols.answers import parse_strict
+from reporters.proxy.config import Route
+from reporters.proxy.metrics import ProxyMetrics
+
+if TYPE_CHECKING:
+    from reporters.protocols import a2a
+
+log = logging.getLogger("reporters.proxy")
+
+#: Algorithms a card signature may use (never "none" or an HMAC: a card is public).
+ALGORITHMS = ["ES256", "ES384", "ES512", "RS256", "RS384", "RS512", "PS256", "PS384",
+              "PS512", "EdDSA"]
+
+
+class CardError(Exception):
+    """Why a card is not used: ``reason`` is the metric's label."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+
+
+class AgentCards:
+    def __init__(self, routes: tuple[Route, ...], metrics: ProxyMetrics,
+                 refresh_seconds: float) -> None:
+        self._routes = [r for r in routes if r.protocol == "a2a"]
+        self._metrics = metrics
+        self._refresh = refresh_seconds
+        self._declared: dict[str, a2a.Declared] = {}
+        self._raw: dict[str, bytes] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def declared(self, prefix: str) -> a2a.Declared | None:
+        return self._declared.get(prefix)
+
+    async def start(self, session: aiohttp.ClientSession) -> None:
+        """Read every card once (the route works whatever comes of it), then keep
+        reading them in the background."""
+        await asyncio.gather(*(self.read(session, r) for r in self._routes))
+        if self._routes:
+            self._task = asyncio.create_task(self._loop(session), name="proxy-cards")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _loop(self, session: aiohttp.ClientSession) -> None:
+        while True:
+            await asyncio.sleep(self._refresh)
+            await asyncio.gather(*(self.read(session, r) for r in self._routes))
+
+    async def read(self, session: aiohttp.ClientSession, route: Route) -> None:
+        try:
+            raw = await self._fetch(session, route.upstream + route.card_path,
+                                    route.timeout_seconds)
+            if raw == self._raw.get(route.prefix):
+                return
+            card = await self._verified(session, route, raw)
+        except CardError as exc:
+            self._metrics.card_failures.labels(route.prefix, exc.reason).inc()
+            log.warning("agent card of route %s not used (%s): %s; the route works, its "
+                        "facts carry no card promises", route.prefix, exc.reason, exc)
+            self._declared.pop(route.prefix, None)
+            self._raw.pop(route.prefix, None)
+            return
+        from reporters.protocols import a2a  # only for a2a routes: the a2a extra
+
+        if route.prefix in self._raw:
+            log.info("agent card of route %s changed; its promises are now the new card's",
+                     route.prefix)
+        self._raw[route.prefix] = raw
+        self._declared[route.prefix] = a2a.declared(card)
+
+    @staticmethod
+    async def _fetch(session: aiohttp.ClientSession, url: str, timeout: float) -> bytes:
+        try:
+            async with session.get(url, timeout=aiohttp.ClientTimeout(total=timeout),
+                                   allow_redirects=False) as resp:
+                body = await resp.read()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise CardError("unreachable", f"{url}: {type(exc).__name__}") from None
+        if resp.status != 200:
+            raise CardError("status", f"{url} answered {resp.status}")
+        return body
+
+    async def _verified(self, session: aiohttp.ClientSession, route: Route,
+                        raw: bytes) -> Any:
+        from reporters.protocols import a2a
+
+        ok, doc = parse_strict(raw)
+        if not ok:
+            raise CardError("invalid", "not strict JSON")
+        try:
+            card = a2a.parse_card(doc)
+        except ValueError as exc:
+            raise CardError("invalid", str(exc)) from None
+        if not card.signatures:
+            return card
+        from a2a.utils.signing import SignatureVerificationError, create_signature_verifier
+        from jwt import PyJWK
+
+        keys = await self._keys(session, route, card)
+        if not keys:
+            raise CardError("bad_signature", "signed, but no key to check it with "
+                            "(card_keys_file, or a jku)")
+
+        def key_for(kid: str | None, jku: str | None) -> PyJWK:
+            for key in keys:
+                if kid is None or key.key_id == kid:
+                    found: PyJWK = key
+                    return found
+            raise CardError("bad_signature", f"no key {kid!r}")
+
+        try:
+            create_signature_verifier(key_for, ALGORITHMS)(card)
+        except (SignatureVerificationError, CardError) as exc:
+            raise CardError("bad_signature", str(exc)) from None
+        return card
+
+    async def _keys(self, session: aiohttp.ClientSession, route: Route, card: Any) -> list[Any]:
+        from jwt import PyJWKSet
+        from jwt.exceptions import PyJWKSetError
+
+        texts: list[bytes] = []
+        if route.card_keys_file is not None:
+            texts.append(Path(route.card_keys_file).read_bytes())
+        else:
+            for jku in _jkus(card):
+                with contextlib.suppress(CardError):
+                    texts.append(await self._fetch(session, jku, route.timeout_seconds))
+        keys: list[Any] = []
+        for text in texts:
+            try:
+                keys += PyJWKSet.from_json(text.decode()).keys
+            except (PyJWKSetError, ValueError):
+                continue
+        return keys
+
+
+def _jkus(card: Any) -> list[str]:
+    out = []
+    for sig in card.signatures:
+        try:
+            header = json.loads(base64.urlsafe_b64decode(sig.protected + "=" * (
+                -len(sig.protected) % 4)))
+        except ValueError:
+            continue
+        if isinstance(header, dict) and isinstance(header.get("jku"), str) and \
+                header["jku"].startswith("https://"):
+            out.append(header["jku"])
+    return out
+
+
+__all__ = ["AgentCards", "CardError"]
