@@ -7,10 +7,11 @@ STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 .PHONY: run demo test test-fast lint bench bench-intake bench-seal bench-judge bench-tlog bench-proofs bench-proxy bench-ranking bench-failover bench-wrk bench-accuracy schemas vectors ops-tools clean client-wheel
 
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
-	rm -f $(VENV)/.installed-* && touch $@
+	@echo "installing into $(VENV) (first run only, about a minute)…"
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	@$(BIN)/python -m pip install -q --upgrade pip
+	@$(BIN)/python -m pip install -q -e '.[dev]'
+	@rm -f $(VENV)/.installed-* && touch $@
 
 PORT ?= 8080
 OPS_PORT ?= 9464
@@ -20,6 +21,8 @@ run: $(STAMP)            ## the service on the embedded database under ./.bureau
 	$(BIN)/bureau serve --port $(PORT) --ops-port $(OPS_PORT)
 
 demo: $(STAMP)           ## a bureau with 30-second epochs under ./.bureau-demo: reports within a minute
+	@echo "in another shell, to use this bureau's ledger and admin key:"
+	@echo "  export BUREAU_HOME=$(abspath $(DEMO_HOME))"
 	BUREAU_HOME=$(DEMO_HOME) BUREAU_EPOCH_SECONDS=30 $(BIN)/bureau serve --port $(PORT) --ops-port $(OPS_PORT)
 
 test: $(STAMP)           ## the whole test suite (real PostgreSQL, real HTTP)

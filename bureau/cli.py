@@ -23,7 +23,7 @@ import asyncpg
 import nacl.signing
 from aiohttp import web
 
-from bureau import __version__, db, keyfiles, ports
+from bureau import __version__, db, keyfiles, ledger_line, ports
 from bureau.config import Config, default_serve_workers
 from bureau.errors import InternalError
 from bureau.http.access_log import FORMATS as ACCESS_LOG_FORMATS
@@ -33,6 +33,7 @@ from bureau.ledger_keys import KeyPeriod
 from bureau.report_text import render_report, report_json
 from bureau.verify import BadEntry, BadSettlement, BadTree, terminal_progress, verify_database
 from reporters import wire
+from reporters._internal import wording
 from reporters.models import PAYLOAD_MODELS
 
 log = logging.getLogger("bureau")
@@ -67,14 +68,18 @@ def existing_database_url(config: Config) -> str:
 ReadOnly = Callable[[argparse.Namespace, str], Coroutine[Any, Any, int]]
 
 
-def read_only(run: ReadOnly) -> Callable[[argparse.Namespace], int]:
+def read_only(run: ReadOnly, *, announce: bool = True) -> Callable[[argparse.Namespace], int]:
     """A command that only reads the ledger: where there is no bureau, or its database
-    cannot be reached, it says so in one line and exits 2 — no traceback, nothing made."""
+    cannot be reached, it says so in one line and exits 2 — no traceback, nothing made.
+    With ``announce``, its first line (on standard error) says which ledger it reads."""
     def command(args: argparse.Namespace) -> int:
         name = f"bureau {args.command}"
         try:
-            url = existing_database_url(Config.from_env())
-            return asyncio.run(run(args, url))
+            config = Config.from_env()
+            url = existing_database_url(config)
+            if not announce:
+                return asyncio.run(run(args, url))
+            return asyncio.run(_named(run, args, url, ledger_line.where(config)))
         except NoBureau as exc:
             print(f"{name}: {exc}", file=sys.stderr)
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
@@ -83,6 +88,17 @@ def read_only(run: ReadOnly) -> Callable[[argparse.Namespace], int]:
         return 2
     command.__doc__ = run.__doc__
     return command
+
+
+async def _named(run: ReadOnly, args: argparse.Namespace, url: str, place: str) -> int:
+    """``run``, after one line on standard error that says which ledger it reads."""
+    conn = await db.connect(url)
+    try:
+        line = (await ledger_line.summary(conn, place)).line()
+    finally:
+        await conn.close()
+    print(line, file=sys.stderr, flush=True)
+    return await run(args, url)
 
 
 def _with_default_keys(config: Config) -> Config:
@@ -206,6 +222,7 @@ def _serve_until_stopped(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     print(f"bureau key: {wire.signing_key_id(signing_key)}", flush=True)
+    print(f"ledger at {ledger_line.where(config)}", flush=True)
     workers = _start_workers(args, config, url) if args.workers > 1 else []
     try:
         asyncio.run(_serve(args, config, url, signing_key, reuse_port=args.workers > 1
@@ -242,10 +259,16 @@ async def _serve(args: argparse.Namespace, config: Config, url: str,
     runner = web.AppRunner(app, **runner_options(args.access_log))  # type: ignore[arg-type]
     ops_runner = web.AppRunner(create_ops_app(app), access_log=None)
     stop = asyncio.Event()
+    received: list[str] = []
     loop = asyncio.get_running_loop()
+    def stopping(signum: signal.Signals) -> None:
+        received.append(signum.name)
+        stop.set()
+
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+        loop.add_signal_handler(signum, stopping, signum)
     await runner.setup()  # the cleanup contexts: pool, genesis, ledger, settler
+    started = await _entries(url)
     try:
         await web.TCPSite(runner, args.host, args.port, reuse_port=reuse_port).start()
         await ops_runner.setup()
@@ -261,6 +284,36 @@ async def _serve(args: argparse.Namespace, config: Config, url: str,
             await ops_runner.cleanup()
     finally:
         await runner.cleanup()
+    if processes > 1 or not reuse_port:  # the one process, or the first of several
+        print(await _stop_line(url, config, received[0] if received else "a stop", started),
+              flush=True)
+
+
+async def _entries(url: str) -> int:
+    conn = await db.connect(url)
+    try:
+        return int(await conn.fetchval("SELECT coalesce(max(seq), 0) FROM entries"))
+    finally:
+        await conn.close()
+
+
+async def _stop_line(url: str, config: Config, why: str, started: int) -> str:
+    """What ``serve`` says as it stops: what it did, and what is left for the next start
+    (the entries that wait for their epoch's seal)."""
+    conn = await db.connect(url)
+    try:
+        now = await ledger_line.summary(conn, ledger_line.where(config))
+        waiting = int(await conn.fetchval(
+            "SELECT count(*) FROM entries WHERE kind <> 'seal' AND seq > coalesce("
+            "(SELECT last_seq FROM seals ORDER BY epoch DESC LIMIT 1), 0)"))
+    finally:
+        await conn.close()
+    left = ("nothing waits for a seal" if not waiting else
+            f"{wording.count(waiting, 'entry')} {'waits' if waiting == 1 else 'wait'} for "
+            "the seal of its epoch, at the next start")
+    return (f"bureau serve: stopped on {why}: {wording.count(now.entries - started, 'entry')} "
+            f"appended while it ran, {wording.count(now.entries, 'entry')} in the ledger at "
+            f"{now.place}; {left}")
 
 
 def _die_with_parent() -> None:
@@ -324,6 +377,15 @@ def cmd_sign(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_now(args: argparse.Namespace) -> int:
+    """The time now in UTC, RFC 3339 with ``Z``: what a walk-through's payloads need,
+    without GNU date's ``%6N``."""
+    from reporters._internal.payloads import issued_timestamp, now_timestamp
+
+    print(now_timestamp() if args.seconds else issued_timestamp())
+    return 0
+
+
 def cmd_keyid(args: argparse.Namespace) -> int:
     print(wire.signing_key_id(keyfiles.read_key(Path(args.path))))
     return 0
@@ -345,9 +407,9 @@ async def _verify(args: argparse.Namespace, url: str) -> int:
     if args.json:
         print(json.dumps({"ok": True, "entries": count}))
     else:
-        print(f"bureau verify: ok, {count} entries, every id, link, signature and indexed "
-              "column checked, every tree node and signed tree head recomputed, every "
-              "settlement added up")
+        print(f"bureau verify: ok, {wording.count(count, 'entry')}, every id, link, signature "
+              "and indexed column checked, every tree node and signed tree head recomputed, "
+              "every settlement added up")
     return 0
 
 
@@ -386,8 +448,9 @@ async def _rebuild(url: str, signing_path: Path) -> int:
         result = await rebuild(conn, key, LogKey.of(origin, key), _rebuild_progress)
     finally:
         await conn.close()
-    print(f"bureau rebuild: {result.entries} entries replayed, {result.reports} reports and "
-          f"{result.epochs} checkpoints signed")
+    print(f"bureau rebuild: {wording.count(result.entries, 'entry')} replayed, "
+          f"{wording.count(result.reports, 'report')} and "
+          f"{wording.count(result.epochs, 'checkpoint')} signed")
     if result.unfinished:
         print(f"bureau rebuild: epochs {', '.join(map(str, result.unfinished))} were still "
               "being built by the service: derived, not compared (nothing finished to "
@@ -430,18 +493,71 @@ async def _report(args: argparse.Namespace, url: str) -> int:
         settings = await genesis.read(conn)
     finally:
         await conn.close()
-    if envelope is None or settings is None:
-        where = "at the latest sealed epoch" if epoch is None else f"at epoch {epoch}"
-        print(f"bureau report: no report for {agent} {where}", file=sys.stderr)
+    return _print_report(args, envelope, settings.epoch_seconds if settings else 0)
+
+
+def _print_report(args: argparse.Namespace, envelope: bytes | None, epoch_seconds: int) -> int:
+    """The report as text or ``--json``; exit 1 saying so when there is none."""
+    if envelope is None or not epoch_seconds:
+        where = "at the latest sealed epoch" if args.epoch is None else f"at epoch {args.epoch}"
+        print(f"bureau report: no report for {args.agent} {where}", file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps(report_json(envelope, settings.epoch_seconds), indent=2))
+        print(json.dumps(report_json(envelope, epoch_seconds), indent=2))
     else:
-        print(render_report(envelope, settings.epoch_seconds))
+        print(render_report(envelope, epoch_seconds))
     return 0
 
 
-cmd_report = read_only(_report)
+_report_ledger = read_only(_report)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Print an agent's signed report: from the ledger here, or from a running bureau
+    (``--url``) like any client."""
+    if args.url is None:
+        return _report_ledger(args)
+    from bureau import remote
+
+    try:
+        info, envelope = asyncio.run(remote.signed_report(args.url, args.agent, args.epoch))
+    except remote.RemoteError as exc:
+        print(f"bureau report: {exc}", file=sys.stderr)
+        return 2
+    print(remote.bureau_line(args.url, info), file=sys.stderr, flush=True)
+    return _print_report(args, envelope, int(info["epoch_seconds"]))
+
+
+async def _local_status(args: argparse.Namespace, url: str) -> int:
+    """Where the bureau of this ledger stands (bureau.status)."""
+    from bureau import status
+
+    conn = await db.connect(url)
+    try:
+        doc = await status.local(conn, Config.from_env())
+    finally:
+        await conn.close()
+    doc["spools"] = await status.spools(args.spool)
+    print(json.dumps(doc, indent=2) if args.json else status.render(doc))
+    return 0
+
+
+_status_ledger = read_only(_local_status, announce=False)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    if args.url is None:
+        return _status_ledger(args)
+    from bureau import remote, status
+
+    try:
+        doc = asyncio.run(status.remote(args.url))
+        doc["spools"] = asyncio.run(status.spools(args.spool))
+    except remote.RemoteError as exc:
+        print(f"bureau status: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(doc, indent=2) if args.json else status.render(doc))
+    return 0
 
 
 def _key_id(text: str) -> str:
@@ -491,7 +607,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 _EPILOG = """environment: BUREAU_HOME (default ./.bureau), BUREAU_DATABASE_URL (default: an embedded
-PostgreSQL under BUREAU_HOME), BUREAU_EPOCH_SECONDS (default 21600; 60 for a quick demo),
+PostgreSQL under BUREAU_HOME), BUREAU_EPOCH_SECONDS (default 21600; 30 for a quick demo),
 BUREAU_PUBLIC_URL, BUREAU_ADMIN_KEYS, BUREAU_SIGNING_KEY and more: docs/operations.md.
 "bureau COMMAND --help" describes one command."""
 
@@ -556,13 +672,36 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("agent", type=_key_id, help="the agent's key id")
     report.add_argument("--epoch", type=_epoch, default=None,
                         help="a sealed epoch (default: the latest)")
+    report.add_argument("--url", default=None,
+                        help="read a running bureau at this base URL over HTTP, checking the "
+                        "report's signature (default: the ledger under BUREAU_HOME)")
     report.add_argument("--json", action="store_true",
                         help='print {"envelope", "report", "epoch_start"} as JSON: the '
                         "signed envelope, its decoded payload, the epoch's UTC start")
     report.set_defaults(func=cmd_report)
+    status = sub.add_parser("status", help="where the bureau stands: ledger, size, seals, "
+                            "policy, key, witnesses, replicas, leaders")
+    status.add_argument("--url", default=None,
+                        help="a running bureau's base URL, read over HTTP (default: the "
+                        "ledger under BUREAU_HOME)")
+    status.add_argument("--spool", action="append", default=[], metavar="OPS_URL",
+                        help="a proxy's or prober's ops listener, whose /metrics gives its "
+                        "spool's depth (repeatable)")
+    status.add_argument("--json", action="store_true", help="one JSON document")
+    status.set_defaults(func=cmd_status)
+    now = sub.add_parser("now", help="print the time now as payloads write it: an issued_at "
+                         "to the microsecond, or with --seconds an observed_at")
+    now.add_argument("--seconds", action="store_true", help="whole seconds (observed_at)")
+    now.set_defaults(func=cmd_now)
+    from bureau.admin_cli import add_command as add_admin
     from bureau.simulate.cli import add_command as add_simulate
 
+    add_admin(sub)  # `bureau admin`: docs/operations.md#admin-commands
+
     add_simulate(sub)  # `bureau simulate`: docs/simulation.md
+    from bureau.interop.cli import add_command as add_erc8004
+
+    add_erc8004(sub, read_only, _epoch)  # `bureau erc8004 export`: docs/interop.md
     for action in sub._choices_actions:  # each command's --help opens with its summary
         command = sub.choices[action.dest]
         command.description = command.description or action.help
@@ -575,7 +714,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("pgserver").setLevel(logging.WARNING)
     args = build_parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
-    result: int = args.func(args)
+    try:
+        result: int = args.func(args)
+        sys.stdout.flush()  # here, not at exit, so a closed pipe is caught below
+    except BrokenPipeError:  # `bureau report … | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # as a shell reports a pipe's writer killed by SIGPIPE
     return result
 
 

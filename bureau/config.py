@@ -62,6 +62,10 @@ class Config:
     #: how long a party's read waits for the replica to replay the party's own latest
     #: write before it is served by the primary instead, in seconds
     read_wait: float = DEFAULT_READ_WAIT
+    #: the bureau's Ethereum address (``BUREAU_ETH_ADDRESS``, EIP-55 checksummed): the
+    #: ``clientAddress`` of its ERC-8004 feedback. Only an address: the bureau holds no
+    #: Ethereum key and sends nothing on chain (docs/interop.md). None: no feedback
+    eth_address: str | None = None
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Config:
@@ -100,6 +104,7 @@ class Config:
         return cls(
             read_database_url=env.get("BUREAU_READ_DATABASE_URL") or None,
             read_wait=read_wait,
+            eth_address=eth_address(env.get("BUREAU_ETH_ADDRESS") or None),
             public_url=public_url(env.get("BUREAU_PUBLIC_URL") or None),
             settle_interval=settle,
             home=Path(env.get("BUREAU_HOME", ".bureau")),
@@ -129,6 +134,25 @@ def public_url(text: str | None) -> str | None:
         raise ValueError("BUREAU_PUBLIC_URL must be http(s)://host[:port][/path], e.g. "
                          f"https://bureau.example, not {text!r}")
     return text.rstrip("/")
+
+
+def eth_address(text: str | None) -> str | None:
+    """``BUREAU_ETH_ADDRESS``, checked: ``0x`` and 40 hex digits, written back in its
+    EIP-55 checksummed form (by ``eth-utils``, the ``erc8004`` extra); an address in
+    mixed case must carry a correct checksum."""
+    if text is None:
+        return None
+    try:
+        from eth_utils.address import is_checksum_address, to_checksum_address
+    except ImportError:
+        raise ValueError("BUREAU_ETH_ADDRESS needs the erc8004 extra: "
+                         "pip install 'agent-reputation-bureau[erc8004]'") from None
+    mixed = text[2:] not in (text[2:].lower(), text[2:].upper())
+    if not re.fullmatch(r"0x[0-9a-fA-F]{40}", text) or (mixed and not is_checksum_address(text)):
+        raise ValueError("BUREAU_ETH_ADDRESS must be 0x and 40 hex digits, with a correct "
+                         f"EIP-55 checksum if in mixed case, not {text!r}")
+    checksummed: str = to_checksum_address(text)
+    return checksummed
 
 
 def usable_cores() -> int:

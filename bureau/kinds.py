@@ -334,12 +334,22 @@ def _value_judgment_evidence(seq: int, entry_id: str, signer: str,
 
 def _enrollment_evidence(seq: int, entry_id: str, signer: str,
                          p: dict[str, Any], epoch: int) -> AgentName:
-    return AgentName(seq, _intern(signer), p["name"], True)
+    return AgentName(seq, _intern(signer), p["name"], True, _links(p.get("links", [])))
 
 
 def _amendment_evidence(seq: int, entry_id: str, signer: str,
                         p: dict[str, Any], epoch: int) -> AgentName | None:
-    return AgentName(seq, _intern(signer), p["name"], False) if "name" in p else None
+    if "name" not in p and "links" not in p:
+        return None
+    links = p.get("links")
+    return AgentName(seq, _intern(signer), p.get("name"), False,
+                     None if links is None else _links(links))
+
+
+def _links(links: list[dict[str, str]]) -> tuple[dict[str, str], ...]:
+    """The links as the report carries them: the payload's objects, in its order (the
+    payload was validated at intake: each is one of the three forms, exactly)."""
+    return tuple(dict(link) for link in links)
 
 
 def _exclusion_evidence(seq: int, entry_id: str, signer: str,

@@ -11,6 +11,8 @@ import datetime as dt
 import json
 from typing import Any
 
+from reporters._internal.wording import count
+
 
 def epoch_start(epoch: int, epoch_seconds: int) -> dt.datetime:
     """When epoch ``epoch`` began, in UTC."""
@@ -57,14 +59,20 @@ def render_report(envelope: bytes, epoch_seconds: int) -> str:
              f"head {p['ledger']['head']}",
              f"signed by  {env['signatures'][0]['keyid']}   policy {p['policy']}"]
     s = p["score"]
-    if s is None:
-        why = "nothing scored yet" if not any(p["outcomes"].values()) else \
-            "every scored outcome came from an evaluator of weight 0"
+    observed = p["reliability"]["observed"]
+    if s is None or not s["interactions"]:
+        if any(p["outcomes"].values()):
+            why = "every scored outcome came from an evaluator of weight 0"
+        elif observed:
+            why = (f"{count(observed, 'interaction')} observed, none with a scored outcome "
+                   "yet: its reliability is below, but only outcomes make a score")
+        else:
+            why = "nothing scored yet"
         lines.append(f"score      none ({why})")
     else:
         lines.append(f"score      {s['value']:.6f}  (95% interval {s['low']:.6f} .. "
-                     f"{s['high']:.6f}; weight {s['weight']} over {s['interactions']} "
-                     "interactions)")
+                     f"{s['high']:.6f}; weight {s['weight']} over "
+                     f"{count(s['interactions'], 'interaction')})")
         lines.append("           0 is always bad, 1 always good, 0.5 no evidence either way; "
                      "agents rank by the interval's low end")
         lines.append(f"weight     {_pct(p['ground_truth_share'])} from ground truth, "
@@ -90,7 +98,8 @@ def render_report(envelope: bytes, epoch_seconds: int) -> str:
               f"{p['excluded']['disputed']}, distrusted {p['excluded']['distrusted']}"]
     for row in p["reporters"]:
         mean = "n/a" if row["mean_value"] is None else f"{row['mean_value']:.3f}"
-        lines.append(f"reporter   {row['reporter'] or '(the others)'}: "
-                     f"{row['interactions']} interactions, {row['scored']} scored by it, "
+        lines.append(f"reporter   {row['reporter'] or 'the other reporters'}: "
+                     f"{count(row['interactions'], 'interaction')}, {row['scored']} scored "
+                     "by it, "
                      f"mean {mean}")
     return "\n".join(lines)

@@ -13,6 +13,9 @@ Three parties, each built from its Ed25519 key and the bureau's base URL:
   with a capped backoff until a deadline.
 * :class:`Admin` — registers reporters, resolves disputes, seals epochs.
 
+An agent's links to its identities elsewhere (ERC-8004, A2A, MCP) are built by
+:mod:`reporters.identity_links` and given to ``Agent.enroll``, ``amend`` or ``set_links``.
+
 Keys: :func:`generate_key`, :func:`save_key`, :func:`load_key` (PKCS#8 PEM files, as
 ``openssl genpkey -algorithm ed25519`` writes) and :func:`key_id`. Payload models live
 in :mod:`reporters.models`; a file as read (:class:`FilePage`, :class:`Entry` with its
@@ -81,7 +84,7 @@ Example (``example`` is run against a real bureau by the test suite)::
 
 from __future__ import annotations
 
-from reporters import files, models
+from reporters import files, identity_links, models
 from reporters._internal.errors import (
     BureauClientError,
     Rejected,
@@ -126,6 +129,7 @@ __all__ = [
     "evidence_root",
     "files",
     "generate_key",
+    "identity_links",
     "key_id",
     "load_key",
     "models",

@@ -239,6 +239,9 @@ class Anchor(Payload):
         return value
 
 
+from reporters.identity_links import Links  # noqa: E402 - after Payload, which it mirrors
+
+
 class PromiseDeclared(Payload):
     promise: Identifier
     description: FreeText
@@ -251,6 +254,7 @@ class EnrollmentPayload(Payload):
     anchor: Anchor
     operator: FreeText
     promises: list[PromiseDeclared] = Field(max_length=64)
+    links: Links = Field(default_factory=list)
 
 
 class AmendmentPayload(Payload):
@@ -262,6 +266,8 @@ class AmendmentPayload(Payload):
     anchor: Anchor | None = None
     operator: FreeText | None = None
     promises: list[PromiseDeclared] | None = Field(default=None, max_length=64)
+    #: replaces the links whole; ``[]`` removes them all
+    links: Links | None = None
 
     @model_validator(mode="after")
     def _not_empty(self) -> AmendmentPayload:

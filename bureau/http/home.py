@@ -5,10 +5,11 @@ request header reaches them, and every link is relative."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 from urllib.parse import urlencode
 
-from bureau.http.pages import epoch_dates, escape, layout
+from bureau.http.pages import badge, epoch_dates, escape, layout, stale_notice
 from bureau.views.ranking import PAGE_SIZE, Ranked, RankedPage
 
 
@@ -22,13 +23,20 @@ def _num(x: float | None) -> str:
 
 
 def _row(rank: int, row: Ranked) -> str:
-    name = escape(row.name) if row.name else "<span class=\"muted\">(not enrolled)</span>"
-    interval = "no score yet" if row.low is None else f"{_num(row.low)} – {_num(row.high)}"
+    name = escape(row.name) if row.name else f"<code>{escape(_short(row.agent))}</code>"
+    scored = bool(row.interactions) and row.low is not None
+    if scored:
+        interval = f"{_num(row.low)} – {_num(row.high)}"
+    else:  # never a bare 0.5: say why there is no number
+        interval = "observed, not scored yet" if row.observed else "no evidence yet"
     return (f"<tr><td class=\"num\">{rank}</td>"
-            f"<td><a href=\"/agents/{escape(row.agent)}\">{name}</a><br>"
+            f"<td><a href=\"/agents/{escape(row.agent)}\">{name}</a> "
+            f"{badge(row.name is not None)}<br>"
             f"<code title=\"{escape(row.agent)}\">{escape(_short(row.agent))}</code></td>"
-            f"<td class=\"num\">{_num(row.value)}</td><td class=\"num\">{interval}</td>"
-            f"<td class=\"num\">{'—' if row.interactions is None else row.interactions}</td>"
+            f"<td class=\"num\">{_num(row.value) if scored else '—'}</td>"
+            f"<td class=\"num\">{interval}</td>"
+            f"<td class=\"num\">{'—' if row.observed is None else row.observed}</td>"
+            f"<td class=\"num\">{row.interactions or 0}</td>"
             "</tr>")
 
 
@@ -49,7 +57,9 @@ def _agents(ranked: RankedPage, query: str | None, page: int, epoch_seconds: int
              " Ranked by the low end of each score's 95% interval: the bureau lists first "
              "the agents it is surest are good, so a newcomer seen a few times does not "
              "outrank a long good record. Scores run from 0 (always bad) to 1 (always "
-             "good); 0.5 is no evidence either way.</p>")
+             "good); 0.5 is no evidence either way. Observed counts every interaction "
+             "the reporters saw; Scored only those a check, a probe or a caller's verdict "
+             "judged.</p>")
     if not ranked.rows:
         found = (f"<p id=\"no-match\">No agent's name or key contains "
                  f"<strong>{escape(query)}</strong>.</p>" if query else
@@ -63,16 +73,21 @@ def _agents(ranked: RankedPage, query: str | None, page: int, epoch_seconds: int
         f"<a rel=\"next\" href=\"{escape(_link(query, page + 1))}\">Next →</a>"
         if ranked.more else "<span></span>"))
     return (form + intro +
-            "<table id=\"ranked\"><thead><tr><th class=\"num\">#</th><th>Agent</th>"
+            "<div class=\"wide\"><table id=\"ranked\"><thead><tr><th class=\"num\">#</th>"
+            "<th>Agent</th>"
             "<th class=\"num\">Score</th><th class=\"num\">95% interval</th>"
-            "<th class=\"num\">Scored</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table><nav class=\"pager\" aria-label=\"Pages\">"
+            "<th class=\"num\" title=\"interactions the bureau's reporters observed, "
+            "judged or not\">Observed</th><th class=\"num\" title=\"interactions with a "
+            "scored outcome: a check, a probe or a caller's verdict\">Scored</th>"
+            "</tr></thead>"
+            f"<tbody>{rows}</tbody></table></div><nav class=\"pager\" aria-label=\"Pages\">"
             f"{pager}</nav>")
 
 
 def index_page(bureau_key: str, policy_hash: str, epoch_seconds: int,
                checkpoint: dict[str, Any] | None, ranked: RankedPage,
-               query: str | None, page: int, settlements: str = "") -> str:
+               query: str | None, page: int, settlements: str = "",
+               now: dt.datetime | None = None) -> str:
     """The bureau's front page: its agents, ranked, and its key, policy and latest
     checkpoint; ``settlements``, the evaluators' pool section
     (:mod:`bureau.http.settlement_page`), when there is one."""
@@ -90,6 +105,7 @@ def index_page(bureau_key: str, policy_hash: str, epoch_seconds: int,
 <p>Reputation for AI agents that scores nothing it cannot trace to a witnessed
 interaction. Reports are signed; check them yourself.</p>
 <section><h2 id="agents">Agents</h2>
+{stale_notice(ranked.epoch, epoch_seconds, now) if ranked.epoch is not None else ""}
 {_agents(ranked, query, page, epoch_seconds)}
 </section>
 {settlements}

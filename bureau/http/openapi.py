@@ -129,6 +129,7 @@ def operations() -> dict[tuple[str, str], Json]:
         "application/x-ndjson": {"schema": {"type": "string"}, "x-line-schema": {
             "oneOf": [_ref("BatchAccepted"), _ref("BatchRejected")]}}}}
     return {
+        **_interop_operations(),
         ("POST", "/v1/evidence"): {
             "operationId": "submit", "summary": "Submit one envelope", "security": public,
             "requestBody": {"required": True, "content": {
@@ -281,6 +282,70 @@ def operations() -> dict[tuple[str, str], Json]:
                 "content": {"text/html": {"schema": {"type": "string"}},
                             "application/json": {"schema": {"$ref":
                                                             "#/components/schemas/Error"}}}}}},
+    }
+
+
+def _object(description: str) -> Json:
+    return {"description": description,
+            "content": {"application/json": {"schema": {"type": "object"}}}}
+
+
+def _interop_operations() -> dict[tuple[str, str], Json]:
+    """The views for readers outside the bureau (docs/interop.md)."""
+    public: list[dict[str, Any]] = []
+    needs = ("; 404 NOT_FOUND when the bureau has no BUREAU_PUBLIC_URL")
+    servers = {"description": "the MCP registry API's ServerList: servers[] of "
+               "{server, _meta}, metadata {count, nextCursor}",
+               "content": {"application/json": {"schema": {"type": "object"}}}}
+    return {
+        ("GET", "/v1/agents/{agent}/erc8004"): {
+            "operationId": "agent_erc8004",
+            "summary": "ERC-8004 feedback files of the agent's report, with feedbackHash "
+                       "and giveFeedback calldata",
+            "description": "For each erc8004 link: bureauScore, reachable, responseTime. "
+                           "404 NOT_FOUND without BUREAU_ETH_ADDRESS, without a report or "
+                           "without an erc8004 link" + needs,
+            "security": public, "parameters": [_key_param("agent"), _epoch_param()],
+            "responses": {"200": _object("the feedback"), **_errors(404, 422, 503)}},
+        ("GET", "/v1/erc8004/{file}"): {
+            "operationId": "erc8004_file",
+            "summary": "One feedback file: the bytes its feedbackHash is keccak-256 of",
+            "security": public, "parameters": [
+                {"name": "file", "in": "path", "required": True,
+                 "description": "<agent>.<epoch>.<registry>.<agent id>.<tag>.json, as "
+                                "feedbackURI names it",
+                 "schema": {"type": "string", "pattern": "^[A-Za-z0-9_:.-]{1,300}$"}}],
+            "responses": {"200": _object("the feedback file"), **_errors(404, 422, 503)}},
+        ("GET", "/v1/agents/{agent}/a2a-extension"): {
+            "operationId": "agent_a2a_extension",
+            "summary": "The A2A agent card extension naming the bureau and the agent",
+            "description": "{uri, description, required, params: {bureau, vkey, agent}}"
+                           + needs,
+            "security": public, "parameters": [_key_param("agent")],
+            "responses": {"200": _object("the extension object"), **_errors(404, 422)}},
+        ("GET", "/v0/servers"): {
+            "operationId": "mcp_servers",
+            "summary": "MCP subregistry view: the servers agents linked, with the "
+                       "bureau's reputation _meta",
+            "description": "Cursor pagination as the MCP registry API: pass "
+                           "metadata.nextCursor as cursor" + needs,
+            "security": public, "parameters": [
+                {"name": "cursor", "in": "query", "required": False,
+                 "schema": {"type": "string"}},
+                _query("limit", "at most this many servers", 100, 30, 1),
+                {"name": "search", "in": "query", "required": False,
+                 "description": "servers whose name contains this",
+                 "schema": {"type": "string"}}],
+            "responses": {"200": servers, **_errors(404, 422, 503)}},
+        ("GET", "/v0/servers/{name}"): {
+            "operationId": "mcp_server",
+            "summary": "One linked MCP server, by its URL-encoded name",
+            "security": public, "parameters": [
+                {"name": "name", "in": "path", "required": True,
+                 "description": "the server name, / written %2F",
+                 "schema": {"type": "string"}}],
+            "responses": {"200": _object("the MCP registry API's ServerResponse"),
+                          **_errors(404, 422, 503)}},
     }
 
 

@@ -7,11 +7,13 @@ that reads on a phone. Every piece of text from the ledger is escaped.
 
 from __future__ import annotations
 
+import datetime as dt
 import html
 import json
 from typing import Any
 
 from bureau.report_text import epoch_start
+from reporters._internal.wording import count
 
 _STYLE = """
 :root { color-scheme: light dark; --fg: #1b1f24; --bg: #fdfdfc; --muted: #59636e;
@@ -37,6 +39,16 @@ a { color: var(--accent); }
 header nav { display: flex; flex-wrap: wrap; gap: .25rem 1rem; padding-bottom: .5rem;
   border-bottom: 1px solid var(--line); font-size: .95rem; }
 header nav a.home { font-weight: 700; margin-right: auto; }
+@media (max-width: 30rem) { header nav { gap: .15rem .9rem; }
+  header nav a.home { flex-basis: 100%; }
+  th, td { padding: .3rem .25rem; font-size: .85rem; } }
+.wide { overflow-x: auto; }
+.badge { display: inline-block; font-size: .75rem; font-weight: 600; padding: 0 .4rem;
+  border: 1px solid var(--line); border-radius: 1rem; vertical-align: middle;
+  white-space: nowrap; }
+.badge.enrolled { color: var(--accent); border-color: var(--accent); }
+.notice { border-left: 3px solid var(--accent); padding: .25rem .75rem;
+  background: rgba(127,127,127,.08); }
 .explain { background: rgba(127,127,127,.08); padding: .5rem .75rem; border-radius: 4px; }
 form.search { display: flex; gap: .5rem; margin: .75rem 0; }
 form.search input { flex: 1; min-width: 0; font: inherit; padding: .35rem .5rem; }
@@ -55,7 +67,7 @@ _e = escape
 
 _NAV = ("<header><nav aria-label=\"Site\"><a class=\"home\" href=\"/\">Agent Reputation "
         "Bureau</a> <a href=\"/#agents\">Agents</a> <a href=\"/#bureau\">This bureau</a> "
-        "<a href=\"/v1/checkpoints/latest\">Latest checkpoint</a> "
+        "<a href=\"/v1/checkpoints/latest\">Checkpoint</a> "
         "<a href=\"/openapi.json\">API</a></nav></header>")
 
 
@@ -76,6 +88,25 @@ def epoch_dates(epoch: int, epoch_seconds: int) -> str:
     shape = "%Y-%m-%d %H:%M:%S" if epoch_seconds % 60 else "%Y-%m-%d %H:%M"
     until = end.strftime(shape[9:] if end.date() == start.date() else shape)
     return f"epoch {epoch} ({start.strftime(shape)} – {until} UTC)"
+
+
+def badge(enrolled: bool) -> str:
+    """Whether the agent enrolled (a name, an anchor, promises) or is only seen at work."""
+    return ("<span class=\"badge enrolled\">enrolled</span>" if enrolled else
+            "<span class=\"badge\">not enrolled</span>")
+
+
+def stale_notice(epoch: int, epoch_seconds: int, now: dt.datetime | None) -> str:
+    """"No activity since …" once a whole epoch has gone by after the latest sealed one:
+    an epoch in which nothing was recorded is never sealed, so without it a quiet bureau
+    looks as if the sealed epoch were recent."""
+    end = epoch_start(epoch + 1, epoch_seconds)
+    if now is None or (now - end).total_seconds() < epoch_seconds:
+        return ""
+    shape = "%Y-%m-%d %H:%M:%S" if epoch_seconds % 60 else "%Y-%m-%d %H:%M"
+    return (f"<p class=\"notice\" id=\"stale\">No activity since {end.strftime(shape)} UTC: "
+            "no epoch after this one has been sealed. An epoch in which nothing is recorded "
+            "is never sealed, so this is still the latest report.</p>")
 
 
 def _pct(value: float | None) -> str:
@@ -109,14 +140,18 @@ def outcome_chart(outcomes: dict[str, int]) -> str:
         "</figure>"
 
 
-def _score_block(score: dict[str, Any] | None) -> str:
-    if score is None:
-        return ("<p class=\"score\">No score</p><p>No scored evidence yet: the bureau "
-                "does not make up a number.</p>")
+def _score_block(score: dict[str, Any] | None, observed: int) -> str:
+    if score is None or not score["interactions"]:
+        seen = ("" if not observed else
+                f" The bureau observed {count(observed, 'interaction')} (see Reliability "
+                "below), none of which has a scored outcome yet: no check, probe or "
+                "caller's verdict judged it, and being answered on time is not a score.")
+        return ("<p class=\"score\">No score</p><p id=\"no-score\">No scored evidence yet: "
+                f"the bureau does not make up a number.{seen}</p>")
     low, high = score["low"], score["high"]
     return (f"<p class=\"score\" id=\"score\">{score['value']:.3f}</p>"
             f"<p>95% interval <strong>{low:.3f} – {high:.3f}</strong>, "
-            f"from {score['interactions']} scored interactions with total weight "
+            f"from {count(score['interactions'], 'scored interaction')} with total weight "
             f"{score['weight']:.2f}.</p>"
             "<div class=\"explain\" id=\"meaning\"><p><strong>What the number means.</strong> "
             "It runs from 0 (every scored interaction went badly) to 1 (every one went "
@@ -126,7 +161,9 @@ def _score_block(score: dict[str, Any] | None) -> str:
             "narrower that range. Lists rank agents by its lower end, "
             f"{low:.3f}, so an agent seen a few times never outranks a long good record."
             "</p><p><strong>The evidence behind it.</strong> "
-            f"{score['interactions']} interactions were scored. Each counts by the weight "
+            f"{count(score['interactions'], 'interaction')} "
+            f"{'was' if score['interactions'] == 1 else 'were'} scored. Each counts by the "
+            "weight "
             "of what judged it: a check the bureau's own reporters made counts 1, a "
             "caller's verdict counts as much as that caller has proved reliable, so "
             f"together they weigh {score['weight']:.2f}. Interactions nobody judged "
@@ -183,6 +220,40 @@ def _evidence_block(report: dict[str, Any], public_url: str | None) -> str:
             f"log still extends that tree.{evidence}</p>")
 
 
+def _how_to_confirm(link: dict[str, Any], agent: str, base_url: str) -> str:
+    """What a reader does to confirm one link from the other side, in words."""
+    kind = link.get("kind")
+    check = f"<code>bureau-check links {_e(base_url)} {_e(agent)}</code>"
+    if kind == "erc8004":
+        chain, address = str(link.get("registry", "::")).split(":")[1:3]
+        return (f"ERC-8004 agent <code>{_e(link.get('agent_id'))}</code> in the Identity "
+                f"Registry <code>{_e(address)}</code> on chain {_e(chain)}. To confirm: "
+                f"call <code>tokenURI({_e(link.get('agent_id'))})</code> there; the "
+                f"registration file it names should list <code>{_e(agent)}</code> among "
+                f"its services. {check} prints these steps.")
+    if kind == "a2a":
+        return (f"A2A agent card <code>{_e(link.get('card'))}</code>. To confirm: the card "
+                f"should name <code>{_e(agent)}</code> in this bureau's extension or in its "
+                f"signatures; {check} fetches it and checks.")
+    return (f"MCP server <code>{_e(link.get('server'))}</code>. To confirm: its entry in "
+            f"the MCP registry should name <code>{_e(agent)}</code> in its "
+            f"<code>_meta</code>; {check} looks it up.")
+
+
+def _links_block(report: dict[str, Any], public_url: str | None) -> str:
+    """The agent's links, as what they are: its own claims, and how to confirm each."""
+    links = report.get("links") or []
+    if not links:
+        return ("<p class=\"muted\">This agent links no identity elsewhere (ERC-8004, "
+                "A2A, MCP).</p>")
+    base_url = public_url if public_url is not None else "URL"
+    items = "".join(f"<li>{_how_to_confirm(link, report['agent'], base_url)}</li>"
+                    for link in links)
+    return ("<p>These are the agent's <strong>own claims</strong>: the bureau checked "
+            "their form only, not that the other side agrees. Until you confirm one, do not "
+            f"take it as the agent's identity there.</p><ul id=\"links\">{items}</ul>")
+
+
 def _verify_snippet(agent: str, bureau_key: str, public_url: str | None) -> str:
     """Python that fetches the report and checks its signature. The page never says
     where it was fetched from (a ``Host`` header is the client's to choose, and a cache
@@ -207,11 +278,12 @@ def _verify_snippet(agent: str, bureau_key: str, public_url: str | None) -> str:
 
 
 def agent_page(report: dict[str, Any], envelope: bytes, bureau_key: str,
-               public_url: str | None, epoch_seconds: int) -> str:
+               public_url: str | None, epoch_seconds: int,
+               now: dt.datetime | None = None) -> str:
     """The public page of one agent's latest report: a pure function of the signed
     report and the bureau's configuration, never of the request."""
     agent = report["agent"]
-    name = report.get("name") or "(not enrolled)"
+    name = report.get("name") or agent
     unscored = {k: v for k, v in (report.get("unscored") or {}).items() if v}
     excluded = report.get("excluded") or {}
     probes = report.get("probes") or {}
@@ -219,10 +291,11 @@ def agent_page(report: dict[str, Any], envelope: bytes, bureau_key: str,
     body = f"""
 <p class="muted">Report for {_e(epoch_dates(report['epoch'], epoch_seconds))}, the latest
 sealed epoch</p>
-<h1>{_e(name)}</h1>
+{stale_notice(report['epoch'], epoch_seconds, now)}
+<h1 id="agent-name">{_e(name)} {badge(report.get("name") is not None)}</h1>
 <p><code>{_e(agent)}</code></p>
 <section aria-labelledby="score-h"><h2 id="score-h">Score</h2>
-{_score_block(report.get("score"))}
+{_score_block(report.get("score"), (report.get("reliability") or {}).get("observed") or 0)}
 {_evidence_words(report, epoch_seconds)}
 </section>
 <section aria-labelledby="outcomes-h"><h2 id="outcomes-h">Outcomes</h2>
@@ -235,6 +308,9 @@ the bureau no longer trusts.</p>
 </section>
 <section aria-labelledby="rel-h"><h2 id="rel-h">Reliability</h2>
 {_reliability(report.get("reliability") or {})}
+</section>
+<section aria-labelledby="links-h"><h2 id="links-h">Links the agent claims</h2>
+{_links_block(report, public_url)}
 </section>
 <section aria-labelledby="verify-h"><h2 id="verify-h">Verify this report</h2>
 <p>This page shows a report signed by the bureau. Do not trust the page: check the

@@ -141,6 +141,10 @@ class BureauInfo(Shape):
                         "checkpoint note, and the key name of the bureau's signature")
     vkey: str = Field(description="C2SP signed-note verifier key of the bureau's key "
                       "under the origin: <origin>+<key hash>+<base64 key>")
+    eth_address: str | None = Field(pattern="^0x[0-9a-fA-F]{40}$", description=(
+        "the bureau's Ethereum address, EIP-55 checksummed: the clientAddress of its "
+        "ERC-8004 feedback (pass it to getSummary); null when it gives none. The bureau "
+        "holds no Ethereum key and sends nothing on chain"))
 
 
 Hash = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]

@@ -137,15 +137,22 @@ class ReporterUpdate:
     distrusted_from: str | None
 
 
+#: An agent's links (SPEC §3 r3) as a report carries them: plain objects, in the order
+#: the agent gave them.
+LinkList = tuple[dict[str, str], ...]
+
+
 @dataclass(frozen=True, slots=True)
 class AgentName:
-    """An enrollment (``enrolled``) or an amendment that renames the agent: no scoring
-    rule reads it, but the report's ``name`` is the agent's latest."""
+    """An enrollment (``enrolled``) or an amendment that renames or relinks the agent: no
+    scoring rule reads it, but the report's ``name`` and ``links`` are the agent's latest.
+    ``name`` and ``links`` are None in an amendment that leaves them as they are."""
 
     seq: int
     agent: str
     name: str | None
     enrolled: bool
+    links: LinkList | None = None
 
 
 #: One stored entry as the reports read it (see ``bureau.kinds``, "evidence").

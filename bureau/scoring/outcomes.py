@@ -131,6 +131,19 @@ def _by_seq(entry: Fact | Probe | Attestation | ValueJudgment) -> int:
 
 # --------------------------------------------------------------------------- rules
 
+#: The rules of SPEC §7 by number, as ``explain`` names them beside the number
+#: (docs/scoring.md, "How an interaction is scored").
+RULE_NAMES: dict[int, str] = {
+    1: "ground truth (a probe, else the deliverable check)",
+    2: "the agent's own witnessed statement",
+    3: "the caller's attestation",
+    4: "the buyer's value judgment",
+    5: "engagement concluded (recorded, not scored)",
+    6: "what the caller did next",
+    7: "no answer",
+    8: "observed only (reliability, not scored)",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class Resolution:

@@ -16,7 +16,7 @@ from typing import Any
 
 from bureau.scoring.evaluators import EvaluatorStats
 from bureau.scoring.inputs import EXCLUSION_REASONS, REPORTER_ROW_MIN, Evidence, Fact, Probe
-from bureau.scoring.outcomes import Resolution, resolve_all
+from bureau.scoring.outcomes import RULE_NAMES, Resolution, resolve_all
 from bureau.scoring.policy import Policy
 from bureau.scoring.score import SCORE_REASON_TEXT, Score, Term, score_terms, settle
 from bureau.scoring.truth import set_aside
@@ -162,12 +162,14 @@ def build_report_payload(
     evaluators: Mapping[str, EvaluatorStats],
     *,
     scored: AgentScore | None = None,
+    links: Sequence[dict[str, str]] = (),
 ) -> dict[str, Any]:
     """The SPEC §8 report payload for ``agent``: exactly its keys, nothing else.
 
     It names no caller and no evaluator. When ``score`` is null, the reason is in the
     explanation (:func:`build_explain_payload`, ``score_reason``). Pass ``scored`` (from
     :func:`score_agent`) to share the work with an explanation built at the same time.
+    ``links`` are the agent's links in force at the seal (SPEC §3, §8 r3).
     """
     result = scored if scored is not None else score_agent(agent, evidence, policy, evaluators)
     outcomes, unscored = outcome_counts(result.resolutions, policy)
@@ -185,6 +187,7 @@ def build_report_payload(
     return {
         "agent": agent,
         "name": name,
+        "links": list(links),
         "epoch": epoch,
         "ledger": {"seq": ledger_seq, "head": ledger_head},
         "policy": policy_hash,
@@ -290,6 +293,7 @@ def explain_rows(result: AgentScore, policy: Policy) -> list[dict[str, Any]]:
                 "interaction": u.interaction,
                 "engagement": u.engagement,
                 "rule": r.rule,
+                "rule_name": RULE_NAMES[r.rule],
                 "source": r.source,
                 "outcome": r.code,
                 "scored": r.scored,

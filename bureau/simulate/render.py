@@ -9,6 +9,7 @@ from typing import Any
 from bureau.scoring.policy import policy_named
 from bureau.simulate.driver import AgentRow, Result
 from bureau.simulate.world import HONEST_EVALUATORS
+from reporters._internal.wording import count
 
 
 def _num(x: float | None, width: int = 6) -> str:
@@ -72,13 +73,23 @@ def _honest_weight(result: Result) -> list[str]:
     the scores under each policy the bureau knows, the same ledger scored by each, and
     how much of their weight under v1 each other policy keeps."""
     out = ["honest evaluators' verdicts in the scores (settled weight; the same ledger "
-           "scored under each policy):"]
+           "scored under each policy):",
+           "  the share of all the weight behind the scores that comes from the fair, harsh "
+           "and generous",
+           "  callers' verdicts; the rest is ground truth (checks, probes) and the agents' "
+           "own witnessed",
+           "  statements. v2 listens less to a caller until probes have graded it on 10 "
+           "blind verdicts,",
+           "  so a low share is v2 holding back unproven callers, not ignoring honest ones "
+           "for good"]
     reference = result.honest_weight.get(REFERENCE_POLICY)
     for name, w in sorted(result.honest_weight.items()):
         kept = (f", {w.theirs / reference.theirs:.0%} of their weight under "
                 f"{REFERENCE_POLICY}" if reference and reference.theirs
                 and name != REFERENCE_POLICY else "")
         mark = " (the bureau's)" if name == result.policy else ""
+        if name == "v1":
+            mark += " (superseded; for comparison)"
         out.append(f"  {name}{mark}: {w.theirs:.3f} of {w.total:.3f} ({w.share:.1%}){kept}")
     return out
 
@@ -101,7 +112,7 @@ def _pool(result: Result) -> list[str]:
 def render(result: Result) -> str:
     lines: list[str] = []
     epoch = next((r.report.get("epoch") for r in result.agents if r.report), None)
-    lines.append(f"{result.calls} calls through the proxy; epochs sealed: "
+    lines.append(f"{count(result.calls, 'call')} through the proxy; epochs sealed: "
                  f"{', '.join(map(str, result.epochs_sealed))}; latest reports at epoch {epoch}")
     lines.append("derived outcomes reported by the proxy: " + (", ".join(
         f"{k} {v}" for k, v in sorted(result.derived.items())) or "none"))

@@ -164,7 +164,11 @@ class Deriver:
                 known = self.agents.get(item.agent)
                 if item.enrolled or (known is not None and known.enrolled):
                     st = self.agent(item.agent)
-                    st.enrolled, st.name = True, item.name
+                    st.enrolled = True
+                    if item.name is not None:
+                        st.name = item.name
+                    if item.links is not None:
+                        st.links = item.links
                     self._dirty_agents.add(item.agent)
             elif isinstance(item, Exclusion):
                 self._exclude(item, targets.get(item.target))
@@ -447,7 +451,7 @@ def reference_payloads(ev_items: LedgerEvidence, epoch: int, seq: int, head: str
     for agent in ev_items.agents():
         payload = build_report_payload(
             agent, ev_items.names.get(agent), epoch, seq, head, policy, policy_hash,
-            split.get(agent, empty), evaluators)
+            split.get(agent, empty), evaluators, links=ev_items.links.get(agent, ()))
         # not scoring: what the agent's file is, so the agent can hold the two together
         payload["evidence"] = {"root": evidence_root(files.get(agent, ()), seq).hex()}
         payloads.append((agent, payload))

@@ -28,6 +28,7 @@ from bureau.scoring.inputs import (
     Exclusion,
     Fact,
     Item,
+    LinkList,
     Probe,
     ReporterUpdate,
     ValueJudgment,
@@ -174,6 +175,8 @@ class LedgerEvidence:
     reporter_updates: list[ReporterUpdate] = field(default_factory=list)
     #: every enrolled agent -> its current name (None: observed, never enrolled)
     names: dict[str, str | None] = field(default_factory=dict)
+    #: every enrolled agent -> its links in force (SPEC §3 r3)
+    links: dict[str, LinkList] = field(default_factory=dict)
 
     def add(self, items: Iterable[tuple[int, Item]]) -> None:
         for _, item in items:
@@ -190,7 +193,10 @@ class LedgerEvidence:
             elif isinstance(item, ReporterUpdate):
                 self.reporter_updates.append(item)
             elif item.enrolled or item.agent in self.names:
-                self.names[item.agent] = item.name
+                if item.name is not None:
+                    self.names[item.agent] = item.name
+                if item.links is not None:
+                    self.links[item.agent] = item.links
 
     def evidence(self) -> Evidence:
         return Evidence(tuple(self.facts), tuple(self.probes), tuple(self.attestations),

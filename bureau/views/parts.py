@@ -36,6 +36,7 @@ from bureau.scoring.inputs import (
     EXCLUSION_REASONS,
     Attestation,
     Fact,
+    LinkList,
     Probe,
     ValueJudgment,
 )
@@ -49,7 +50,7 @@ from reporters.tlog.merkle import EMPTY_ROOT
 
 #: A report's keys in RFC 8785 order (a test checks this is their sorted order).
 REPORT_KEYS = ("agent", "epoch", "evidence", "excluded", "first_seen_epoch",
-               "ground_truth_share", "ledger", "name", "outcomes", "policy", "probes",
+               "ground_truth_share", "ledger", "links", "name", "outcomes", "policy", "probes",
                "provisional_share", "reliability", "reporters", "score", "unscored",
                "value_judgment_share")
 assert list(REPORT_KEYS) == sorted(REPORT_KEYS)
@@ -156,7 +157,7 @@ class AgentState:
     """What the deriver knows of one agent, and its report in pieces."""
 
     __slots__ = ("answered", "base", "chains", "clusters", "codes", "distrusted", "enrolled",
-                 "epochs", "evidence_bytes", "excluded", "fixed", "latencies", "name",
+                 "epochs", "evidence_bytes", "excluded", "fixed", "latencies", "links", "name",
                  "observed",
                  "probe_counts", "promises", "rep_units", "rep_values", "score_bytes",
                  "score_values", "static_bytes", "truth", "wf_ok", "wf_seen")
@@ -166,6 +167,8 @@ class AgentState:
         #: ground truth of the agent's interactions (the library's truth_index)
         self.truth: dict[InteractionKey, Truth] = {}
         self.name: str | None = None
+        #: its links in force (SPEC §3 r3), as the report carries them
+        self.links: LinkList = ()
         self.enrolled = False
         #: this agent's excluded entries: entry id -> (seq, kind label)
         self.excluded: dict[str, tuple[int, str]] = {}
@@ -262,6 +265,7 @@ class AgentState:
         doc: dict[str, Any] = {
             "agent": agent, "excluded": excluded,
             "first_seen_epoch": min(seen) if seen else None, "name": self.name,
+            "links": list(self.links),
             "policy": policy_hash, "probes": probes, "reliability": reliability}
         for i, key in enumerate(SPLICED):
             doc[key] = f"\x00{i}"

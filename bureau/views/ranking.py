@@ -30,7 +30,8 @@ class Ranked:
     value: float | None
     low: float | None
     high: float | None
-    interactions: int | None
+    interactions: int | None  # scored interactions
+    observed: int | None = None  # interactions observed, judged or not (reliability)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +48,8 @@ WITH decoded AS (
     FROM reports r WHERE r.epoch = $1)
 SELECT agent, p ->> 'name' AS name, (p -> 'score' ->> 'value')::float8 AS value,
        (p -> 'score' ->> 'low')::float8 AS low, (p -> 'score' ->> 'high')::float8 AS high,
-       (p -> 'score' ->> 'interactions')::bigint AS interactions
+       (p -> 'score' ->> 'interactions')::bigint AS interactions,
+       (p -> 'reliability' ->> 'observed')::bigint AS observed
 FROM decoded
 ORDER BY low DESC NULLS LAST, agent
 """
@@ -81,7 +83,7 @@ class Ranking:
                     rows = await conn.fetch(_QUERY, epoch)
                     self._rows = [((r["name"] or "").lower(), Ranked(
                         r["agent"], r["name"], r["value"], r["low"], r["high"],
-                        r["interactions"])) for r in rows]
+                        r["interactions"], r["observed"])) for r in rows]
                     self._epoch = epoch
         if query is None:
             matched = [row for _, row in self._rows]

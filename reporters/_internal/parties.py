@@ -11,12 +11,14 @@ from typing import Any, Literal
 
 import aiohttp
 import nacl.signing
+from pydantic import BaseModel
 
 from reporters._internal import payloads
 from reporters._internal.backoff import Backoff
 from reporters._internal.errors import BureauClientError, Rejected, Unavailable
 from reporters._internal.transport import Transport
 from reporters.files import FilePage, file_page, file_pages
+from reporters.identity_links import A2aLink, Erc8004Link, McpLink
 from reporters.models import (
     AmendmentPayload,
     Anchor,
@@ -43,6 +45,8 @@ log = logging.getLogger("reporters")
 AnchorLike = str | Anchor | Mapping[str, str]
 PromisesLike = Mapping[str, str] | Sequence[PromiseDeclared]
 UnitsLike = Mapping[str, int] | Sequence[Unit]
+#: links as :mod:`reporters.identity_links` builds them (plain objects) or as its models
+LinksLike = Sequence[Mapping[str, str] | Erc8004Link | A2aLink | McpLink]
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,11 @@ def _promises(promises: PromisesLike) -> list[Any]:
     if isinstance(promises, Mapping):
         return [{"promise": p, "description": d} for p, d in promises.items()]
     return list(promises)
+
+
+def _links(links: LinksLike) -> list[Any]:
+    return [link.model_dump() if isinstance(link, BaseModel) else dict(link)
+            for link in links]
 
 
 def _units(units: UnitsLike) -> list[Any]:
@@ -150,18 +159,29 @@ class Agent(_Party):
         return self
 
     async def enroll(self, name: str, anchor: AnchorLike, operator: str,
-                     promises: PromisesLike = ()) -> Receipt:
+                     promises: PromisesLike = (), links: LinksLike = ()) -> Receipt:
         """Enroll this key. ``anchor`` is an email or a domain (a string with ``@`` is an
-        email); ``promises`` maps promise id to its description."""
-        return await self.submit(payloads.build(EnrollmentPayload, {
-            "name": name, "anchor": _anchor(anchor), "operator": operator,
-            "promises": _promises(promises)}))
+        email); ``promises`` maps promise id to its description; ``links`` are the
+        agent's identities elsewhere (:mod:`reporters.identity_links` builds them)."""
+        fields: dict[str, Any] = {"name": name, "anchor": _anchor(anchor),
+                                  "operator": operator, "promises": _promises(promises)}
+        if links:
+            fields["links"] = _links(links)
+        return await self.submit(payloads.build(EnrollmentPayload, fields))
+
+    async def set_links(self, links: LinksLike) -> Receipt:
+        """Replace the agent's links whole (``[]`` removes them): an amendment."""
+        return await self.amend(links=links)
 
     async def amend(self, *, name: str | None = None, anchor: AnchorLike | None = None,
                     operator: str | None = None,
-                    promises: PromisesLike | None = None) -> Receipt:
-        """Replace each field given; the others stay as they are."""
+                    promises: PromisesLike | None = None,
+                    links: LinksLike | None = None) -> Receipt:
+        """Replace each field given; the others stay as they are. ``links`` replaces
+        the links whole."""
         fields: dict[str, Any] = {}
+        if links is not None:
+            fields["links"] = _links(links)
         if name is not None:
             fields["name"] = name
         if anchor is not None:

@@ -58,6 +58,21 @@ def sign(key: nacl.signing.SigningKey, payload: Payload) -> dict[str, Any]:
     return wire.sign_payload(key, payload_name(payload), to_json(payload))
 
 
+_FACT_TYPE = wire.payload_type("fact")
+
+
+def signed_fact_line(key: nacl.signing.SigningKey, key_id: str,
+                     fact: Mapping[str, Any]) -> tuple[str, bytes]:
+    """``(content key, envelope line)`` of a fact already known to be valid and plain
+    (ASCII keys, no floats: :func:`reporters.wire.canonical_json_plain`), signed by
+    ``key`` (whose id is ``key_id``), without the model: ~4x cheaper than
+    :func:`sign` + :func:`envelope_line` per fact, which is what lets the OTLP receiver
+    spool tens of thousands of spans a second."""
+    body = wire.canonical_json_plain(fact)
+    return (wire.content_key(key_id, _FACT_TYPE, body),
+            wire.sign_envelope_bytes(key, _FACT_TYPE, body, key_id=key_id))
+
+
 def envelope_line(envelope: Mapping[str, Any]) -> bytes:
     """The envelope as one compact JSON line (no newline), as it is spooled and sent."""
     return json.dumps(envelope, separators=(",", ":"), ensure_ascii=True).encode("ascii")

@@ -232,6 +232,21 @@ class Reporter:
         await self._spool.append(payloads.envelope_content_key(envelope),
                                  payloads.envelope_line(envelope), release=releasing)
 
+    async def send_facts(self, facts: Sequence[Mapping[str, Any]]) -> None:
+        """Sign several facts and spool them in one transaction and one fsync; returns
+        once all are on disk (or raises, and none is).
+
+        Each fact is a plain JSON object with every field of SPEC §4, built valid by
+        its caller: nothing here checks it against the model, because this is the hot
+        path of callers that turn thousands of records a second into facts (the OTLP
+        receiver, whose builder a test holds to :class:`FactPayload`). A fact that is
+        not valid is refused by the bureau as ``SCHEMA``; use :meth:`send` when in doubt.
+        """
+        await self.start()
+        kid = self.key_id
+        await self._spool.append_many(
+            [payloads.signed_fact_line(self._key, kid, f) for f in facts])
+
     async def hold(self, records: Mapping[str, bytes]) -> None:
         """Hold ``records`` (name -> any bytes; a name already held is replaced) durably
         in the spool's database, in one fsynced transaction, until ``send(...,

@@ -72,8 +72,8 @@ class _Write:
     """One caller's part of a group-committed transaction."""
 
     future: asyncio.Future[None]
-    #: an envelope to spool: (content key, line)
-    append: tuple[str, bytes] | None = None
+    #: envelopes to spool: (content key, line) each
+    appends: Sequence[tuple[str, bytes]] = ()
     #: the held record the appended envelope was made from: deleted in the same transaction
     release: str | None = None
     #: records to hold (insert or replace)
@@ -155,7 +155,7 @@ class Spool:
         number of envelopes newly spooled."""
         holds = [h for w in group for h in w.holds]
         releases = [(w.release,) for w in group if w.release is not None]
-        appends = [w.append for w in group if w.append is not None]
+        appends = [a for w in group for a in w.appends]
 
         def write(db: sqlite3.Connection) -> int:
             db.executemany("INSERT OR REPLACE INTO held (name, record) VALUES (?, ?)", holds)
@@ -244,7 +244,22 @@ class Spool:
             if self._closed:
                 raise _closed()
             self._reserved += 1
-        await self._submit(append=(content_key, line), release=release)
+        await self._submit(appends=((content_key, line),), release=release)
+
+    async def append_many(self, items: Sequence[tuple[str, bytes]]) -> None:
+        """Spool several envelope lines, ``(content key, line)`` each, in one
+        transaction and one fsync; returns once they are committed. Waits while the
+        spool is full (then spools them all, even past ``max_items``: a request's lines
+        are never split)."""
+        if not items:
+            return
+        async with self._changed:
+            await self._changed.wait_for(
+                lambda: self._closed or self._count + self._reserved < self.max_items)
+            if self._closed:
+                raise _closed()
+            self._reserved += len(items)
+        await self._submit(appends=items)
 
     async def hold(self, records: Mapping[str, bytes]) -> None:
         """Hold ``records`` (name -> bytes; a name held already is replaced) in one
@@ -259,11 +274,11 @@ class Spool:
         """Every held record, oldest first, as ``(name, record)``."""
         return await self._run(self._held_sync)
 
-    async def _submit(self, *, append: tuple[str, bytes] | None = None,
+    async def _submit(self, *, appends: Sequence[tuple[str, bytes]] = (),
                       release: str | None = None,
                       holds: Sequence[tuple[str, bytes]] = ()) -> None:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._pending.append(_Write(future, append, release, holds))
+        self._pending.append(_Write(future, appends, release, holds))
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write_pending())
         await future
@@ -279,7 +294,7 @@ class Spool:
             except Exception as exc:
                 error = exc
             async with self._changed:
-                self._reserved -= sum(1 for w in group if w.append is not None)
+                self._reserved -= sum(len(w.appends) for w in group)
                 self._count += inserted
                 self._changed.notify_all()
             if inserted:

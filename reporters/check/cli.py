@@ -6,6 +6,7 @@
     bureau-check monitor URL --state FILE [--interval S] [--once | --count N]
     bureau-check file URL --key AGENT_KEY_FILE [--epoch E]
     bureau-check settlement URL EPOCH [--key EVALUATOR_KEY_FILE]
+    bureau-check links URL AGENT [--epoch E] [--mcp-registry URL] [--cafile FILE]
 
 Every command takes ``--bureau-key KEYID`` or ``--vkey VKEY`` (pin the bureau's key: it
 must be in the key history ``/v1/bureau`` serves; without either, that history is used
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import ssl
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,6 +31,7 @@ from typing import Any
 import aiohttp
 
 from reporters import BureauClientError, load_key
+from reporters._internal import wording
 from reporters.check.bureau import CAPS, Bureau, CannotCheck, CheckFailed, Trust
 from reporters.check.checks import (
     Outcome,
@@ -39,6 +42,7 @@ from reporters.check.checks import (
     check_report,
     check_settlement,
 )
+from reporters.check.links import MCP_REGISTRY, Fetching, check_links
 from reporters.check.monitor import monitor_step
 from reporters.check.text import one_line
 
@@ -136,6 +140,14 @@ async def _one(args: argparse.Namespace, bureau: Bureau, trust: Trust,
         note = _text(args.note, "the note") if args.note else None
         return await check_inclusion(bureau, trust, args.entry, note=note, seq=args.seq,
                                      witnessing=witnessing)
+    if args.command == "links":
+        try:
+            context = ssl.create_default_context(cafile=args.cafile) if args.cafile else None
+        except (OSError, ssl.SSLError) as exc:
+            raise CannotCheck(f"--cafile {args.cafile}: {exc}") from None
+        how = Fetching(args.mcp_registry, context, args.timeout)
+        return await check_links(bureau, trust, args.agent, how, epoch=args.epoch,
+                                 witnessing=witnessing)
     if args.command == "consistency":
         new = _text(args.new_note, "the note") if args.new_note else None
         return await check_consistency(bureau, trust, _text(args.old_note, "the note"), new,
@@ -213,7 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default 30)")
     common.add_argument("--json", action="store_true", help="one JSON object a result")
 
-    parser = argparse.ArgumentParser(prog="bureau-check", description=__doc__,
+    parser = argparse.ArgumentParser(prog="bureau-check", description=wording.plain(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     report = sub.add_parser("report", parents=[common],
@@ -260,6 +272,16 @@ def build_parser() -> argparse.ArgumentParser:
     settlement.add_argument("epoch", type=_nonnegative, help="a sealed epoch with a pool")
     settlement.add_argument("--key", help="the evaluator's key file (PKCS#8 PEM): fetch "
                             "its own row and check it against the root and the pool")
+    links = sub.add_parser("links", parents=[common],
+                           help="confirm an agent's links from the other side")
+    links.add_argument("url", help="the bureau's base URL")
+    links.add_argument("agent", help="the agent's key id")
+    links.add_argument("--epoch", type=_nonnegative, help="a sealed epoch (default: the "
+                       "latest)")
+    links.add_argument("--mcp-registry", default=MCP_REGISTRY, metavar="URL",
+                       help=f"the MCP registry to look servers up in (default {MCP_REGISTRY})")
+    links.add_argument("--cafile", metavar="FILE", help="trust these CA certificates (PEM) "
+                       "when fetching agent cards and registry entries")
     return parser
 
 

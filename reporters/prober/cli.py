@@ -24,6 +24,7 @@ from typing import Any
 from aiohttp import web
 
 from reporters import load_key
+from reporters._internal import wording
 from reporters._internal.errors import BureauClientError
 from reporters.prober.config import ProbeConfig, from_mapping
 from reporters.prober.runner import Prober
@@ -141,7 +142,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
 def add_command(sub: Any) -> None:
     """Add ``probe`` to ``bureau-reporter``'s subcommands (``sub``: its subparsers)."""
     probe = sub.add_parser("probe", help="send agents tasks with known answers; report probes",
-                           description=__doc__,
+                           description=wording.plain(__doc__),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     probe.add_argument("--config", required=True,
                        help="the JSON or TOML config file (.toml: TOML): routes, templates")

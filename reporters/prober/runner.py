@@ -50,6 +50,7 @@ from reporters import Delivery, Rejection, Reporter, key_id
 from reporters._internal import payloads
 from reporters._internal.backoff import Backoff
 from reporters._internal.spool import DB_FILE
+from reporters._internal.wording import count
 from reporters.models import FactPayload, ProbePayload
 from reporters.prober import http_call
 from reporters.prober.config import ProbeConfig, Route
@@ -391,11 +392,12 @@ class Prober:
         r = self.run
         counts = ", ".join(f"{r.results[name]} {name.replace('_', ' ')}" for name in RESULTS)
         left = self.reporter.pending
-        where = (f"{left} entries wait in the spool {self.spool_file}: the next start on this "
-                 "spool sends them")
-        log.info("stopped: %d tasks sent (%s); %d entries delivered (%d accepted, %d "
-                 "duplicate, %d rejected); %s", sum(r.results.values()), counts,
-                 r.accepted + r.duplicate + r.rejected, r.accepted, r.duplicate, r.rejected,
+        where = (f"{count(left, 'entry')} {'waits' if left == 1 else 'wait'} in the spool "
+                 f"{self.spool_file}: the next start on this spool sends them")
+        log.info("stopped: %s sent (%s); %s delivered (%d accepted, %d "
+                 "duplicate, %d rejected); %s", count(sum(r.results.values()), "task"), counts,
+                 count(r.accepted + r.duplicate + r.rejected, "entry"), r.accepted,
+                 r.duplicate, r.rejected,
                  where if left else "nothing left behind")
 
 

@@ -37,6 +37,7 @@ from multidict import CIMultiDict
 from reporters import Rejection, Reporter, key_id
 from reporters._internal.outcomes import Delivery
 from reporters._internal.spool import DB_FILE
+from reporters._internal.wording import count
 from reporters.httpsig import HttpSignatureError, NonceStore, verify_request
 from reporters.protocols import jsonrpc
 from reporters.proxy import ops
@@ -474,17 +475,19 @@ class Proxy:
         self.run.rejected += d.rejected
         seqs = "" if d.first_seq is None else f", ledger seq {d.first_seq}-{d.last_seq}"
         again = f", {d.unavailable} to send again" if d.unavailable else ""
-        log.info("delivered %d facts: %d accepted, %d duplicate, %d rejected%s%s; "
-                 "%d in the spool", d.lines - d.unavailable, d.accepted, d.duplicate,
-                 d.rejected, again, seqs, self.reporter.pending)
+        log.info("delivered %s: %d accepted, %d duplicate, %d rejected%s%s; "
+                 "%d in the spool", count(d.lines - d.unavailable, "fact"), d.accepted,
+                 d.duplicate, d.rejected, again, seqs, self.reporter.pending)
 
     def _log_stop(self) -> None:
         r = self.run
         left = self.reporter.pending, self.facts.count
-        where = (f"{left[0]} facts wait in the spool and {left[1]} are held in "
+        where = (f"{count(left[0], 'fact')} {'waits' if left[0] == 1 else 'wait'} in the "
+                 f"spool and {left[1]} {'is' if left[1] == 1 else 'are'} held in "
                  f"{self.spool_file}: the next start on this spool sends them")
-        log.info("stopped: %d calls forwarded, %d facts delivered (%d accepted, %d duplicate, "
-                 "%d rejected); %s", r.calls, r.accepted + r.duplicate + r.rejected,
+        log.info("stopped: %s forwarded, %s delivered (%d accepted, %d duplicate, "
+                 "%d rejected); %s", count(r.calls, "call"),
+                 count(r.accepted + r.duplicate + r.rejected, "fact"),
                  r.accepted, r.duplicate, r.rejected,
                  where if any(left) else "nothing left behind")
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
+from reporters.interop import card_key_mismatch
 from reporters.protocols.answers import parse_strict
 from reporters.proxy.config import Route
 from reporters.proxy.metrics import ProxyMetrics
@@ -117,6 +118,11 @@ class AgentCards:
         ok, doc = parse_strict(raw)
         if not ok:
             raise CardError("invalid", "not strict JSON")
+        # A card whose bureau extension names another agent claims a key other than the
+        # one this route reports under (docs/interop.md): its promises are not this agent's.
+        other = card_key_mismatch(doc, route.agent)
+        if other is not None:
+            raise CardError("other_agent", other)
         try:
             card = a2a.parse_card(doc)
         except ValueError as exc:

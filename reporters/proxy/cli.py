@@ -1,21 +1,27 @@
-"""``bureau-reporter``: the reporting proxy's command (docs/proxy.md).
+"""bureau-reporter: the reporting proxy, the prober and the key tools of a reporter (docs/proxy.md).
 
     bureau-reporter proxy --config proxy.toml
     bureau-reporter proxy --key gw.key --bureau http://127.0.0.1:8080 --spool ./spool \\
         --route /alpha=ed25519:…@http://127.0.0.1:9001 --promise ed25519:…=p95-under-2s:2000
 
-    bureau-reporter resend --key gw.key --bureau http://127.0.0.1:8080 --spool ./spool \
+    bureau-reporter resend --key gw.key --bureau http://127.0.0.1:8080 --spool ./spool \\
         [--since 2026-11-30T00:00:00Z]
 
     bureau-reporter probe --config probe.toml          (docs/probing.md)
 
-Flags given override the file's values; ``--route`` and ``--promise`` add to its lists.
-``resend`` sends again the facts a proxy kept as delivered (``--keep-delivered-days``),
+    bureau-reporter otlp --config otlp.toml            (docs/proxy.md, the OTLP receiver)
+
+    bureau-reporter keygen gw.key                      (prints the new key's id)
+    bureau-reporter keyid gw.key
+
+Flags given override the file's values; --route and --promise add to its lists.
+resend sends again the facts a proxy kept as delivered (--keep-delivered-days),
 after the bureau was restored from a backup that lost them (docs/runbook.md); run it
-while the proxy is stopped (it needs the spool).
+while the proxy is stopped (it needs the spool). keygen and keyid make and read the
+reporter's key file with the client install alone.
 
 SIGTERM or SIGINT stops it cleanly: no new calls, calls in flight finish, held facts are
-released into the spool and the spool is delivered, each for at most ``--drain-seconds``;
+released into the spool and the spool is delivered, each for at most --drain-seconds;
 one log line then says what was delivered and what is left on disk.
 """
 
@@ -31,9 +37,11 @@ from typing import Any
 
 from aiohttp import web
 
-from reporters import Delivery, Reporter, load_key
+from reporters import Delivery, Reporter, generate_key, key_id, load_key, save_key
+from reporters._internal import wording
 from reporters._internal.errors import BureauClientError
 from reporters.models import parse_timestamp
+from reporters.otlp.cli import add_command as add_otlp_command
 from reporters.prober.cli import add_command as add_probe_command
 from reporters.proxy import ops
 from reporters.proxy.app import Proxy
@@ -146,7 +154,8 @@ async def resend(key_file: Path, bureau_url: str, spool: Path, since: float | No
             print(f"bureau-reporter resend: {reporter.pending} of {n} not answered within "
                   f"{timeout:g} s; they stay in the spool for the next run", file=sys.stderr)
             return 1
-    print(f"bureau-reporter resend: {n} facts sent again: {answers['accepted']} accepted "
+    print(f"bureau-reporter resend: {wording.count(n, 'fact')} sent again: "
+          f"{answers['accepted']} accepted "
           f"(the bureau had lost them), {answers['duplicate']} duplicate, "
           f"{answers['rejected']} rejected")
     return 0
@@ -171,8 +180,33 @@ def cmd_resend(args: argparse.Namespace) -> int:
         return 2
 
 
+def cmd_keygen(args: argparse.Namespace) -> int:
+    """A new Ed25519 key file (PKCS#8 PEM, mode 0600); its key id on standard output."""
+    key = generate_key()
+    try:
+        save_key(key, args.path)
+    except FileExistsError:
+        print(f"bureau-reporter keygen: {args.path} exists; not overwriting it",
+              file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"bureau-reporter keygen: {exc}", file=sys.stderr)
+        return 2
+    print(key_id(key))
+    return 0
+
+
+def cmd_keyid(args: argparse.Namespace) -> int:
+    try:
+        print(key_id(load_key(args.path)))
+    except (OSError, BureauClientError) as exc:
+        print(f"bureau-reporter keyid: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="bureau-reporter", description=__doc__,
+    parser = argparse.ArgumentParser(prog="bureau-reporter", description=wording.plain(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     proxy = sub.add_parser("proxy", help="run the reporting reverse proxy")
@@ -210,6 +244,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="seconds to wait for the bureau's answers (default 300)")
     again.set_defaults(func=cmd_resend)
     add_probe_command(sub)
+    add_otlp_command(sub)
+    keygen = sub.add_parser("keygen", help="write a new Ed25519 key file, print its key id")
+    keygen.add_argument("path", help="where to write the PKCS#8 PEM key (never overwritten)")
+    keygen.set_defaults(func=cmd_keygen)
+    keyid = sub.add_parser("keyid", help="print the key id of a key file")
+    keyid.add_argument("path", help="a PKCS#8 PEM Ed25519 key file")
+    keyid.set_defaults(func=cmd_keyid)
     return parser
 
 

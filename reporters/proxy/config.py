@@ -272,3 +272,9 @@ def parse_listen(text: str, field: str = "listen") -> tuple[str, int]:
     if not host or not port.isdigit() or int(port) > 65535:
         raise ConfigError(f"{field}: HOST:PORT is needed, not {text!r}")
     return host, int(port)
+
+
+def promise_bounds(raw: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+    """An ``[agents]`` table (agent key id -> ``promises = [{promise, max_ms}]``) as
+    agent -> {promise id: max_ms}: the proxy's, and the OTLP receiver's."""
+    return _promises(raw)

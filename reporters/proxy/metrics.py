@@ -69,7 +69,7 @@ class ProxyMetrics:
         self.card_failures = Counter(
             "bureau_proxy_agent_card_failures", "Reads of an a2a route's agent card that "
             "left it unused, by route prefix and reason: unreachable, status, invalid, "
-            "bad_signature. The route works; its facts carry no card promises.",
+            "bad_signature, other_agent. The route works; its facts carry no card promises.",
             ["route", "reason"], registry=r)
         self.schema_failures = Counter(
             "bureau_proxy_mcp_schema_failures", "Times the proxy could not learn an mcp "

@@ -32,6 +32,14 @@ def bureau_cli(*args: str, env: dict[str, str] | None = None,
                           capture_output=True, text=True, timeout=timeout)
 
 
+async def bureau_cli_async(*args: str, env: dict[str, str] | None = None,
+                           timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """:func:`bureau_cli` from a test that runs a bureau in its own event loop: on a
+    thread, so the bureau keeps serving (a loop blocked for seconds leaves its leaders'
+    connections unanswered, and the pool then never closes)."""
+    return await asyncio.to_thread(bureau_cli, *args, env=env, timeout=timeout)
+
+
 @pytest.mark.parametrize("command", [None, *COMMANDS])
 def test_help_is_plain_text(command: str | None) -> None:
     done = bureau_cli(*([command] if command else []), "--help")
@@ -104,7 +112,7 @@ def _utc(text: str) -> dt.datetime:
 async def test_report_json_and_epoch_dates(bureau: BureauUnderTest, tmp_path: Path) -> None:
     agent = await _agent_with_a_report(bureau)
     env = _env(bureau, tmp_path)
-    done = bureau_cli("report", agent, "--json", env=env)
+    done = await bureau_cli_async("report", agent, "--json", env=env)
     assert done.returncode == 0, done.stderr
     doc: dict[str, Any] = json.loads(done.stdout)
     assert set(doc) == {"envelope", "report", "epoch_start"}
@@ -114,7 +122,7 @@ async def test_report_json_and_epoch_dates(bureau: BureauUnderTest, tmp_path: Pa
     start = _utc(doc["epoch_start"])
     assert start.timestamp() == report["epoch"] * bureau.config.epoch_seconds
 
-    text = bureau_cli("report", agent, env=env)
+    text = await bureau_cli_async("report", agent, env=env)
     assert text.returncode == 0, text.stderr
     shape = "%Y-%m-%d %H:%M:%S" if bureau.config.epoch_seconds % 60 else "%Y-%m-%d %H:%M"
     assert f"epoch {report['epoch']} (from {start.strftime(shape)} UTC)" in text.stdout
@@ -124,7 +132,7 @@ async def test_report_json_and_epoch_dates(bureau: BureauUnderTest, tmp_path: Pa
 async def test_verify_json(bureau: BureauUnderTest, tmp_path: Path) -> None:
     await _agent_with_a_report(bureau)
     env = _env(bureau, tmp_path)
-    done = bureau_cli("verify", "--json", env=env)
+    done = await bureau_cli_async("verify", "--json", env=env)
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert doc["ok"] is True and doc["entries"] >= 5  # genesis, reporter, 3 facts, seal
@@ -136,7 +144,7 @@ async def test_verify_json(bureau: BureauUnderTest, tmp_path: Path) -> None:
             await conn.execute("UPDATE entries SET epoch = epoch + 1 WHERE seq = 3")
     finally:
         await conn.close()
-    bad = bureau_cli("verify", "--json", env=env)
+    bad = await bureau_cli_async("verify", "--json", env=env)
     assert bad.returncode == 1
     failed = json.loads(bad.stdout)
     assert failed["ok"] is False and failed["seq"] == 3 and failed["reason"]

@@ -50,7 +50,8 @@ def test_public_surface_is_small_and_documented() -> None:
         "Admin", "Agent", "BureauClientError", "BureauKey", "Delivery", "Entry", "FilePage",
         "KeyHistory", "Receipt", "Refusal", "Rejected", "Rejection", "Reporter", "TreeHead",
         "Unavailable", "VerificationError",
-        "VerifiedCheckpoint", "evidence_root", "files", "generate_key", "key_id", "load_key",
+        "VerifiedCheckpoint", "evidence_root", "files", "generate_key", "identity_links",
+        "key_id", "load_key",
         "models", "save_key", "verify_chain", "verify_checkpoint", "verify_consistency",
         "verify_inclusion", "verify_note", "verify_report", "verify_settlement",
         "verify_share"])

@@ -85,11 +85,14 @@ def test_the_client_declares_what_reporters_imports_and_nothing_of_the_service()
     proxy = base | _with_their_dependencies(_requirement_names(extras["proxy"]))
     prober = proxy | _with_their_dependencies(_requirement_names(extras["a2a"]))
     protocols = prober | _with_their_dependencies(_requirement_names(extras["mcp"]))
+    otlp = proxy | _with_their_dependencies(_requirement_names(extras["otlp"]))
+    litellm = base | _with_their_dependencies(_requirement_names(extras["litellm"]))
     provided = importlib.metadata.packages_distributions()
     for path in sorted(PACKAGE.rglob("*.py")):
         parts = path.relative_to(PACKAGE).parts
         allowed = prober if "prober" in parts else \
             protocols if parts[0] in ("proxy", "protocols") else base
+        allowed = otlp if "otlp" in parts else litellm if "integrations" in parts else allowed
         for module in _imports(path) - set(sys.stdlib_module_names) - {"reporters", "__future__"}:
             where = path.relative_to(ROOT)
             assert module not in SERVICE_ONLY, f"{where} imports {module}"
@@ -109,6 +112,11 @@ def test_the_client_pyproject_is_the_projects_restricted_to_the_client() -> None
         map(str, map(Requirement, WHOLE["optional-dependencies"]["a2a"])))
     assert any(Requirement(s).name == WHOLE["name"] and "a2a" in Requirement(s).extras
                for s in WHOLE["optional-dependencies"]["test"])
+    for extra in ("otlp", "litellm"):  # the same in both, and the tests install them
+        assert sorted(map(str, map(Requirement, extras[extra]))) == sorted(
+            map(str, map(Requirement, WHOLE["optional-dependencies"][extra])))
+        assert any(Requirement(s).name == WHOLE["name"] and extra in Requirement(s).extras
+                   for s in WHOLE["optional-dependencies"]["test"])
     assert CLIENT["scripts"].items() <= WHOLE["scripts"].items()
     assert not _requirement_names(CLIENT["dependencies"]) & SERVICE_ONLY
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 from pathlib import Path
 
@@ -72,6 +73,8 @@ def test_every_cli_command_and_flag_is_documented() -> None:
     for name, command in sub.choices.items():  # type: ignore[union-attr]
         assert f"`bureau {name}" in text, name
         for action in command._actions:
+            if action.help == argparse.SUPPRESS:  # internal (serve's --reuse-port, workers')
+                continue
             for flag in action.option_strings:
                 if flag not in ("-h", "--help"):
                     assert flag in text, f"bureau {name} {flag}"

@@ -150,3 +150,113 @@ async def test_a_browser_gets_a_page_for_an_agent_without_a_report(
         assert resp.status == 404 and (await resp.json())["code"] == "NOT_FOUND"
     async with bureau.session.get(url, headers={"Accept": "text/html"}) as resp:
         assert resp.status == 404 and resp.content_type == "text/html"
+
+
+#: measures the page as laid out, from inside the frame it is shown in: how many rows
+#: the navigation's links take, and whether anything is wider than the frame
+_MEASURE = (
+    "<script>const links = [...document.querySelectorAll('header nav a')];"
+    "const rest = links.filter(a => !a.classList.contains('home'));"
+    "const out = parent.document.body.dataset;"
+    "out.navRows = new Set(links.map(a => a.offsetTop)).size;"
+    "out.linkRows = new Set(rest.map(a => a.offsetTop)).size;"
+    "out.overflow = document.documentElement.scrollWidth > innerWidth;"
+    "out.width = innerWidth;</script>")
+
+
+async def _measured(bureau: BureauUnderTest, path: str, width: int,
+                    shot: str | None = None) -> dict[str, str]:
+    """The bureau's page at ``path`` laid out by Chromium in a frame ``width`` px wide
+    (headless Chromium's windows are at least 500 px wide, so a phone is a frame), with
+    :data:`_MEASURE`'s figures. The page itself has no script: a loopback server of
+    this test serves it, with the script appended, beside the frame that shows it."""
+    from aiohttp import web
+
+    from tests.support import serving
+
+    async def page(request: web.Request) -> web.Response:
+        async with bureau.session.get(bureau.url + path) as resp:
+            text = await resp.text()
+        return web.Response(text=text.replace("</body>", _MEASURE + "</body>"),
+                            content_type="text/html")
+
+    async def frame(request: web.Request) -> web.Response:
+        return web.Response(text=f"<!doctype html><html><body style=\"margin:0\"><iframe "
+                            f"src=\"/page\" width=\"{width}\" height=\"900\" "
+                            "style=\"border:0\"></iframe></body></html>",
+                            content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/", frame)
+    app.router.add_get("/page", page)
+    async with serving(app) as url:
+        dom = (await _chromium("--dump-dom", "--window-size=1200,1000", url + "/")).decode()
+        if shot is not None:  # the page as a phone shows it, in its frame
+            ARTIFACTS.mkdir(exist_ok=True)
+            (ARTIFACTS / shot).unlink(missing_ok=True)
+            await _chromium(f"--screenshot={ARTIFACTS / shot}", "--window-size=600,900",
+                            url + "/")
+            assert (ARTIFACTS / shot).stat().st_size > 10_000
+    body = re.search(r"<body([^>]*)>", dom)
+    assert body is not None
+    figures = dict(re.findall(r'data-([a-z-]+)="([^"]*)"', body.group(1)))
+    assert figures.get("width") == str(width), figures  # measured in the frame
+    return figures
+
+
+async def test_navigation_fits_a_phone_and_a_desk(bureau: BureauUnderTest) -> None:
+    agent = await _agent_with_a_report(bureau)
+    for path, name in (("/", "home-page-390.png"), (f"/agents/{agent}", "agent-page-390.png")):
+        phone = await _measured(bureau, path, 390, name)
+        assert phone["link-rows"] == "1", (path, phone)  # the links on one line
+        assert phone["nav-rows"] == "2" and phone["overflow"] == "false", (path, phone)
+        desk = await _measured(bureau, path, 1100)
+        assert desk["nav-rows"] == "1" and desk["overflow"] == "false", (path, desk)
+
+
+async def test_observed_scored_badges_and_one_call_below_a_long_record(
+        bureau: BureauUnderTest) -> None:
+    keys = await _ranked_agents(bureau)
+    # the same epoch: an unenrolled agent with one checked call, one seen but never judged
+    rep = await bureau.reporter(roles=("facts",))
+    once, seen = wire.generate_key(), wire.generate_key()
+    await bureau.accepted(rep, "fact", fact_payload("once-1", kid(once), check="PASS"))
+    for i in range(5):
+        await bureau.accepted(rep, "fact", fact_payload(f"seen-{i}", kid(seen)))
+    await _sealed_next(bureau, keys)  # a new epoch with every agent in it
+    dom = (await _chromium("--dump-dom", bureau.url + "/")).decode()
+    table = dom.split('id="ranked"')[1]
+    rows = {name: row for row in table.split("</tr>")
+            for name in ("Long Good", kid(once)[:16], kid(seen)[:16]) if name in row}
+    assert table.index("Long Good") < table.index(kid(once)[:16])  # ranked by score.low
+    assert '<span class="badge enrolled">enrolled</span>' in rows["Long Good"]
+    assert '<span class="badge">not enrolled</span>' in rows[kid(once)[:16]]
+    assert "observed, not scored yet" in rows[kid(seen)[:16]]
+    assert '<td class="num">5</td><td class="num">0</td>' in rows[kid(seen)[:16]]
+    await _screenshots(bureau.url + "/", "home-page-observed-scored")
+    page = (await _chromium("--dump-dom", f"{bureau.url}/agents/{kid(seen)}")).decode()
+    heading = page.split('<h1 id="agent-name">')[1].split("</h1>")[0]
+    assert kid(seen) in heading and "not enrolled" in heading
+    assert "none of which has a scored outcome" in page
+    await _screenshots(f"{bureau.url}/agents/{kid(seen)}", "agent-page-not-enrolled")
+
+
+async def _sealed_next(bureau: BureauUnderTest, keys: dict[str, str]) -> None:
+    """Every ranked agent seen again in the current epoch, then that epoch sealed."""
+    rep = await bureau.reporter(roles=("facts",))
+    for name, agent in keys.items():
+        await bureau.accepted(rep, "fact", fact_payload(f"again-{name[:4]}", agent,
+                                                        check="PASS"))
+    bureau.clock.advance(bureau.config.epoch_seconds)
+    assert await bureau.app[SETTLER].settle_once()
+
+
+async def test_no_activity_since_when_the_latest_seal_is_old(bureau: BureauUnderTest) -> None:
+    agent = await _agent_with_a_report(bureau)
+    fresh = (await _chromium("--dump-dom", bureau.url + "/")).decode()
+    assert 'id="stale"' not in fresh
+    bureau.clock.advance(3 * bureau.config.epoch_seconds)  # nothing recorded since
+    for path in ("/", f"/agents/{agent}"):
+        dom = (await _chromium("--dump-dom", bureau.url + path)).decode()
+        assert re.search(r'id="stale">No activity since \d{4}-\d\d-\d\d \d\d:\d\d UTC', dom)
+    await _screenshots(bureau.url + "/", "home-page-stale")

@@ -91,12 +91,12 @@ def test_index_lists_agents_in_the_order_given_with_ranks_and_pages() -> None:
             Ranked("ed25519:" + "D" * 43, None, None, None, None, None)]
     page = index_page("k", "p", 60, None, RankedPage(5, rows, True), "go&od", 2)
     table = page.split('id="ranked"')[1]
-    assert table.index("Good &lt;one&gt;") < table.index("(not enrolled)")
+    assert table.index("Good &lt;one&gt;") < table.index("not enrolled")
     assert f'href="/agents/{AGENT}"' in table and "0.800 – 0.950" in table
     assert "<td class=\"num\">51</td>" in table  # page 2 starts at rank 51
     assert 'href="/?q=go%26od#agents"' in page  # previous: page 1 of the same search
     assert 'href="/?q=go%26od&amp;page=3#agents"' in page
-    assert 'value="go&amp;od"' in page and "no score yet" in table
+    assert 'value="go&amp;od"' in page and "no evidence yet" in table
     assert "epoch 5 (1970-01-01 00:05 – 00:06 UTC)" in page
     nothing = index_page("k", "p", 60, None, RankedPage(5, [], False), "zz<", 1)
     assert "No agent's name or key contains <strong>zz&lt;</strong>" in nothing
@@ -132,3 +132,63 @@ def test_agent_page_says_how_to_hold_the_report_to_the_log_and_the_file() -> Non
     assert f"bureau-check report http://bureau.example ed25519:{'A' * 43}" in page
     assert root in page and "bureau-check file http://bureau.example" in page
     assert "up to entry 42" in page
+
+
+def test_the_list_shows_observed_and_scored_and_who_enrolled() -> None:
+    seen = "ed25519:" + "E" * 43
+    rows = [Ranked(AGENT, "Good <one>", 0.9, 0.8, 0.95, 40, 52),
+            Ranked(seen, None, 0.5, 0.1, 0.9, 0, 50)]
+    table = index_page("k", "p", 60, None, RankedPage(5, rows, False), None, 1
+                       ).split('id="ranked"')[1]
+    assert ">Observed</th>" in table and ">Scored</th>" in table
+    good, other = table.split("</tr>")[1:3]
+    assert "<td class=\"num\">52</td><td class=\"num\">40</td>" in good
+    assert '<span class="badge enrolled">enrolled</span>' in good
+    # 50 calls seen, none judged: words, never a bare 0.5
+    assert "observed, not scored yet" in other and "0.500" not in other
+    assert '<span class="badge">not enrolled</span>' in other
+    assert "<td class=\"num\">50</td><td class=\"num\">0</td>" in other
+    assert f"<code>{seen[:16]}…</code></a>" in other  # its key id stands for its name
+
+
+def test_no_activity_since_once_the_latest_seal_is_old() -> None:
+    import datetime as dt
+
+    from bureau.http.pages import stale_notice
+
+    end = dt.datetime.fromtimestamp(6 * 60, dt.UTC)  # epoch 5 of 60 s ends at 00:06
+    assert stale_notice(5, 60, end + dt.timedelta(seconds=59)) == ""
+    old = stale_notice(5, 60, end + dt.timedelta(minutes=10))
+    assert "No activity since 1970-01-01 00:06 UTC" in old
+    rows = [Ranked(AGENT, "Good", 0.9, 0.8, 0.95, 40, 40)]
+    page = index_page("k", "p", 60, None, RankedPage(5, rows, False), None, 1,
+                      now=end + dt.timedelta(hours=1))
+    assert page.count('id="stale"') == 1
+    assert 'id="stale"' not in index_page("k", "p", 60, None, RankedPage(5, rows, False),
+                                          None, 1, now=end)
+    agent = agent_page(report(), b"{}", "k", None, HOURS_6,
+                       now=dt.datetime(1970, 1, 4, tzinfo=dt.UTC))
+    assert "No activity since 1970-01-03 00:00 UTC" in agent
+
+
+def test_the_agent_heading_is_its_name_or_key_with_a_badge() -> None:
+    page = agent_page(report(), b"{}", "k", None, HOURS_6)
+    heading = page.split('<h1 id="agent-name">')[1].split("</h1>")[0]
+    assert '<span class="badge enrolled">enrolled</span>' in heading
+    unenrolled = agent_page(report(name=None, score=None,
+                                   reliability={"observed": 7}), b"{}", "k", None, HOURS_6)
+    heading = unenrolled.split('<h1 id="agent-name">')[1].split("</h1>")[0]
+    assert f"ed25519:{'A' * 43}" in heading and "not enrolled" in heading
+    assert "(not enrolled)" not in unenrolled
+    words = unenrolled.split('id="no-score"')[1].split("</p>")[0]
+    assert "observed 7 interactions" in words and "none of which has a scored outcome" in words
+
+
+def test_the_navigation_fits_a_phone() -> None:
+    """At 390 px the navigation is two lines: the bureau's name, then every link (the
+    browser test measures it)."""
+    page = agent_page(report(), b"{}", "k", None, HOURS_6)
+    assert "@media (max-width: 30rem)" in page and "a.home { flex-basis: 100%; }" in page
+    nav = page.split("<nav")[1].split("</nav>")[0]
+    links = re.findall(r">([^<]+)</a>", nav)[1:]
+    assert sum(len(text) for text in links) <= 32  # one line at 390 px

@@ -49,11 +49,12 @@ def test_every_config_field_is_documented() -> None:
         assert f"{name} =" in text or f"`{name}`" in text, name
 
 
-def check_metrics_table(doc: str, registry_owner: object, prefix: str) -> None:
+def check_metrics_table(doc: str, registry_owner: object, prefix: str,
+                        header: str = "| metric | type |") -> None:
     """The doc's ``| metric | type | labels |`` table is exactly the metrics of
     ``registry_owner`` (an object whose attributes are its metrics), with their types
     and labels; every metric has help text and the prefix."""
-    rows = _table_rows(doc, "| metric | type |")
+    rows = _table_rows(doc, header)
     documented = {row[0].strip("`"): row for row in rows}
     metrics = [m for m in vars(registry_owner).values() if isinstance(m, MetricWrapperBase)]
     exposed = {}

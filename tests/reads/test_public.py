@@ -22,7 +22,8 @@ async def test_bureau_names_its_key_policy_and_epoch(bureau: BureauUnderTest) ->
                     "epoch_seconds": bureau.config.epoch_seconds, "origin": origin,
                     "vkey": vkey, "keys": [{"key": kid(bureau.signing_key), "vkey": vkey,
                                             "from_seq": 1}],
-                    "admins": [kid(bureau.admin)]}
+                    "admins": [kid(bureau.admin)],
+                    "eth_address": None}  # no BUREAU_ETH_ADDRESS here
 
 
 async def test_policy_is_the_bytes_its_hash_names(bureau: BureauUnderTest) -> None:

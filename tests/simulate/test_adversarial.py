@@ -15,6 +15,7 @@ from bureau import cli
 from bureau.scoring.policy import DEFAULT_POLICY_NAME, KNOWN_POLICIES
 from bureau.simulate.adversarial import ATTACKS, PolicyRun, play, render_runs
 from bureau.simulate.driver import Target
+from tests.copy import assert_plain
 from tests.support import fresh_database, start_bureau
 
 
@@ -29,6 +30,7 @@ async def runs(pg_server_url: str, tmp_path_factory: pytest.TempPathFactory
                 start_bureau(url, tmp_path_factory.mktemp("adversarial"), epoch_seconds=2,
                              settle_interval=0.2, policy=policy) as bureau:
             run = await play(Target(bureau.url, bureau.admin))
+        assert_plain(render_runs([run]))
         print(f"\n{render_runs([run])}\n(bureau and run: {time.monotonic() - started:.1f} s)")
         assert run.policy == policy
         out[policy] = run

@@ -12,6 +12,7 @@ import pytest
 from bureau.scoring.policy import KNOWN_POLICIES
 from bureau.simulate import Options, Target, findings, render, simulate
 from bureau.simulate.render import as_json
+from tests.copy import assert_plain
 from tests.support import start_bureau
 
 
@@ -25,6 +26,7 @@ async def test_small_simulation_ranks_as_it_should(database_url: str, tmp_path: 
                                 Target(bureau.url, bureau.admin))
     text = render(result)
     print(text)
+    assert_plain(text)
     assert result.policy == policy
     assert all(findings(result).values()), text
     assert result.derived["RETRY_ACCEPTED"] > 0 and result.derived["SWITCHED_AGENT"] > 0

@@ -74,3 +74,17 @@ async def test_no_report_and_bad_epoch(bureau: BureauUnderTest) -> None:
     status, body = await _explain(bureau, seller, kid(seller), "?epoch=1")
     assert (status, body["code"]) == (404, "NOT_FOUND")
     assert w is not None
+
+
+async def test_each_row_names_its_rule(bureau: BureauUnderTest) -> None:
+    """Issue 23 point 4: the rule that decided an interaction by name, not just number."""
+    from bureau.scoring.outcomes import RULE_NAMES
+
+    _, seller, _, _ = await _scenario(bureau)
+    _, body = await _explain(bureau, seller, kid(seller))
+    named = {(row["rule"], row["rule_name"]) for row in body["interactions"]}
+    assert all(RULE_NAMES[number] == name for number, name in named)
+    assert (1, "ground truth (a probe, else the deliverable check)") in named
+    assert (3, "the caller's attestation") in named
+    assert (2, "the agent's own witnessed statement") in named
+    assert set(RULE_NAMES) == set(range(1, 9))

@@ -9,7 +9,16 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from bureau.http.routes import intake, ops, pages, reads, reports, settlements, transparency
+from bureau.http.routes import (
+    intake,
+    interop,
+    ops,
+    pages,
+    reads,
+    reports,
+    settlements,
+    transparency,
+)
 
 TABLES: tuple[web.RouteTableDef, ...] = (
     intake.routes,
@@ -18,5 +27,6 @@ TABLES: tuple[web.RouteTableDef, ...] = (
     reports.routes,
     settlements.routes,
     transparency.routes,
+    interop.routes,
     pages.routes,
 )

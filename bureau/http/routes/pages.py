@@ -80,7 +80,8 @@ async def index(request: web.Request) -> web.Response:
     return _html(index_page(wire.signing_key_id(request.app[SIGNING_KEY]), policy,
                             epoch_seconds, payload_of(cp) if cp is not None else None,
                             ranked, q, page, settlements_section(
-                                [payload_of(s) for s in settled], epoch_seconds)))
+                                [payload_of(s) for s in settled], epoch_seconds),
+                            now=request.app[LEDGER].clock()))
 
 
 @routes.get(f"/agents/{{agent:{KEY_ID}}}")
@@ -94,4 +95,5 @@ async def agent(request: web.Request) -> web.Response:
     pretty = json.dumps(json.loads(envelope), indent=2).encode()
     return _html(agent_page(payload_of(envelope), pretty,
                             wire.signing_key_id(request.app[SIGNING_KEY]),
-                            request.app[CONFIG].public_url, request.app[CONFIG].epoch_seconds))
+                            request.app[CONFIG].public_url, request.app[CONFIG].epoch_seconds,
+                            now=request.app[LEDGER].clock()))

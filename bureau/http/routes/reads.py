@@ -201,6 +201,7 @@ async def bureau_info(request: web.Request) -> web.Response:
         "vkey": keys[-1]["vkey"],
         "keys": keys,
         "admins": list(periods[-1].admins),
+        "eth_address": request.app[CONFIG].eth_address,
     })
 
 

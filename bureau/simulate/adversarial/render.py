@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bureau.simulate.adversarial.run import PolicyRun, Row
+from reporters._internal.wording import count
 
 _HEADER = (f"{'attack':<40} {'victim':<18} {'baseline → attacked':>20} {'change':>7}  "
            f"{'goal':<11} {'held':<4}  note")
@@ -28,12 +29,24 @@ def _row(row: Row) -> str:
             f"{a.goal.text:<11} {'yes' if row.held else 'NO':<4}  {'; '.join(notes)}")
 
 
+def policy_label(name: str) -> str:
+    """What a policy's name does not say: which is the default for new ledgers, and
+    that the others are superseded, kept so old ledgers rebuild and for comparison."""
+    from bureau.scoring.policy import DEFAULT_POLICY_NAME
+
+    if name == DEFAULT_POLICY_NAME:
+        return " (the default for new ledgers)"
+    why = ": its NO rows are why v2 exists" if name == "v1" else ""
+    return f" (superseded, kept so older ledgers rebuild and for comparison{why})"
+
+
 def render_run(run: PolicyRun) -> str:
     held = sum(r.held for r in run.rows)
     sealed = ("" if run.sealed_reports_unchanged
               else "; A REPORT SEALED IN THE FIRST EPOCH CHANGED")
-    lines = [f"policy {run.policy}: epochs {run.epochs[0]}..{run.epochs[1]}, "
-             f"{run.seconds:.0f} s; {held} of {len(run.rows)} goals held{sealed}", _HEADER]
+    lines = [f"policy {run.policy}{policy_label(run.policy)}: epochs {run.epochs[0]}.."
+             f"{run.epochs[1]}, {run.seconds:.0f} s; {held} of "
+             f"{count(len(run.rows), 'goal')} held{sealed}", _HEADER]
     lines += [_row(r) for r in run.rows]
     return "\n".join(lines)
 

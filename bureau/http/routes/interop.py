@@ -1,0 +1,204 @@
+"""Public reads in the formats readers outside the bureau use (docs/interop.md).
+
+* ``GET /v1/agents/{agent}/erc8004[?epoch=E]`` — the ERC-8004 feedback of the agent's
+  report at ``E`` (default: the latest sealed), for each of its ``erc8004`` links: each
+  file, its ``feedbackHash`` and the ``giveFeedback`` calldata.
+* ``GET /v1/erc8004/{agent}.{epoch}.{registry}.{agent_id}.{tag}.json`` — one feedback
+  file, the very bytes its ``feedbackHash`` is the keccak-256 of.
+* ``GET /v1/agents/{agent}/a2a-extension`` — the A2A agent card extension object.
+* ``GET /v0/servers``, ``GET /v0/servers/{name}`` — the MCP subregistry view.
+
+They need ``BUREAU_PUBLIC_URL`` (every one names the bureau's address) and the ERC-8004
+ones ``BUREAU_ETH_ADDRESS``; without it they answer ``404 NOT_FOUND`` saying which.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from aiohttp import web
+
+from bureau.errors import BureauError, Code, pointer
+from bureau.http.errors import error_response
+from bureau.http.keys import CONFIG, LOG_KEY, READS
+from bureau.http.pages import payload_of
+from bureau.http.params import KEY_ID
+from bureau.interop import mcp_view
+from bureau.interop.linked import complete_epoch, linked_reports
+from bureau.replica import absent
+from bureau.views.store import report_envelope
+from reporters.identity_links import McpLink
+from reporters.interop import card_extension
+
+routes = web.RouteTableDef()
+
+_LATEST = {"Cache-Control": "public, max-age=60"}
+_IMMUTABLE = {"Cache-Control": "public, max-age=31536000, immutable"}
+_DIGITS = re.compile(r"^(0|[1-9][0-9]{0,17})$")
+
+
+def _epoch(request: web.Request) -> int | None:
+    """``?epoch=E`` (SPEC §9 r3: ASCII digits, no sign, no leading zero); None when absent."""
+    for name in sorted(set(request.query) - {"epoch"}):
+        raise BureauError(Code.SCHEMA, pointer(name), f"unknown query parameter {name}")
+    text = _one(request, "epoch")
+    if text is None:
+        return None
+    if not _DIGITS.match(text):
+        raise BureauError(Code.SCHEMA, pointer("epoch"), "epoch must be a whole number, "
+                          "written in digits without a sign or a leading zero")
+    return int(text)
+
+
+def _public_url(request: web.Request) -> str:
+    url = request.app[CONFIG].public_url
+    if url is None:
+        raise BureauError(Code.NOT_FOUND, "", "this bureau has no public URL "
+                          "(BUREAU_PUBLIC_URL): it serves no views for other registries")
+    return url
+
+
+def _erc8004_bureau(request: web.Request) -> Any:
+    address = request.app[CONFIG].eth_address
+    if address is None:
+        raise BureauError(Code.NOT_FOUND, "", "this bureau publishes no ERC-8004 feedback "
+                          "(BUREAU_ETH_ADDRESS is not set)")
+    # the erc8004 extra, present whenever the address is set (its check needs eth-utils)
+    from bureau.interop import erc8004
+
+    return erc8004, erc8004.Bureau(_public_url(request), address)
+
+
+async def _report(request: web.Request, agent: str, epoch: int | None) -> dict[str, Any]:
+    body = await request.app[READS].run(lambda conn: report_envelope(conn, agent, epoch),
+                                        missing=absent)
+    if body is None:
+        where = "at the latest sealed epoch" if epoch is None else f"at epoch {epoch}"
+        raise BureauError(Code.NOT_FOUND, "", f"no report for {agent} {where}")
+    return payload_of(body)
+
+
+@routes.get(f"/v1/agents/{{agent:{KEY_ID}}}/erc8004")
+async def agent_erc8004(request: web.Request) -> web.Response:
+    """The ERC-8004 feedback of the agent's report (public)."""
+    try:
+        epoch = _epoch(request)
+        erc8004, bureau = _erc8004_bureau(request)
+        report = await _report(request, request.match_info["agent"], epoch)
+        doc = erc8004.feedback_document(report, bureau, request.app[CONFIG].epoch_seconds)
+        if not doc["feedback"]:
+            raise BureauError(Code.NOT_FOUND, "", "the report carries no erc8004 link, "
+                              "or no figure to give as feedback")
+    except BureauError as err:
+        return error_response(err)  # a bad read is not a refused envelope
+    return web.json_response(doc, headers=_LATEST if epoch is None else _IMMUTABLE)
+
+
+# One path segment, checked in the handler: a route with several parameters makes a
+# hostile URL longer than aiohttp reads (8,190 bytes), which it answers in no error shape.
+@routes.get("/v1/erc8004/{file:[A-Za-z0-9_:.-]{1,300}}")
+async def erc8004_file(request: web.Request) -> web.Response:
+    """One feedback file, byte for byte as its feedbackHash was computed (public)."""
+    try:
+        erc8004, bureau = _erc8004_bureau(request)
+        name = erc8004.FILE_NAME.fullmatch(request.match_info["file"])
+        if name is None:  # the path first, as every route (tests/reads/test_path_params.py)
+            raise BureauError(Code.NOT_FOUND, "", "not the name of a feedback file")
+        if request.query:
+            first = sorted(request.query)[0]
+            raise BureauError(Code.SCHEMA, pointer(first), f"unknown query parameter {first}")
+        agent, epoch, registry, agent_id, tag = name.groups()
+        report = await _report(request, agent, int(epoch))
+        found = [f for f in erc8004.feedback_files(report, bureau,
+                                                   request.app[CONFIG].epoch_seconds)
+                 if (f.registry, f.agent_id, f.tag1) == (registry, agent_id, tag)]
+        if not found:
+            raise BureauError(Code.NOT_FOUND, "", "no such feedback file in that report")
+    except BureauError as err:
+        return error_response(err)
+    return web.Response(body=found[0].body, content_type="application/json",
+                        headers=_IMMUTABLE)
+
+
+@routes.get(f"/v1/agents/{{agent:{KEY_ID}}}/a2a-extension")
+async def agent_a2a_extension(request: web.Request) -> web.Response:
+    """The object an agent adds to its A2A card's ``capabilities.extensions`` (public)."""
+    try:
+        if request.query:
+            name = sorted(request.query)[0]
+            raise BureauError(Code.SCHEMA, pointer(name), f"unknown query parameter {name}")
+        url = _public_url(request)
+    except BureauError as err:
+        return error_response(err)
+    return web.json_response(card_extension(url, request.app[LOG_KEY].vkey,
+                                            request.match_info["agent"]))
+
+
+def _one(request: web.Request, name: str) -> str | None:
+    values = request.query.getall(name, [])
+    if len(values) > 1:
+        raise BureauError(Code.SCHEMA, pointer(name), f"{name} is given more than once")
+    return values[0] if values else None
+
+
+def _limit(request: web.Request) -> int:
+    text = _one(request, "limit")
+    if text is None:
+        return mcp_view.DEFAULT_LIMIT
+    if not _DIGITS.match(text) or not 1 <= int(text) <= mcp_view.MAX_LIMIT:
+        raise BureauError(Code.SCHEMA, pointer("limit"),
+                          f"limit must be a whole number from 1 to {mcp_view.MAX_LIMIT}")
+    return int(text)
+
+
+async def _claims(request: web.Request) -> tuple[int, dict[str, list[mcp_view.Claim]]]:
+    async def read(conn: Any) -> tuple[int, list[dict[str, Any]]] | None:
+        epoch = await complete_epoch(conn, None)
+        if epoch is None:
+            return None
+        return epoch, [payload for payload, _ in await linked_reports(conn, "mcp", epoch)]
+
+    found = await request.app[READS].run(read, missing=absent)
+    if found is None:
+        raise BureauError(Code.NOT_FOUND, "", "no epoch is sealed yet")
+    epoch, reports = found
+    return epoch, mcp_view.claims_of(reports)
+
+
+@routes.get("/v0/servers")
+async def mcp_servers(request: web.Request) -> web.Response:
+    """The MCP servers agents linked, in the MCP registry API's shape (public)."""
+    try:
+        for name in sorted(set(request.query) - {"cursor", "limit", "search"}):
+            raise BureauError(Code.SCHEMA, pointer(name), f"unknown query parameter {name}")
+        cursor, search, limit = _one(request, "cursor"), _one(request, "search"), \
+            _limit(request)
+        url = _public_url(request)
+        epoch, by_name = await _claims(request)
+    except BureauError as err:
+        return error_response(err)
+    return web.json_response(mcp_view.server_list(by_name, epoch, url, cursor=cursor,
+                                                  limit=limit, search=search),
+                             headers=_LATEST)
+
+
+@routes.get("/v0/servers/{name:.+}")
+async def mcp_server(request: web.Request) -> web.Response:
+    """One linked MCP server by its (URL-encoded) name (public)."""
+    name = request.match_info["name"]
+    try:
+        McpLink.model_validate({"kind": "mcp", "server": name})  # the path first
+        if request.query:
+            first = sorted(request.query)[0]
+            raise BureauError(Code.SCHEMA, pointer(first), f"unknown query parameter {first}")
+        url = _public_url(request)
+        epoch, by_name = await _claims(request)
+        if name not in by_name:
+            raise BureauError(Code.NOT_FOUND, "", "no agent links an MCP server of that name")
+    except ValueError:
+        return error_response(BureauError(Code.NOT_FOUND, "", "not an MCP server name"))
+    except BureauError as err:
+        return error_response(err)
+    return web.json_response(mcp_view.server_response(name, by_name[name], epoch, url),
+                             headers=_LATEST)
