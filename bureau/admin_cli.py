@@ -31,6 +31,7 @@ from typing import Any
 import aiohttp
 
 from bureau import keyfiles
+from bureau.errors import BureauError, Code
 from bureau.http.params import KEY_ID
 from reporters import wire
 from reporters._internal import wording
@@ -40,8 +41,15 @@ from reporters.models import parse_timestamp
 DEFAULT_URL = "http://127.0.0.1:8080"
 
 
-class Unusable(Exception):
-    """An argument the command cannot use (``str()`` says which and why)."""
+class Unusable(BureauError):
+    """An argument the command cannot use (``str()`` says which and why): the caller's
+    input, so a ``SCHEMA`` refusal under the one error root."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(Code.SCHEMA, "", detail)
+
+    def __str__(self) -> str:
+        return self.detail
 
 
 def key_id_of(text: str) -> str:
