@@ -22,6 +22,11 @@ A tenth of the probes are recorded after the caller's attestation, so that under
 some evaluators are graded blind.
 
 ``--check`` re-derives the second epoch from cold and compares every report byte.
+
+``--pool UNITS`` (default 1000; 0: none) writes an admin ``pool`` entry before the
+evidence, so both epochs are settled (SPEC §8.2) by the report builder after their
+reports; the settlement's own time (``bureau_settlement_seconds``) is printed beside the
+seal's, with its share of the seal and build (target: at most 5 %).
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ import blake3
 import nacl.signing
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from prometheus_client import REGISTRY
 
 from bureau import db
 from bureau.config import Config, default_report_workers
@@ -204,6 +211,10 @@ async def write_rows(conn: asyncpg.Connection, rows: list[Row], at: dt.datetime)
                 body = extra[0]
                 w.policies.append((seq, body["policy"], body["from_epoch"],
                                    parse_timestamp(body["issued_at"])))
+            elif kind == "pool":
+                body = extra[0]
+                w.pools.append((seq, body["units"], body["from_epoch"],
+                                parse_timestamp(body["issued_at"])))
             elif kind == "enrollment":
                 body = extra[0]
                 w.agents.append((signer, body["name"], body["operator"], "domain",
@@ -308,6 +319,30 @@ async def check(url: str, builder: ReportBuilder) -> None:
         await conn.close()
 
 
+def settlement_seconds() -> float:
+    """Seconds this process has spent settling pools so far (the service's metric)."""
+    return REGISTRY.get_sample_value("bureau_settlement_seconds_sum") or 0.0
+
+
+def print_settlement(seconds: float, total: float, pool: int) -> None:
+    if pool:
+        print(f"   settlement of the pool {seconds:.3f} s = {seconds / total:.1%} of the seal "
+              f"and build   (target <= 5 %)")
+
+
+async def write_pool(url: str, units: int, epoch: int) -> None:
+    """An admin ``pool`` entry: ``units`` for ``epoch`` and later."""
+    admin = key("admin", 0)
+    body = {"units": units, "from_epoch": epoch, "issued_at": "2026-11-01T00:00:00Z"}
+    env, ck = _signed(admin, "pool", body)
+    conn = await asyncpg.connect(url)
+    try:
+        await write_rows(conn, [("pool", env, wire.signing_key_id(admin), None, ck, (body,))],
+                         T0 + dt.timedelta(seconds=1))
+    finally:
+        await conn.close()
+
+
 async def measure(url: str, args: argparse.Namespace) -> None:
     signing = key("bureau", 0)
     builder = ReportBuilder(signing, LogKey.of("bureau-seal-bench", signing),
@@ -315,9 +350,11 @@ async def measure(url: str, args: argparse.Namespace) -> None:
     print(f"report workers: {args.report_workers}; policy {args.policy}")
     e0 = epoch_of(T0, EPOCH_SECONDS)
     print(f"1. first seal of {args.entries:,} entries and every report (cold)")
+    settled = settlement_seconds()
     t_seal, t1, n1 = await seal_and_build(
         url, builder, T0 + dt.timedelta(seconds=EPOCH_SECONDS + 1))
     print(f"   seal {t_seal:.2f} s; seal + {n1:,} reports {t1:.2f} s   (target <= 30 s)")
+    print_settlement(settlement_seconds() - settled, t1, args.pool)
     print(f"   peak RSS so far {rss_mib():.0f} MiB")
     if args.switch_policy:
         other = "v1" if args.policy == "v2" else "v2"
@@ -335,9 +372,11 @@ async def measure(url: str, args: argparse.Namespace) -> None:
     print(f"2. {args.new:,} new entries in epoch {e0 + 1}, seeded")
     seed_in_child(url, args.new, args.agents, args.evaluators, args.workers, "new",
                   T0 + dt.timedelta(seconds=EPOCH_SECONDS + 2), False, args.policy)
+    settled = settlement_seconds()
     t_seal, t2, n2 = await seal_and_build(
         url, builder, T0 + dt.timedelta(seconds=2 * EPOCH_SECONDS + 1))
     print(f"   seal {t_seal:.2f} s; seal + {n2:,} reports {t2:.2f} s   (target <= 2 s)")
+    print_settlement(settlement_seconds() - settled, t2, args.pool)
     ru = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(f"3. peak RSS (ru_maxrss) {ru:,} KiB = {ru / 1024:.0f} MiB   (target < 1024 MiB)")
     for pid in builder.worker_pids():
@@ -358,6 +397,8 @@ def main() -> None:
                         help="processes deriving and signing reports (as serve's flag)")
     parser.add_argument("--policy", choices=sorted(KNOWN_POLICIES), default=DEFAULT_POLICY_NAME,
                         help="the policy the ledger's genesis entry names")
+    parser.add_argument("--pool", type=int, default=1000,
+                        help="the evaluators' pool of both epochs, in units (0: none)")
     parser.add_argument("--switch-policy", action="store_true",
                         help="the second epoch is scored by the other policy (a cold "
                         "derivation: what a policy change costs)")
@@ -391,6 +432,8 @@ def main() -> None:
         seed_in_child(url, args.entries, args.agents, args.evaluators, args.workers, "s",
                       T0 + dt.timedelta(seconds=1), True, args.policy)
         print(f"  seeded in {time.perf_counter() - start:.0f} s")
+        if args.pool:
+            asyncio.run(write_pool(url, args.pool, epoch_of(T0, EPOCH_SECONDS)))
         asyncio.run(measure(url, args))
         if server is not None:
             server.cleanup()

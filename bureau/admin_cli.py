@@ -7,6 +7,7 @@ hand:
     bureau admin resolve ENTRY_ID --decision EXCLUDED --reason "…"
     bureau admin seal
     bureau admin policy v2 --from-epoch 123
+    bureau admin pool 1000
     bureau admin keys --bureau new-signing.key --admins admin.key,ed25519:…
 
 Each prints the bureau's answer and exits 0 when it was accepted (or a duplicate of an
@@ -30,6 +31,7 @@ from typing import Any
 import aiohttp
 
 from bureau import keyfiles
+from bureau.errors import BureauError, Code
 from bureau.http.params import KEY_ID
 from reporters import wire
 from reporters._internal import wording
@@ -39,8 +41,15 @@ from reporters.models import parse_timestamp
 DEFAULT_URL = "http://127.0.0.1:8080"
 
 
-class Unusable(Exception):
-    """An argument the command cannot use (``str()`` says which and why)."""
+class Unusable(BureauError):
+    """An argument the command cannot use (``str()`` says which and why): the caller's
+    input, so a ``SCHEMA`` refusal under the one error root."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(Code.SCHEMA, "", detail)
+
+    def __str__(self) -> str:
+        return self.detail
 
 
 def key_id_of(text: str) -> str:
@@ -109,11 +118,22 @@ def policy(args: argparse.Namespace, url: str) -> tuple[str, dict[str, Any]]:
     else:
         raise Unusable(f"{args.policy!r}: a policy this bureau knows, by name ("
                        f"{', '.join(sorted(KNOWN_POLICIES))}) or by hash")
-    from_epoch = args.from_epoch
-    if from_epoch is None:  # the next epoch: never one that may already be recorded in
-        from_epoch = int(time.time()) // asyncio.run(_epoch_seconds(url)) + 1
-    return "policy", {"policy": digest, "from_epoch": from_epoch,
+    return "policy", {"policy": digest, "from_epoch": _from_epoch(args, url),
                       "issued_at": issued_timestamp()}
+
+
+def pool(args: argparse.Namespace, url: str) -> tuple[str, dict[str, Any]]:
+    if not 0 <= args.units <= 10**15:
+        raise Unusable(f"{args.units}: a pool is 0 to 10^15 whole units an epoch")
+    return "pool", {"units": args.units, "from_epoch": _from_epoch(args, url),
+                    "issued_at": issued_timestamp()}
+
+
+def _from_epoch(args: argparse.Namespace, url: str) -> int:
+    """``--from-epoch``, or the next epoch: never one that may already be recorded in."""
+    if args.from_epoch is not None:
+        return int(args.from_epoch)
+    return int(time.time()) // asyncio.run(_epoch_seconds(url)) + 1
 
 
 def keys(args: argparse.Namespace, url: str) -> tuple[str, dict[str, Any]]:
@@ -242,6 +262,14 @@ def add_command(sub: Any) -> None:
                      help="the first epoch it scores (default: the next epoch, by the "
                      "bureau's epoch length)")
     one.set_defaults(build=policy)
+
+    one = _add(commands, "pool", [common], "the evaluators' pool from an epoch on")
+    one.add_argument("units", type=int,
+                     help="whole units paid each epoch to the evaluators (0 stops settling)")
+    one.add_argument("--from-epoch", type=int, default=None,
+                     help="the first epoch it pays (default: the next epoch, by the "
+                     "bureau's epoch length)")
+    one.set_defaults(build=pool)
 
     one = _add(commands, "keys", [common], "rotate the bureau's signing key and the "
                "admin set, from the next entry on")

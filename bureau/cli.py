@@ -31,7 +31,7 @@ from bureau.http.access_log import runner_options
 from bureau.http.params import KEY_ID
 from bureau.ledger_keys import KeyPeriod
 from bureau.report_text import render_report, report_json
-from bureau.verify import BadEntry, BadTree, terminal_progress, verify_database
+from bureau.verify import BadEntry, BadSettlement, BadTree, terminal_progress, verify_database
 from reporters import wire
 from reporters._internal import wording
 from reporters.models import PAYLOAD_MODELS
@@ -399,7 +399,7 @@ async def _verify(args: argparse.Namespace, url: str) -> int:
     except BadEntry as bad:
         return _verify_failed(args, f"FAILED at entry seq {bad.seq}: {bad.reason}",
                               {"ok": False, "seq": bad.seq, "reason": bad.reason})
-    except BadTree as bad:
+    except (BadTree, BadSettlement) as bad:
         return _verify_failed(args, f"FAILED: {bad.reason}",
                               {"ok": False, "seq": None, "reason": bad.reason})
     finally:
@@ -408,7 +408,8 @@ async def _verify(args: argparse.Namespace, url: str) -> int:
         print(json.dumps({"ok": True, "entries": count}))
     else:
         print(f"bureau verify: ok, {wording.count(count, 'entry')}, every id, link, signature "
-              "and indexed column checked, every tree node and signed tree head recomputed")
+              "and indexed column checked, every tree node and signed tree head recomputed, "
+              "every settlement added up")
     return 0
 
 

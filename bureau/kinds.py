@@ -95,6 +95,8 @@ class StateKeys:
     disputes: set[str] = field(default_factory=set)  # dispute entry ids
     #: the ledger's policy entries (a ``policy`` submission is judged against them)
     policies: bool = False
+    #: the ledger's pool entries (a ``pool`` submission is judged against them)
+    pools: bool = False
     #: the ledger's ``keys`` entry in force (a ``keys`` submission is judged against it)
     keys: bool = False
 
@@ -227,6 +229,10 @@ def _resolution_needs(p: Payload, signer: str, keys: StateKeys) -> None:
 
 def _policy_needs(p: Payload, signer: str, keys: StateKeys) -> None:
     keys.policies = True
+
+
+def _pool_needs(p: Payload, signer: str, keys: StateKeys) -> None:
+    keys.pools = True
 
 
 def _keys_needs(p: Payload, signer: str, keys: StateKeys) -> None:
@@ -395,6 +401,8 @@ EXCLUSION = Kind("exclusion", None, Signer.BUREAU, index="exclusions",
 SEAL = Kind("seal", None, Signer.BUREAU, index="seals", files=())
 #: An admin's choice of the scoring policy from an epoch on (SPEC §3, §7.1).
 POLICY = Kind("policy", "policy", Signer.ADMIN, needs=_policy_needs, index="policies")
+#: An admin's evaluators' pool from an epoch on (SPEC §3, §8.2).
+POOL = Kind("pool", "pool", Signer.ADMIN, needs=_pool_needs, index="pools")
 #: An admin's rotation of the bureau's signing key and of the admin set, from the next
 #: entry on (SPEC §3 r3; bureau.ledger_keys).
 KEYS = Kind("keys", "keys", Signer.ADMIN, needs=_keys_needs, index="ledger_keys")
@@ -404,7 +412,7 @@ GENESIS = Kind("genesis", None, Signer.BUREAU, files=())
 
 KINDS: tuple[Kind, ...] = (REPORTER, FACT, PROBE, ENROLLMENT, AMENDMENT, WITHDRAWAL,
                            ATTESTATION, VALUE_JUDGMENT, DISPUTE, RESOLUTION, SEAL_REQUEST,
-                           POLICY, KEYS, EXCLUSION, SEAL, GENESIS)
+                           POLICY, POOL, KEYS, EXCLUSION, SEAL, GENESIS)
 #: entry kind -> Kind
 BY_NAME: dict[str, Kind] = {k.name: k for k in KINDS}
 #: payload name (what an envelope's payloadType names) -> Kind

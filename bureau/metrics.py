@@ -126,6 +126,11 @@ REPORT_BUILD_SECONDS = Histogram(
     "Time to derive, sign and store every report of one sealed epoch.",
     buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300),
 )
+SETTLEMENT_SECONDS = Histogram(
+    "bureau_settlement_seconds",
+    "Time to compute, sign and store one sealed epoch's settlement of its pool.",
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30),
+)
 TREE_HEADS = Counter(
     "bureau_tree_heads_total",
     "Tree heads (GET /checkpoint notes) this process signed and published.",

@@ -32,6 +32,7 @@ import asyncpg
 from bureau import db
 from bureau.errors import InternalError
 from bureau.kinds import EXCLUSION, GENESIS, KEYS, SUBMITTED, subject_of_document
+from bureau.settlement.check import settlement_problems
 from bureau.transparency.tree import TreeCheck
 from reporters import wire
 from reporters.models import parse_timestamp
@@ -48,6 +49,14 @@ class BadEntry(InternalError):
     def __init__(self, seq: int, reason: str) -> None:
         super().__init__(f"entry {seq}: {reason}")
         self.seq = seq
+        self.reason = reason
+
+
+class BadSettlement(InternalError):
+    """A stored settlement whose numbers do not add up (bureau.settlement.check)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
         self.reason = reason
 
 
@@ -375,6 +384,11 @@ async def verify_database(conn: asyncpg.Connection, progress: Progress | None = 
                         bytes(r["envelope"]), r["last_seq"]) for r in await conn.fetch(
                 "SELECT r.epoch, r.agent, r.envelope, s.last_seq FROM reports r"
                 " JOIN seals s USING (epoch) ORDER BY r.epoch, r.agent")]
+            # a settlement is signed, like its epoch's reports, by the key at the seal
+            signed += [(f"the settlement of epoch {r['epoch']}", bytes(r["envelope"]),
+                        r["last_seq"]) for r in await conn.fetch(
+                "SELECT t.epoch, t.envelope, s.last_seq FROM settlements t"
+                " JOIN seals s USING (epoch) ORDER BY t.epoch")]
     finally:
         pool.shutdown()
     if head_row is not None and (head_row["seq"], head_row["head"]) != (checker.seq,
@@ -392,4 +406,7 @@ async def verify_database(conn: asyncpg.Connection, progress: Progress | None = 
         problem = keys.check_envelope(what, raw, seq)
         if problem is not None:
             raise BadTree(problem)
+    settlements = await settlement_problems(conn)
+    if settlements:
+        raise BadSettlement(settlements[0] + " (bureau rebuild derives it again)")
     return checker.seq

@@ -96,6 +96,7 @@ from reporters._internal.keys import generate_key, key_id, load_key, save_key
 from reporters._internal.outcomes import Delivery, Rejection
 from reporters._internal.parties import Admin, Agent, Receipt
 from reporters._internal.reporter import Reporter
+from reporters._internal.settlement import verify_settlement, verify_share
 from reporters._internal.transparency import (
     TreeHead,
     evidence_root,
@@ -139,4 +140,6 @@ __all__ = [
     "verify_inclusion",
     "verify_note",
     "verify_report",
+    "verify_settlement",
+    "verify_share",
 ]

@@ -343,6 +343,15 @@ class PolicyPayload(Payload):
     issued_at: Timestamp
 
 
+class PoolPayload(Payload):
+    """Signed by an admin: the evaluators' pool, in whole units, of epoch ``from_epoch``
+    and every later one (SPEC §3, §8.2); 0 means no settlement."""
+
+    units: Annotated[int, Field(ge=0, le=10**15)]
+    from_epoch: Annotated[int, Field(ge=0, le=2**53 - 1)]
+    issued_at: Timestamp
+
+
 #: at most this many admins (SPEC §3 ``keys``)
 MAX_ADMINS = 64
 
@@ -381,6 +390,7 @@ PAYLOAD_MODELS: dict[str, type[Payload]] = {
     "resolution": ResolutionPayload,
     "seal": SealPayload,
     "policy": PolicyPayload,
+    "pool": PoolPayload,
     "keys": KeysPayload,
 }
 

@@ -86,9 +86,11 @@ def _agents(ranked: RankedPage, query: str | None, page: int, epoch_seconds: int
 
 def index_page(bureau_key: str, policy_hash: str, epoch_seconds: int,
                checkpoint: dict[str, Any] | None, ranked: RankedPage,
-               query: str | None, page: int, now: dt.datetime | None = None) -> str:
+               query: str | None, page: int, settlements: str = "",
+               now: dt.datetime | None = None) -> str:
     """The bureau's front page: its agents, ranked, and its key, policy and latest
-    checkpoint."""
+    checkpoint; ``settlements``, the evaluators' pool section
+    (:mod:`bureau.http.settlement_page`), when there is one."""
     if checkpoint is None:
         cp = "<p>No epoch has been sealed yet.</p>"
     else:
@@ -106,6 +108,7 @@ interaction. Reports are signed; check them yourself.</p>
 {stale_notice(ranked.epoch, epoch_seconds, now) if ranked.epoch is not None else ""}
 {_agents(ranked, query, page, epoch_seconds)}
 </section>
+{settlements}
 <section><h2 id="bureau">This bureau</h2>
 <table>
 <tr><th scope="row">Signing key</th><td><code>{escape(bureau_key)}</code></td></tr>

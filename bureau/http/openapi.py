@@ -40,7 +40,8 @@ Json = dict[str, Any]
 _WIRE_MODELS: tuple[type[BaseModel], ...] = (
     shapes.Envelope, shapes.Error, shapes.IntakeResult, shapes.BatchAccepted,
     shapes.BatchRejected, shapes.EntriesPage, shapes.BureauInfo, shapes.Status, Policy,
-    shapes.InclusionProof, shapes.ConsistencyProof, shapes.EvaluatorRecord)
+    shapes.InclusionProof, shapes.ConsistencyProof, shapes.EvaluatorRecord,
+    shapes.SettlementRow)
 
 
 def component_schemas() -> Json:
@@ -229,6 +230,26 @@ def operations() -> dict[tuple[str, str], Json]:
             "responses": {"200": {"description": "the explanation", "content": {
                 "application/json": {"schema": {"type": "object"}}}},
                 **_errors(401, 403, 404, 422, 503)}},
+        ("GET", "/v1/settlements/{epoch}"): {
+            "operationId": "settlement",
+            "summary": "The signed settlement of the evaluators' pool of one sealed epoch",
+            "security": public, "parameters": [
+                {"name": "epoch", "in": "path", "required": True,
+                 "schema": {"type": "string", "pattern": "^[0-9]{1,18}$"}}],
+            "responses": {"200": _json("the signed settlement (a DSSE envelope)",
+                                       "Envelope"), **_errors(404, 503)}},
+        ("GET", "/v1/agents/{agent}/settlement"): {
+            "operationId": "agent_settlement",
+            "summary": "The agent's own allocation row and its inclusion proof",
+            "description": "RFC 9421 signed by the agent, or by an admin key. An evaluator "
+                           "with no row gets units 0 and no proof.",
+            "security": [{"httpSignature": []}],
+            "parameters": [_key_param("agent"), {
+                "name": "epoch", "in": "query", "required": True,
+                "description": "a sealed epoch with a pool",
+                "schema": {"type": "integer", "minimum": 0, "maximum": 10**18 - 1}}],
+            "responses": {"200": _json("the row and its proof", "SettlementRow"),
+                          **_errors(401, 403, 404, 422, 503)}},
         ("GET", "/v1/agents/{agent}/evaluator"): {
             "operationId": "agent_evaluator",
             "summary": "The agent's record as an evaluator, as of a sealed epoch",

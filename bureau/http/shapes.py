@@ -192,3 +192,27 @@ class EvaluatorRecord(Shape):
 
 class Status(Shape):
     status: str
+
+
+class AllocationRow(Shape):
+    """One leaf of a settlement's tree: its canonical JSON is the leaf data (SPEC §8.2)."""
+
+    evaluator: KeyId
+    units: int = Field(ge=0, le=10**15)
+    score: float = Field(ge=0, description="g · J, rounded to 6 decimals")
+
+
+class SettlementRow(Shape):
+    """An evaluator's own share of one epoch's pool, and the proof that its row is a
+    leaf of the settlement whose ``root`` the signed document carries (SPEC §8.2, §9).
+    ``row``, ``leaf_index``, ``tree_size`` and ``hashes`` are absent when it has no row
+    (then ``units`` is 0)."""
+
+    epoch: int = Field(ge=0)
+    evaluator: KeyId
+    units: int = Field(ge=0, le=10**15)
+    row: AllocationRow | None = None
+    leaf_index: int | None = Field(default=None, ge=0)
+    tree_size: int | None = Field(default=None, ge=1)
+    hashes: list[str] | None = Field(default=None, description="RFC 9162 inclusion proof, "
+                                                               "bottom-up, lowercase hex")

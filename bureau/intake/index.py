@@ -26,6 +26,7 @@ from reporters.models import (
     KeysPayload,
     Payload,
     PolicyPayload,
+    PoolPayload,
     ProbePayload,
     ReporterPayload,
     ResolutionPayload,
@@ -134,6 +135,13 @@ def _policies(st: GroupState, w: Writes, kind: Kind, payload: Payload, signer: s
     w.policies.append((seq, p.policy, p.from_epoch, st.policy_at))
 
 
+def _pools(st: GroupState, w: Writes, kind: Kind, payload: Payload, signer: str,
+           key: str, subject: str | None, entry_id: str, seq: int) -> None:
+    p = cast(PoolPayload, payload)
+    st.pool_at = parse_timestamp(p.issued_at)
+    w.pools.append((seq, p.units, p.from_epoch, st.pool_at))
+
+
 def _ledger_keys(st: GroupState, w: Writes, kind: Kind, payload: Payload, signer: str,
                  key: str, subject: str | None, entry_id: str, seq: int) -> None:
     """A ``keys`` entry: its set rules from the next entry on, the group's next
@@ -154,5 +162,6 @@ _WRITERS: dict[str, Writer] = {
     "disputes": _disputes,
     "resolutions": _resolutions,
     "policies": _policies,
+    "pools": _pools,
     "ledger_keys": _ledger_keys,
 }

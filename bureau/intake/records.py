@@ -106,6 +106,9 @@ class AdmissionState(Protocol):
     def policy_issued_at(self) -> dt.datetime | None:
         """The ``issued_at`` of the ``policy`` entry in force; None when there is none."""
         ...
+    def pool_issued_at(self) -> dt.datetime | None:
+        """The ``issued_at`` of the ``pool`` entry in force; None when there is none."""
+        ...
     def keys_issued_at(self) -> dt.datetime | None:
         """The ``issued_at`` of the ``keys`` entry in force; None when the genesis
         entry's key and admins still are."""

@@ -40,6 +40,7 @@ from reporters.models import (
     KeysPayload,
     Payload,
     PolicyPayload,
+    PoolPayload,
     ProbePayload,
     ReporterPayload,
     ResolutionPayload,
@@ -168,12 +169,27 @@ def _admit_policy(p: PolicyPayload, signer: str, key: str, now: dt.datetime,
     if policy_name_of(p.policy) is None:
         raise BureauError(Code.STALE_UPDATE, "/policy", "this bureau knows no policy with "
                           "this hash (GET /v1/policies/{hash} serves the ones it knows)")
-    epoch = state.recording_epoch()
-    if p.from_epoch < epoch:
-        raise BureauError(Code.STALE_UPDATE, "/from_epoch",
-                          f"epoch {p.from_epoch} has begun (this entry is recorded in epoch "
-                          f"{epoch}): a policy applies from the current epoch or a later one")
+    _check_not_begun(p.from_epoch, state, "policy")
     _check_issued_later(p.issued_at, state.policy_issued_at(), now, "policy entry")
+    return ADMIT
+
+
+def _check_not_begun(from_epoch: int, state: AdmissionState, what: str) -> None:
+    """A ``policy`` or ``pool`` entry applies from the epoch it is recorded in or later:
+    a sealed (or begun) epoch's never changes."""
+    epoch = state.recording_epoch()
+    if from_epoch < epoch:
+        raise BureauError(Code.STALE_UPDATE, "/from_epoch",
+                          f"epoch {from_epoch} has begun (this entry is recorded in epoch "
+                          f"{epoch}): a {what} applies from the current epoch or a later one")
+
+
+@rule(PoolPayload)
+def _admit_pool(p: PoolPayload, signer: str, key: str, now: dt.datetime,
+                state: AdmissionState) -> Decision:
+    """As for ``policy``: a sealed epoch's pool never changes (SPEC §3, §8.2)."""
+    _check_not_begun(p.from_epoch, state, "pool")
+    _check_issued_later(p.issued_at, state.pool_issued_at(), now, "pool entry")
     return ADMIT
 
 

@@ -153,6 +153,9 @@ class GroupState:
     #: the ``issued_at`` of the policy entry in force, once loaded (``policies_loaded``)
     policy_at: dt.datetime | None = None
     policies_loaded: bool = False
+    #: the ``issued_at`` of the pool entry in force, once loaded (``pools_loaded``)
+    pool_at: dt.datetime | None = None
+    pools_loaded: bool = False
     #: the ``issued_at`` of the ``keys`` entry in force (None: the genesis entry's set),
     #: read with the head
     keys_at: dt.datetime | None = None
@@ -200,6 +203,11 @@ class GroupState:
             raise AssertionError("admission state was not loaded for the policy entries")
         return self.policy_at
 
+    def pool_issued_at(self) -> dt.datetime | None:
+        if not self.pools_loaded:
+            raise AssertionError("admission state was not loaded for the pool entries")
+        return self.pool_at
+
     def keys_issued_at(self) -> dt.datetime | None:
         return self.keys_at
 
@@ -242,6 +250,8 @@ class GroupState:
         await st._load_exclusions(conn, excluded_candidates | targets)
         if keys.policies:
             await st._load_policies(conn)
+        if keys.pools:
+            await st._load_pools(conn)
         return st
 
     async def _load_policies(self, conn: asyncpg.Connection) -> None:
@@ -249,6 +259,12 @@ class GroupState:
         self.policy_at = await conn.fetchval(
             "SELECT issued_at FROM policies ORDER BY seq DESC LIMIT 1")
         self.policies_loaded = True
+
+    async def _load_pools(self, conn: asyncpg.Connection) -> None:
+        """The pool entry in force: a group with a ``pool`` submission (rare) asks."""
+        self.pool_at = await conn.fetchval(
+            "SELECT issued_at FROM pools ORDER BY seq DESC LIMIT 1")
+        self.pools_loaded = True
 
     async def _load_first(self, conn: asyncpg.Connection, content_keys: list[str],
                           fact_keys: set[tuple[str, str]], probe_keys: set[tuple[str, str]],

@@ -48,6 +48,8 @@ _TABLES: dict[str, tuple[tuple[tuple[str, str], ...], str]] = {
                      ("seq", "bigint")), ""),
     "policies": ((("seq", "bigint"), ("policy", "text"), ("from_epoch", "bigint"),
                   ("issued_at", "timestamptz")), ""),
+    "pools": ((("seq", "bigint"), ("units", "bigint"), ("from_epoch", "bigint"),
+               ("issued_at", "timestamptz")), ""),
     "refusals": ((("content_key", "text"), ("signer", "text"), ("kind", "text"),
                   ("code", "text"), ("path", "text"), ("detail", "text"),
                   ("refused_at", "timestamptz"), ("envelope", "bytea")),
@@ -70,6 +72,7 @@ class Writes:
     disputes: list[tuple[Any, ...]] = field(default_factory=list)
     resolutions: list[tuple[Any, ...]] = field(default_factory=list)
     policies: list[tuple[Any, ...]] = field(default_factory=list)
+    pools: list[tuple[Any, ...]] = field(default_factory=list)
     #: (from_seq, seq, bureau, admins, issued_at): the genesis and ``keys`` entries'
     #: periods (written apart: ``admins`` is an array column, which unnest would flatten)
     ledger_keys: list[tuple[Any, ...]] = field(default_factory=list)
@@ -103,7 +106,7 @@ def _statement(tables: list[str], tree: bool) -> str:
 COPY_FROM = 200
 #: Tables COPY may fill: no conflict clause. Entries go first: the others reference them.
 _COPYABLE = ("entries", "facts", "probes", "verdicts", "exclusions", "disputes",
-             "resolutions", "policies")
+             "resolutions", "policies", "pools")
 
 
 async def write_group(conn: asyncpg.Connection, w: Writes, seq: int, head: str,

@@ -333,6 +333,11 @@ class EvaluatorBook:
         self._parts: dict[int, dict[str, EvaluatorPart]] = {}
         self.stats: dict[str, EvaluatorStats] = {}
 
+    def record(self, evaluator: str) -> EvaluatorRecord | None:
+        """The evaluator's whole record, summed over the shards (None: it has none)."""
+        parts = [p[evaluator] for p in self._parts.values() if evaluator in p]
+        return record_of(parts) if parts else None
+
     def update(self, reports: Iterable[tuple[int, dict[str, EvaluatorPart | None]]],
                ) -> dict[str, Weighing | None]:
         """Take (shard, its sums for the evaluators it touched) and return every

@@ -31,6 +31,8 @@ def add_command(sub: argparse._SubParsersAction[Any]) -> None:
                    help="sessions in all, spread over the epochs")
     p.add_argument("--epochs", type=int, default=3, help="epochs to run and seal")
     p.add_argument("--seed", type=int, default=1, help="fixes every random choice")
+    p.add_argument("--pool", type=int, default=1000,
+                   help="the evaluators' pool of each epoch, in units (0: none)")
     p.add_argument("--epoch-seconds", type=int, default=3,
                    help="epoch length of the in-process bureau")
     p.add_argument("--adversarial", action="store_true",
@@ -99,7 +101,7 @@ async def _main(args: argparse.Namespace) -> int:
         raise ValueError("the simulation runs one policy at a time (--adversarial runs "
                          "several)")
     options = Options(agents=args.agents, interactions=args.interactions,
-                      epochs=args.epochs, seed=args.seed)
+                      epochs=args.epochs, seed=args.seed, pool=args.pool)
     progress = Progress()
     try:
         if args.url:

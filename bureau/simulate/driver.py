@@ -21,6 +21,7 @@ from bureau.scoring.policy import KNOWN_POLICIES, policy_by_hash, policy_named
 from bureau.simulate import ledger_view
 from bureau.simulate.epochs import seal_current
 from bureau.simulate.loopback import serving
+from bureau.simulate.pay import Payroll, open_pool, payroll
 from bureau.simulate.population import Member, Session, enroll_all, next_agent, plan
 from bureau.simulate.progress import Progress
 from bureau.simulate.world import (
@@ -62,6 +63,8 @@ class Options:
     concurrency: int = 16
     #: longest wait for an epoch to end and its reports to appear
     max_epoch_wait: float = 120.0
+    #: the evaluators' pool of each epoch, in units (0: no settlement)
+    pool: int = 1000
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,8 @@ class EvaluatorRow:
     stats: EvaluatorStats | None
     attempted: int
     refused: Counter[str]
+    #: units of the evaluators' pool it was paid over every settled epoch
+    units: int = 0
 
 
 @dataclass
@@ -98,6 +103,8 @@ class Result:
     #: policy name -> how much the honest evaluators' verdicts weigh under it, the same
     #: ledger scored by every policy the bureau knows
     honest_weight: dict[str, ledger_view.VerdictWeight] = field(default_factory=dict)
+    #: the settled epochs of the evaluators' pool
+    payroll: Payroll = field(default_factory=Payroll)
 
     def score(self, kind: str) -> list[float]:
         return [r.report["score"]["value"] for r in self.agents
@@ -144,6 +151,8 @@ class Simulation:
                     f"the bureau's epochs last {self.epoch_seconds} s: run it with a short "
                     "BUREAU_EPOCH_SECONDS (e.g. 5) to simulate several epochs")
             self.admin = await stack.enter_async_context(Admin(self.target.admin, self.target.url))
+            if o.pool:
+                await open_pool(self.admin, o.pool, self.epoch_seconds)
             self.agents, self.evaluators = await enroll_all(self.target.url, o.seed, o.agents)
             self.sim_agents = [SimAgent(m.name, m.kind, o.seed) for m in self.agents]  # type: ignore[arg-type]
             upstreams = [await stack.enter_async_context(a.serve()) for a in self.sim_agents]
@@ -304,16 +313,19 @@ class Simulation:
         table = ledger_view.evaluators(evidence, policy)
         rows = [AgentRow(m, reports[m.kid] or ledger_view.computed_report(
             m.kid, evidence, table, policy)) for m in self.agents]
+        paid = await payroll(self.http, self.target.url, bureau["key"], self.sealed,
+                             [m.key for m in self.evaluators])
         evaluators = [
             EvaluatorRow(m, table.get(m.kid), self.attempted[m.kind],
-                         Counter(r["code"] for r in files[m.kid].refusals))
+                         Counter(r["code"] for r in files[m.kid].refusals),
+                         paid.units.get(m.kid, 0))
             for m in self.evaluators]
         derived = Counter(f.derived for f in evidence.facts if f.derived is not None)
         honest = {m.kid for m in self.evaluators if m.kind in HONEST_EVALUATORS}
         weights = {other: ledger_view.verdict_weight(
             [m.kid for m in self.agents], evidence, policy_named(other), honest)
             for other in KNOWN_POLICIES}
-        return Result(rows, evaluators, derived, self.calls, self.sealed, name, weights)
+        return Result(rows, evaluators, derived, self.calls, self.sealed, name, weights, paid)
 
 
 async def simulate(options: Options, target: Target,

@@ -40,6 +40,9 @@ def findings(result: Result) -> dict[str, bool]:
     harsh, generous = result.evaluator("harsh").stats, result.evaluator("generous").stats
     constant_text, constant_ok = _constant_rater(result)
     selfish = result.evaluator("self-dealing")
+    pay = result.payroll
+    paid = {k: result.evaluator(k).units for k in ("fair", "harsh", "generous", "constant",
+                                                     "self-dealing")}
     return {
         "honest agents score above bluffers": bool(honest and bluffer)
         and min(honest) > max(bluffer),
@@ -50,6 +53,14 @@ def findings(result: Result) -> dict[str, bool]:
         constant_text: constant_ok,
         "self-dealing attestations all refused": selfish.attempted > 0
         and selfish.refused["SELF_DEALING"] == selfish.attempted and selfish.stats is None,
+        # (An epoch whose covert re-checks land after its seal pays nothing: its
+        # verdicts had no blind truth by then. With 2-second epochs that happens.)
+        "the pool: units sum to the pools, and every unit paid went to the fair, harsh "
+        "and generous evaluators (right polarity, graded blind)":
+        bool(pay.documents) and pay.paid + pay.unpaid == pay.pool
+        and paid["fair"] + paid["harsh"] + paid["generous"] == pay.paid,
+        "the pool: the constant rater and the self-dealer paid nothing":
+        paid["constant"] == 0 and paid["self-dealing"] == 0,
     }
 
 
@@ -80,6 +91,21 @@ def _honest_weight(result: Result) -> list[str]:
         if name == "v1":
             mark += " (superseded; for comparison)"
         out.append(f"  {name}{mark}: {w.theirs:.3f} of {w.total:.3f} ({w.share:.1%}){kept}")
+    return out
+
+
+def _pool(result: Result) -> list[str]:
+    """What the evaluators' pool paid, as the signed settlements and each evaluator's
+    own proven row say (SPEC §8.2)."""
+    pay = result.payroll
+    if not pay.documents:
+        return ["evaluators' pool: none settled"]
+    out = [f"evaluators' pool: {len(pay.documents)} epochs settled, pool {pay.pool}, paid "
+           f"{pay.paid}, unpaid {pay.unpaid} (score = g·J over blind probes only; each "
+           "evaluator's row proven against the signed root)"]
+    for ev in result.evaluators:
+        per = f"{ev.units / ev.attempted:.2f} a verdict" if ev.attempted else "-"
+        out.append(f"  {ev.member.name:<13} {ev.units:>7} units  ({per})")
     return out
 
 
@@ -141,6 +167,8 @@ def render(result: Result) -> str:
             f"{_num(st.weight if st else None, 7)}  {refused}"
             + (f"  ({', '.join(flags)})" if flags else ""))
     lines.append("")
+    lines += _pool(result)
+    lines.append("")
     lines += _honest_weight(result)
     lines.append("")
     for text, ok in findings(result).items():
@@ -162,6 +190,8 @@ def as_json(result: Result) -> dict[str, Any]:
                         "refused": dict(sorted(ev.refused.items())),
                         "stats": None if ev.stats is None else dataclasses.asdict(ev.stats)}
                        for ev in result.evaluators],
+        "pool": {"documents": result.payroll.documents,
+                 "units": {ev.member.name: ev.units for ev in result.evaluators}},
         "honest_weight": {name: dataclasses.asdict(w)
                           for name, w in sorted(result.honest_weight.items())},
         "findings": findings(result),

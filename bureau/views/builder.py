@@ -26,6 +26,7 @@ import nacl.signing
 
 from bureau import db, ledger_keys, metrics
 from bureau.scoring.policy import Policy
+from bureau.settlement.settle import settle_epoch
 from bureau.transparency import heads
 from bureau.transparency.heads import LogKey
 from bureau.transparency.tree import root_at
@@ -129,15 +130,21 @@ class ReportBuilder:
             count = await self._shards.store_epoch(seal.last_seq, seal.epoch, seal.head,
                                                    digest)
             checkpoint = await self._checkpoint(conn, seal)
+            policy, _ = await policy_of_epoch(conn, seal.epoch, seal.last_seq)
             async with db.transaction(conn, "store_checkpoint"):
                 await self._store_note(conn, seal)
+                await settle_epoch(conn, self.key, seal, policy, self._shards.book)
                 await store_checkpoint(conn, seal.epoch, checkpoint)
         else:
             agents, envelopes, checkpoint = await self.sign_epoch(conn, seal)
             count = len(agents)
+            assert self.deriver is not None
             try:
                 async with db.transaction(conn, "store_epoch"):
                     await self._store_note(conn, seal)
+                    # before the checkpoint, which makes the epoch (and it) visible
+                    await settle_epoch(conn, self.key, seal, self.deriver.policy,
+                                       self.deriver.book)
                     await store_epoch(conn, seal.epoch, agents, envelopes, checkpoint)
             except asyncpg.UniqueViolationError:
                 log.info("epoch %d: already stored by another writer", seal.epoch)

@@ -46,8 +46,9 @@ from bureau.views.builder import ReportBuilder
 from bureau.views.store import seals
 
 INDEX_TABLES = ("reporters", "facts", "probes", "agents", "verdicts", "exclusions",
-                "disputes", "resolutions", "policies", "ledger_keys")
-DERIVED_TABLES = (*INDEX_TABLES, "tree_nodes", "seals", "reports", "checkpoints")
+                "disputes", "resolutions", "policies", "pools", "ledger_keys")
+DERIVED_TABLES = (*INDEX_TABLES, "tree_nodes", "seals", "reports", "checkpoints",
+                  "settlements", "settlement_rows")
 _CHUNK = 5000
 
 

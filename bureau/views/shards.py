@@ -155,6 +155,12 @@ class ShardPool:
                  t3 - t2, _phases(signed), len(changed))
         return [part for part, _ in signed]
 
+    @property
+    def book(self) -> EvaluatorBook:
+        """Every evaluator's record as of the last epoch built, summed over the shards."""
+        assert self._book is not None, "no epoch has been built yet"
+        return self._book
+
     def reset(self) -> None:
         """Stop the workers and forget everything: the next epoch starts from entry 1."""
         self.close()

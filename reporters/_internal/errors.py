@@ -25,6 +25,7 @@ CLIENT_CODES: frozenset[str] = frozenset({
     "BAD_NOTE",        # verify_note: not a signed note, or not a checkpoint
     "BAD_PROOF",       # verify_inclusion/verify_consistency: the proof does not hold
     "TOO_FEW_COSIGNATURES",  # verify_note: fewer witness cosignatures than the threshold
+    "BAD_SETTLEMENT",  # verify_settlement/verify_share: the numbers do not add up
 })
 
 

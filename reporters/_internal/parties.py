@@ -29,6 +29,7 @@ from reporters.models import (
     KeysPayload,
     Payload,
     PolicyPayload,
+    PoolPayload,
     PromiseDeclared,
     ReporterPayload,
     ResolutionPayload,
@@ -314,6 +315,14 @@ class Agent(_Party):
             self._key, f"/v1/agents/{self.key_id}/explain{query}")
 
 
+    async def settlement(self, epoch: int) -> Any:
+        """This agent's own row of epoch ``epoch``'s settlement of the evaluators' pool,
+        with its inclusion proof (a signed ``GET /v1/agents/{key id}/settlement?epoch=E``);
+        check it with :func:`reporters.verify_share`."""
+        return await self._transport.signed_get_json(
+            self._key, f"/v1/agents/{self.key_id}/settlement?epoch={int(epoch)}")
+
+
 class Admin(_Party):
     """An admin key (one of the ledger's admin set in force): registers reporters,
     resolves disputes, seals elapsed epochs, rotates the ledger's keys. Errors as for
@@ -338,6 +347,13 @@ class Admin(_Party):
         epoch ``from_epoch`` and later; ``from_epoch`` may not have begun."""
         return await self.submit(payloads.build(PolicyPayload, {
             "policy": policy, "from_epoch": from_epoch,
+            "issued_at": payloads.issued_timestamp()}))
+
+    async def set_pool(self, units: int, from_epoch: int) -> Receipt:
+        """Make the evaluators' pool of epoch ``from_epoch`` and later ``units`` whole
+        units (0 stops settling); ``from_epoch`` may not have begun (SPEC §3, §8.2)."""
+        return await self.submit(payloads.build(PoolPayload, {
+            "units": units, "from_epoch": from_epoch,
             "issued_at": payloads.issued_timestamp()}))
 
     async def set_keys(self, bureau: str, admins: Sequence[str]) -> Receipt:

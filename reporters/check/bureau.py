@@ -40,7 +40,7 @@ from reporters.tlog.note import ED25519, Verifier
 #: a DSSE envelope of ~400 bytes; /v1/bureau a key history (~200 bytes a key) and up to
 #: 64 admins; a report a few KB, plus a row per reporter with 10 or more interactions,
 #: 64 promises and 16 links at most (a report of 500 reporter rows is ~60 KB).
-CAPS = {"note": 16 * 1024, "proof": 8 * 1024, "checkpoint": 16 * 1024,
+CAPS = {"note": 16 * 1024, "proof": 8 * 1024, "checkpoint": 16 * 1024, "settlement": 16 * 1024,
         "bureau": 1024 * 1024, "report": 256 * 1024, "error": 4 * 1024}
 
 

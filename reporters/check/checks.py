@@ -48,6 +48,8 @@ from reporters import (
     verify_consistency,
     verify_inclusion,
     verify_report,
+    verify_settlement,
+    verify_share,
 )
 from reporters.check.bureau import Bureau, CannotCheck, CheckFailed, Trust, open_note
 
@@ -337,4 +339,65 @@ async def check_file(bureau: Bureau, trust: Trust, key: nacl.signing.SigningKey,
                           "shows its agent")
     out.step(f"the evidence root {root} is the root of the {counted} entries of the "
              f"agent's own file up to seq {seq}")
+    return out
+
+
+async def check_settlement(bureau: Bureau, trust: Trust, epoch: int, *,
+                           key: nacl.signing.SigningKey | None = None) -> Outcome:
+    """An epoch's settlement of the evaluators' pool (SPEC §8.2):
+
+    1. the document is signed by the trusted bureau key, is of ``epoch``, and adds up
+       (paid and unpaid sum to the pool; nobody paid, the empty root);
+    2. (with the evaluator's ``key``) its own row, read with that key, is a leaf of the
+       document's root in a tree of as many leaves as the document says were paid, and
+       its units fit within what was paid.
+    """
+    out = Outcome("settlement", trust)
+    path = f"/v1/settlements/{epoch}"
+    doc_bytes = await bureau.get(path, "settlement")
+    assert doc_bytes is not None
+    # The key in force at the epoch's seal, from the key history: the epoch's checkpoint
+    # (verified under the history) names the seal's seq; a settlement names none.
+    try:
+        checkpoint = verify_checkpoint(await bureau.get_json(f"/v1/checkpoints/{epoch}",
+                                                             "checkpoint"),
+                                       trust.history)
+        signer = trust.history.at(checkpoint["seq"]).key_id
+    except VerificationError as exc:
+        raise _failed(f"the checkpoint of epoch {epoch} does not verify", exc) from None
+    try:
+        doc = verify_settlement(strictjson.loads(doc_bytes), signer, epoch)
+    except strictjson.StrictJSONError:
+        raise CheckFailed(f"{bureau.url}{path} is not a JSON envelope") from None
+    except VerificationError as exc:
+        raise _failed(f"{bureau.url}{path} is not a settlement of epoch {epoch} signed by "
+                      f"{signer}", exc) from None
+    out.step(f"the settlement of epoch {epoch} is signed by {signer}, the key in force at "
+             f"its seal (seq {checkpoint['seq']}): pool "
+             f"{doc['pool']}, paid {doc['paid']} to {doc['evaluators']} evaluators, "
+             f"unpaid {doc['unpaid']}" + (" (a quiet epoch: nobody earned)"
+                                         if doc["evaluators"] == 0 else ""))
+    out.facts.update(settlement=doc)
+    if key is None:
+        return out
+    me = key_id(key)
+    try:
+        async with Agent(key, bureau.url, session=bureau.session) as agent:
+            answer = await agent.settlement(epoch)
+    except BureauClientError as exc:
+        raise CannotCheck(f"cannot read the settlement row of {me}: {exc}") from None
+    try:
+        units = verify_share(answer, doc, me)
+    except VerificationError as exc:
+        raise _failed(f"the row the bureau served {me}", exc) from None
+    out.facts.update(evaluator=me, units=units,
+                     share=None if units == 0 else {"leaf_index": answer["leaf_index"],
+                                                    "score": answer["row"]["score"]})
+    if units == 0:
+        out.step(f"{me} has no row: it earned nothing in epoch {epoch}")
+    else:
+        out.step(f"{me}'s row (units {units}, score {answer['row']['score']}) is leaf "
+                 f"{answer['leaf_index']} of the settlement's root, in a tree of the "
+                 f"{doc['evaluators']} evaluators paid; {units} of the {doc['paid']} units "
+                 f"paid of the pool of {doc['pool']}")
     return out

@@ -5,6 +5,7 @@
     bureau-check consistency URL OLD_NOTE [NEW_NOTE]
     bureau-check monitor URL --state FILE [--interval S] [--once | --count N]
     bureau-check file URL --key AGENT_KEY_FILE [--epoch E]
+    bureau-check settlement URL EPOCH [--key EVALUATOR_KEY_FILE]
     bureau-check links URL AGENT [--epoch E] [--mcp-registry URL] [--cafile FILE]
 
 Every command takes ``--bureau-key KEYID`` or ``--vkey VKEY`` (pin the bureau's key: it
@@ -39,6 +40,7 @@ from reporters.check.checks import (
     check_file,
     check_inclusion,
     check_report,
+    check_settlement,
 )
 from reporters.check.links import MCP_REGISTRY, Fetching, check_links
 from reporters.check.monitor import monitor_step
@@ -151,9 +153,12 @@ async def _one(args: argparse.Namespace, bureau: Bureau, trust: Trust,
         return await check_consistency(bureau, trust, _text(args.old_note, "the note"), new,
                                        witnessing=witnessing)
     try:
-        key = load_key(args.key)
+        key = load_key(args.key) if args.key is not None else None
     except BureauClientError as exc:
         raise CannotCheck(f"--key {args.key}: {exc.detail}") from None
+    if args.command == "settlement":
+        return await check_settlement(bureau, trust, args.epoch, key=key)
+    assert key is not None  # file's --key is required
     return await check_file(bureau, trust, key, epoch=args.epoch, witnessing=witnessing)
 
 
@@ -260,6 +265,13 @@ def build_parser() -> argparse.ArgumentParser:
     file.add_argument("--key", required=True, help="the agent's key file (PKCS#8 PEM)")
     file.add_argument("--epoch", type=_nonnegative, help="a sealed epoch (default: the "
                       "latest)")
+    settlement = sub.add_parser("settlement", parents=[common],
+                                help="verify an epoch's settlement of the evaluators' pool, "
+                                     "and with --key your own share")
+    settlement.add_argument("url", help="the bureau's base URL")
+    settlement.add_argument("epoch", type=_nonnegative, help="a sealed epoch with a pool")
+    settlement.add_argument("--key", help="the evaluator's key file (PKCS#8 PEM): fetch "
+                            "its own row and check it against the root and the pool")
     links = sub.add_parser("links", parents=[common],
                            help="confirm an agent's links from the other side")
     links.add_argument("url", help="the bureau's base URL")

@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 RUNS = {
     "seal_bench.py": (["--entries", "3000", "--new", "500", "--agents", "50",
                        "--evaluators", "10", "--report-workers", "2"],
-                      ["first seal of", "seal + ", "report worker"]),
+                      ["first seal of", "seal + ", "report worker",
+                       "settlement of the pool"]),
     "intake_bench.py": (["--facts", "1000", "--single", "200", "--rate", "200"],
                         ["batch intake", "single POST, paced", "commit section under the "
                          "head lock"]),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import asyncpg
@@ -92,6 +93,30 @@ async def test_resolve_seal_and_policy(bureau: BureauUnderTest, tmp_path: Path) 
     assert_plain(done.stdout + sealed.stdout + chosen.stdout + stale.stdout + stale.stderr)
     unknown = await admin(bureau, tmp_path, "policy", "v9")
     assert unknown.returncode == 2 and "a policy this bureau knows" in unknown.stderr
+
+
+async def test_pool(bureau: BureauUnderTest, tmp_path: Path) -> None:
+    seconds = bureau.config.epoch_seconds
+    before = int(time.time()) // seconds + 1
+    printed = await admin(bureau, tmp_path, "pool", "1000", "--print")  # the next epoch
+    after = int(time.time()) // seconds + 1
+    assert printed.returncode == 0, printed.stderr
+    envelope = json.loads(printed.stdout)
+    assert envelope["payloadType"] == wire.payload_type("pool")
+    payload = json.loads(wire.b64decode_canonical(envelope["payload"]))
+    assert set(payload) == {"units", "from_epoch", "issued_at"}
+    assert payload["units"] == 1000
+    assert before <= payload["from_epoch"] <= after
+    opened = await admin(bureau, tmp_path, "pool", "1000")
+    assert opened.returncode == 0, opened.stderr
+    assert json.loads(opened.stdout)["status"] == "accepted"
+    assert (await _kinds(bureau))[-1] == "pool"
+    stale = await admin(bureau, tmp_path, "pool", "5", "--from-epoch", "0")
+    assert stale.returncode == 1
+    assert json.loads(stale.stdout)["code"] == "STALE_UPDATE"
+    assert "refused (422): STALE_UPDATE at '/from_epoch'" in stale.stderr
+    huge = await admin(bureau, tmp_path, "pool", str(10**15 + 1))
+    assert huge.returncode == 2 and "0 to 10^15" in huge.stderr
 
 
 async def test_keys_payload_is_revision_3s(bureau: BureauUnderTest, tmp_path: Path) -> None:

@@ -53,7 +53,8 @@ def test_public_surface_is_small_and_documented() -> None:
         "VerifiedCheckpoint", "evidence_root", "files", "generate_key", "identity_links",
         "key_id", "load_key",
         "models", "save_key", "verify_chain", "verify_checkpoint", "verify_consistency",
-        "verify_inclusion", "verify_note", "verify_report"])
+        "verify_inclusion", "verify_note", "verify_report", "verify_settlement",
+        "verify_share"])
     text = README.read_text()
     for name in reporters.__all__:
         assert f"`{name}" in text, name

@@ -454,7 +454,8 @@ def test_the_caps_are_the_documented_ones() -> None:
     doc = " ".join((Path(__file__).resolve().parents[2] / "docs" / "transparency.md")
                    .read_text().split())
     words = {"note": "a note", "proof": "a proof", "checkpoint": "a checkpoint",
-             "report": "a report", "bureau": "`/v1/bureau`", "error": "an error answer"}
+             "settlement": "a settlement document", "report": "a report",
+             "bureau": "`/v1/bureau`", "error": "an error answer"}
     for kind, cap in CAPS.items():
         size = f"{cap // 1024**2} MiB" if cap % 1024**2 == 0 else f"{cap // 1024} KiB"
         assert f"{words[kind]} {size}" in doc, kind

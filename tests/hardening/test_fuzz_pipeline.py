@@ -129,6 +129,9 @@ class MemoryState:
     def keys_issued_at(self) -> dt.datetime | None:
         return NOW - dt.timedelta(days=1)
 
+    def pool_issued_at(self) -> dt.datetime | None:
+        return NOW - dt.timedelta(days=1)
+
     def recording_epoch(self) -> int:
         return 10
 
@@ -205,6 +208,7 @@ TEMPLATES: dict[str, dict[str, Any]] = {
     "policy": {"policy": policy_hash(), "from_epoch": 10, "issued_at": "2026-11-30T12:00:00Z"},
     "keys": {"bureau": kid(STRANGER), "admins": [kid(ADMIN)],
              "issued_at": "2026-11-30T12:00:00Z"},
+    "pool": {"units": 1000, "from_epoch": 10, "issued_at": "2026-11-30T12:00:00Z"},
 }
 assert set(TEMPLATES) == set(PAYLOAD_MODELS)
 
@@ -212,7 +216,8 @@ assert set(TEMPLATES) == set(PAYLOAD_MODELS)
 RIGHT_SIGNER = {"reporter": ADMIN, "fact": REPORTER, "probe": REPORTER,
                 "enrollment": STRANGER, "amendment": SUBJECT, "withdrawal": SUBJECT,
                 "attestation": CALLER, "value-judgment": CALLER, "dispute": SUBJECT,
-                "resolution": ADMIN, "seal": ADMIN, "policy": ADMIN, "keys": ADMIN}
+                "resolution": ADMIN, "seal": ADMIN, "policy": ADMIN, "keys": ADMIN,
+                "pool": ADMIN}
 
 
 @st.composite

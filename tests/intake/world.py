@@ -101,6 +101,7 @@ def template(p: Parties, name: str) -> tuple[Key, dict[str, Any]]:
             "%Y-%m-%dT%H:%M:%S.%fZ")}),
         "policy": (p.admin, {"policy": policy_hash(), "from_epoch": p.epoch + 1,
                              "issued_at": issued()}),
+        "pool": (p.admin, {"units": 1000, "from_epoch": p.epoch + 1, "issued_at": issued()}),
         "keys": (p.admin, {"bureau": p.bureau_key or kid(p.reporter),
                            "admins": [kid(p.admin)], "issued_at": issued()}),
     }

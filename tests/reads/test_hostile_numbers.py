@@ -30,6 +30,7 @@ QUERY_ROUTES = [
     ("/v1/agents/{agent}/explain", "epoch", "", True),
     ("/v1/agents/{agent}/evaluator", "epoch", "", True),
     ("/v1/agents/{agent}/report", "epoch", "", False),
+    ("/v1/agents/{agent}/settlement", "epoch", "", True),
     ("/v1/proofs/inclusion", "size", "id=" + "0" * 64, False),
     ("/v1/proofs/consistency", "from", "to=1", False),
     ("/v1/proofs/consistency", "to", "from=0", False),
@@ -53,7 +54,8 @@ async def test_hostile_numbers_are_schema_at_the_parameter(
         assert_error(status, body, 422, "SCHEMA", f"/{name}")
 
 
-@pytest.mark.parametrize("route", ["/v1/checkpoints/{epoch}", "/v1/checkpoints/{epoch}/note"])
+@pytest.mark.parametrize("route", ["/v1/checkpoints/{epoch}", "/v1/checkpoints/{epoch}/note",
+                                   "/v1/settlements/{epoch}"])
 async def test_hostile_epochs_in_a_path_match_no_route(bureau: BureauUnderTest,
                                                        route: str) -> None:
     for form in [f for f in HOSTILE if f]:

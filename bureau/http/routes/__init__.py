@@ -9,13 +9,23 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from bureau.http.routes import intake, interop, ops, pages, reads, reports, transparency
+from bureau.http.routes import (
+    intake,
+    interop,
+    ops,
+    pages,
+    reads,
+    reports,
+    settlements,
+    transparency,
+)
 
 TABLES: tuple[web.RouteTableDef, ...] = (
     intake.routes,
     ops.routes,
     reads.routes,
     reports.routes,
+    settlements.routes,
     transparency.routes,
     interop.routes,
     pages.routes,

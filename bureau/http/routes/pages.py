@@ -18,7 +18,9 @@ from bureau.http.home import index_page, not_found_page
 from bureau.http.keys import CONFIG, LEDGER, POOL, RANKING, READS, SIGNING_KEY
 from bureau.http.pages import agent_page, payload_of
 from bureau.http.params import KEY_ID, number
+from bureau.http.settlement_page import SHOWN, settlements_section
 from bureau.replica import absent
+from bureau.settlement.store import published_settlements
 from bureau.views.policies import current_policy
 from bureau.views.ranking import MAX_QUERY
 from bureau.views.store import checkpoint_envelope, report_envelope
@@ -73,9 +75,12 @@ async def index(request: web.Request) -> web.Response:
     async with request.app[POOL].acquire() as conn:
         policy = await current_policy(conn, request.app[LEDGER].clock(),
                                       request.app[CONFIG].epoch_seconds)
+    settled = await request.app[READS].run(lambda conn: published_settlements(conn, SHOWN))
+    epoch_seconds = request.app[CONFIG].epoch_seconds
     return _html(index_page(wire.signing_key_id(request.app[SIGNING_KEY]), policy,
-                            request.app[CONFIG].epoch_seconds,
-                            payload_of(cp) if cp is not None else None, ranked, q, page,
+                            epoch_seconds, payload_of(cp) if cp is not None else None,
+                            ranked, q, page, settlements_section(
+                                [payload_of(s) for s in settled], epoch_seconds),
                             now=request.app[LEDGER].clock()))
 
 

@@ -35,16 +35,20 @@ class Goal:
     at most ``limit`` either way; ``below`` — the attacked party ranks strictly below
     the baseline (by ``score.low``)."""
 
-    kind: Literal["move", "below"]
+    kind: Literal["move", "below", "at_most"]
     limit: float = 0.0
 
     def holds(self, baseline: float, attacked: float) -> bool:
         if self.kind == "below":
             return attacked < baseline
+        if self.kind == "at_most":
+            return attacked <= baseline + self.limit + 1e-9
         return abs(attacked - baseline) <= self.limit + 1e-9
 
     @property
     def text(self) -> str:
+        if self.kind == "at_most":
+            return "≤ baseline"
         return "ranks below" if self.kind == "below" else f"|Δ| ≤ {self.limit:.2f}"
 
 
@@ -56,6 +60,11 @@ class Staged:
     baseline: Party
     attacked: Party
     later: Callable[[], Awaitable[None]] | None = None
+    #: for a ``pool`` attack: whose scores in the evaluators' pool (g·J, summed over
+    #: each group and the settled epochs) are the baseline and whose the attacked figure
+    payees: tuple[tuple[Party, ...], tuple[Party, ...]] | None = None
+    #: for a ``pool`` attack: a fixed baseline instead of the first group's score
+    bound: float | None = None
 
 
 @dataclass(frozen=True)
@@ -65,8 +74,9 @@ class Attack:
     victim: str
     goal: Goal
     stage: Callable[[Arena], Awaitable[Staged]]
-    #: which number of the report is compared
-    metric: Literal["value", "low"] = "value"
+    #: which number is compared: of the report, or ``pool``: scores in the evaluators'
+    #: pool (units are split in proportion to them within an epoch)
+    metric: Literal["value", "low", "pool"] = "value"
     #: (baseline, attacked) as first measured under policy v1, where the issue gives them
     v1: tuple[float, float] | None = None
 
@@ -309,6 +319,44 @@ async def recentring(a: Arena, bias: Bias) -> Staged:
     return Staged(fair, unfair)
 
 
+# --------------------------------------------------------------------------- the pool
+
+
+async def copied_checks_ring(a: Arena) -> Staged:
+    """3 callers read the deliverable check of each of their 10 calls in their own files
+    and attest exactly what it says: right every time, and paid nothing for it (a check
+    is never blind truth, SPEC §8.2). Baseline: nobody, score 0."""
+    decoy = await a.enroll("copied-checks-decoy")
+    raters = await a.enroll_many("copied-checks", 3)
+    await _calibrate_on_checks(a, raters, decoy, 10)
+    return Staged(decoy, decoy, payees=((), tuple(raters)))
+
+
+#: The most one blind-graded verdict can score: g = 1 times J over a record of one
+#: right verdict, (1+1)/(1+2) + (0+1)/(0+2) - 1 = 1/6 (SPEC §7's smoothing).
+ONE_VERDICT_MAX = round(2 / 3 + 1 / 2 - 1, 6)
+
+
+async def fresh_keys_split(a: Arena, keys: int = 12) -> Staged:
+    """``keys`` fresh keys each give one verdict, right, on a call the gateway then
+    probes. Together they score at most ``keys`` blind-graded verdicts at 1/6 each: the
+    baseline is that bound (a single key with the same 12 verdicts would score up to
+    12 · 0.75 = 9; measured beside it, the comparison depended on which epoch each probe
+    landed in, so the bound is what is held)."""
+    decoy = await a.enroll("split-decoy")
+    fresh = await a.enroll_many("split-fresh", keys)
+    plan: list[tuple[Party, str, bool]] = []
+    for i, who in enumerate(fresh):
+        plan += [(who, ia, i % 2 == 0) for ia in await a.calls(decoy, 1, caller=who)]
+    await a.settle()
+    await a.attest_all((r, decoy, ia, "ACCEPTED" if passed else "FAILED_DISCOVERED", 0)
+                       for r, ia, passed in plan)
+    for _, ia, passed in plan:
+        await a.probe(decoy, ia, passed)
+    return Staged(decoy, decoy, payees=((), tuple(fresh)),
+                  bound=keys * ONE_VERDICT_MAX)
+
+
 # --------------------------------------------------------------------------- the table
 
 MOVE_10, MOVE_15, MOVE_01 = Goal("move", 0.10), Goal("move", 0.15), Goal("move", 0.01)
@@ -346,4 +394,8 @@ ATTACKS: tuple[Attack, ...] = (
     *(Attack(f"{bias} rater alone (vs fair)", "fair rater's twin", Goal("move", 0.04),
              functools.partial(recentring, bias=bias))
       for bias in ("harsh", "generous")),
+    Attack("pool: ring copies visible checks", "the pool", Goal("move", 0.0),
+           copied_checks_ring, metric="pool"),
+    Attack("pool: 12 fresh keys split the pool", "12 verdicts × 1/6", Goal("at_most"),
+           fresh_keys_split, metric="pool"),
 )

@@ -20,6 +20,8 @@ def _row(row: Row) -> str:
         notes.append(f"{row.before_later:.3f} before the distrust")
     if a.metric == "low":
         notes.append("score.low")
+    if a.metric == "pool":
+        notes.append("score in the evaluators' pool (g·J), rows proven")
     if a.v1 is not None:
         notes.append(f"first measured under v1: {a.v1[0]:.3f} → {a.v1[1]:.3f}")
     moved = f"{row.baseline:.3f} → {row.attacked:.3f}"

@@ -19,6 +19,10 @@ from bureau.scoring.policy import policy_name_of
 from bureau.simulate.adversarial.arena import Arena, arena
 from bureau.simulate.adversarial.attacks import ATTACKS, Attack, Staged
 from bureau.simulate.driver import Target
+from bureau.simulate.pay import Payroll, open_pool, payroll
+
+#: the evaluators' pool of each epoch while the suite plays
+POOL_UNITS = 1000
 
 
 @dataclass(frozen=True)
@@ -61,9 +65,13 @@ def _figure(report: dict[str, Any], metric: str) -> float:
     return value
 
 
-async def _read(a: Arena, staged: Sequence[Staged], attacks: Sequence[Attack]
-                ) -> list[tuple[float, float]]:
+async def _read(a: Arena, staged: Sequence[Staged], attacks: Sequence[Attack],
+                pay: Payroll) -> list[tuple[float, float]]:
     async def pair(s: Staged, attack: Attack) -> tuple[float, float]:
+        if s.payees is not None:  # scores in the pool, proven row by row
+            paid, attacked = (round(sum(pay.scores.get(p.kid, 0.0) for p in group), 6)
+                              for group in s.payees)
+            return (paid if s.bound is None else s.bound), attacked
         base, hit = await asyncio.gather(a.report(s.baseline), a.report(s.attacked))
         return _figure(base, attack.metric), _figure(hit, attack.metric)
 
@@ -76,17 +84,22 @@ async def play(target: Target, attacks: Sequence[Attack] = ATTACKS) -> PolicyRun
     started = time.monotonic()
     async with arena(target) as a:
         policy = policy_name_of(str(a.bureau["policy"])) or str(a.bureau["policy"])
+        opened = await open_pool(a.admin, POOL_UNITS, int(a.bureau["epoch_seconds"]))
         staged = list(await asyncio.gather(*(attack.stage(a) for attack in attacks)))
         await a.settle()
         first = await a.seal()
-        interim = await _read(a, staged, attacks)
+        # The pool attacks are staged before the first seal: every epoch up to it pays.
+        pay = await payroll(a.http, a.target.url, str(a.bureau["key"]),
+                            range(opened, first + 1),
+                            [p.key for s in staged if s.payees for g in s.payees for p in g])
+        interim = await _read(a, staged, attacks, pay)
         later = [s for s in staged if s.later is not None]
         sealed = [await a.report(s.attacked, first) for s in later]
         for s in later:
             assert s.later is not None
             await s.later()
         last = await a.seal()
-        final = await _read(a, staged, attacks)
+        final = await _read(a, staged, attacks, pay)
         unchanged = sealed == [await a.report(s.attacked, first) for s in later]
     rows = tuple(
         Row(attack, base, hit, early_hit if s.later is not None else None)

@@ -1,0 +1,57 @@
+"""Settling one sealed epoch (SPEC §8.2), by the report builder, in the transaction that
+stores the epoch's checkpoint: when the epoch's pool is above zero, read its inputs,
+compute the allocation, sign the document with the bureau key and store it with its
+rows. A pure function of the entries up to the seal and of the evaluators' records as of
+the seal (which the builder has just brought there), so ``bureau rebuild`` writes the
+same bytes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import asyncpg
+import nacl.signing
+
+from bureau import metrics
+from bureau.scoring.policy import Policy
+from bureau.settlement.document import SETTLEMENT_TYPE, Allocation, allocate
+from bureau.settlement.earn import Records, earnings, matched_blind
+from bureau.settlement.store import (
+    epoch_inputs,
+    pool_of_epoch,
+    previous_last_seq,
+    store_settlement,
+)
+from bureau.views.store import Seal
+from reporters import wire
+
+log = logging.getLogger(__name__)
+
+
+async def allocation_of(conn: asyncpg.Connection, seal: Seal, policy: Policy,
+                        records: Records) -> Allocation | None:
+    """The epoch's allocation, None when its pool is 0 (no settlement)."""
+    pool = await pool_of_epoch(conn, seal.epoch, seal.last_seq)
+    if pool == 0:
+        return None
+    lo = await previous_last_seq(conn, seal)
+    evidence = await epoch_inputs(conn, lo, seal.last_seq)
+    g = matched_blind(evidence, policy, lo, seal.last_seq)
+    return allocate(seal.epoch, pool, earnings(g, records, policy))
+
+
+async def settle_epoch(conn: asyncpg.Connection, key: nacl.signing.SigningKey, seal: Seal,
+                       policy: Policy, records: Records) -> None:
+    """Compute, sign and store the epoch's settlement, if it has a pool."""
+    start = time.perf_counter()
+    allocation = await allocation_of(conn, seal, policy, records)
+    if allocation is None:
+        return
+    envelope = wire.sign_envelope_bytes(key, SETTLEMENT_TYPE, allocation.payload_bytes())
+    await store_settlement(conn, allocation, envelope)
+    elapsed = time.perf_counter() - start
+    metrics.SETTLEMENT_SECONDS.observe(elapsed)
+    log.info("epoch %d: settled %d of %d units over %d evaluators in %.3f s", seal.epoch,
+             allocation.paid, allocation.pool, len(allocation.rows), elapsed)
