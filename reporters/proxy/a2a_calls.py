@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from a2a.types.a2a_pb2 import TaskState
 from aiohttp import web
@@ -34,10 +33,8 @@ from reporters.protocols.answers import parse_strict
 from reporters.protocols.sse import Event
 from reporters.proxy.holding import TRACKED, Measured
 from reporters.proxy.measure import promises_kept, task_hash
+from reporters.proxy.protocol_call import FORWARD_FAILURES, ProtocolCall, ProxyServices
 from reporters.proxy.relay import Buffered, Streamed
-
-if TYPE_CHECKING:
-    from reporters.proxy.app import Call, Proxy
 
 
 def _and(a: bool | None, b: bool | None) -> bool | None:
@@ -80,10 +77,10 @@ class _Seen:
 
 
 class A2ACalls:
-    def __init__(self, proxy: Proxy) -> None:
+    def __init__(self, proxy: ProxyServices) -> None:
         self.proxy = proxy
 
-    async def handle(self, call: Call, rpc: jsonrpc.Request) -> web.StreamResponse:
+    async def handle(self, call: ProtocolCall, rpc: jsonrpc.Request) -> web.StreamResponse:
         p = self.proxy
         asked = a2a.read_request(rpc.method, rpc.params)
         agent = call.route.agent
@@ -174,7 +171,7 @@ class A2ACalls:
 
         try:
             relayed = await p.forward(call, on_start=on_start, on_event=on_event)
-        except p.FAILURES as exc:
+        except FORWARD_FAILURES as exc:
             if provisional is not None:
                 await provisional  # written in order: the end below comes after it
             if task is None:  # nothing began: a call the agent did not answer

@@ -56,6 +56,7 @@ from reporters.proxy.measure import (
     well_formed,
 )
 from reporters.proxy.metrics import ProxyMetrics
+from reporters.proxy.protocol_call import FORWARD_FAILURES, ProtocolCall
 from reporters.proxy.relay import Buffered, OnEvent, OnStart, Streamed, TooLarge, forwardable
 from reporters.proxy.relay import forward as relay_forward
 from reporters.proxy.tracker import DerivedOutcomes
@@ -84,20 +85,6 @@ def load_check(spec: str) -> DeliverableCheck:
 
 _Upstream = Buffered
 _TooLarge = TooLarge
-
-
-@dataclass(frozen=True, slots=True)
-class Call:
-    """One call as it came in, for the protocol handlers (reporters.proxy.a2a_calls,
-    reporters.proxy.mcp_calls)."""
-
-    request: web.Request
-    route: Route
-    caller: str | None
-    wall: float  # when it arrived, Unix seconds
-    sub_path: str
-    query: str
-    body: bytes
 
 
 def protocol_of(route: Route, method: str, body: bytes) -> tuple[str, jsonrpc.Request] | None:
@@ -267,12 +254,12 @@ class Proxy:
         sub_path = raw_path[len(route.prefix):] or "/"
         wall = self._wall()
         if self._no_fact(route, request, sub_path):
-            return await self.pass_through(Call(request, route, caller, wall, sub_path,
+            return await self.pass_through(ProtocolCall(request, route, caller, wall, sub_path,
                                                 raw_query, body))
         read = protocol_of(route, request.method, body)
         if read is not None:
             name, rpc = read
-            call = Call(request, route, caller, wall, sub_path, raw_query, body)
+            call = ProtocolCall(request, route, caller, wall, sub_path, raw_query, body)
             return await self._reader(name).handle(call, rpc)  # type: ignore[no-any-return]
         interaction = self.next_interaction()
         try:
@@ -317,7 +304,7 @@ class Proxy:
         return False
 
     #: What a call the agent did not answer raises.
-    FAILURES = (TimeoutError, aiohttp.ClientError, TooLarge)
+    FAILURES = FORWARD_FAILURES
 
     def _reader(self, protocol: str) -> Any:
         """The handler of ``protocol``'s calls, imported when first needed (the a2a and
@@ -345,7 +332,7 @@ class Proxy:
         """The headers that let a caller attest to ``interaction``."""
         return {REPORTER_HEADER: self.reporter.key_id, INTERACTION_HEADER: interaction}
 
-    async def forward(self, call: Call, *, on_start: OnStart | None = None,
+    async def forward(self, call: ProtocolCall, *, on_start: OnStart | None = None,
                       on_event: OnEvent | None = None) -> Buffered | Streamed:
         """Forward a protocol call; an event stream is relayed as it comes (relay)."""
         assert self._session is not None
@@ -366,7 +353,7 @@ class Proxy:
         self.run.calls += 1
         return got
 
-    async def pass_through(self, call: Call) -> web.StreamResponse:
+    async def pass_through(self, call: ProtocolCall) -> web.StreamResponse:
         """Forward a protocol call that makes no fact, streams relayed unbuffered."""
 
         async def ignore(event: object, latency_ms: int) -> None:
@@ -506,5 +493,5 @@ def create_app(config: ProxyConfig, key: nacl.signing.SigningKey, *,
     return Proxy(config, key, checks=checks).app()
 
 
-__all__ = ["INTERACTION_HEADER", "PROXY", "REPORTER_HEADER", "Call", "Proxy", "create_app",
+__all__ = ["INTERACTION_HEADER", "PROXY", "REPORTER_HEADER", "Proxy", "create_app",
            "load_check"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jsonschema
 from aiohttp import web
@@ -31,10 +31,8 @@ from reporters.protocols.answers import parse_strict
 from reporters.protocols.sse import Event
 from reporters.proxy.holding import Measured
 from reporters.proxy.measure import promises_kept, task_hash
+from reporters.proxy.protocol_call import FORWARD_FAILURES, ProtocolCall, ProxyServices
 from reporters.proxy.relay import Buffered, Streamed
-
-if TYPE_CHECKING:
-    from reporters.proxy.app import Call, Proxy
 
 log = logging.getLogger("reporters.proxy")
 
@@ -64,11 +62,11 @@ class ToolSchemas:
 
 
 class MCPCalls:
-    def __init__(self, proxy: Proxy) -> None:
+    def __init__(self, proxy: ProxyServices) -> None:
         self.proxy = proxy
         self.schemas = ToolSchemas()
 
-    async def handle(self, call: Call, rpc: jsonrpc.Request) -> web.StreamResponse:
+    async def handle(self, call: ProtocolCall, rpc: jsonrpc.Request) -> web.StreamResponse:
         p = self.proxy
         made = "fact" if rpc.method == mcp.TOOLS_CALL and not rpc.notification else "none"
         p.metrics.protocol_calls.labels(call.route.prefix, "mcp", made).inc()
@@ -96,7 +94,7 @@ class MCPCalls:
         task = task_hash("POST", call.sub_path, call.query, call.body)
         try:
             relayed = await p.forward(call, on_start=on_start, on_event=on_event)
-        except p.FAILURES as exc:
+        except FORWARD_FAILURES as exc:
             m = replace(base, answered=False, promises=promises_kept(False, None, bounds))
             await p.facts.hold(interaction, m, task, False)
             return p.failure(exc, p.marks(interaction))
@@ -131,7 +129,7 @@ class MCPCalls:
         return replace(base, latency_ms=latency, well_formed=outcome.well_formed,
                        claimed=outcome.claimed, promises=promises)
 
-    async def _tools_list(self, call: Call, rpc: jsonrpc.Request) -> web.StreamResponse:
+    async def _tools_list(self, call: ProtocolCall, rpc: jsonrpc.Request) -> web.StreamResponse:
         p = self.proxy
         learned: list[Any] = []
 
@@ -143,7 +141,7 @@ class MCPCalls:
 
         try:
             relayed = await p.forward(call, on_event=on_event)
-        except p.FAILURES as exc:
+        except FORWARD_FAILURES as exc:
             return p.failure(exc, {})
         if isinstance(relayed, Buffered):
             ok, doc = parse_strict(relayed.body)
@@ -158,7 +156,7 @@ class MCPCalls:
             return relayed.response
         return p.respond(relayed, {})
 
-    async def _ask_tools(self, call: Call) -> None:
+    async def _ask_tools(self, call: ProtocolCall) -> None:
         """Learn the route's tools from the server itself, with the mcp package's client
         on a session of the proxy's own."""
         import httpx2
