@@ -66,7 +66,7 @@ async def built(url: str, n: int) -> list[str] | None:
         await conn.close()
 
 
-async def build(url: str, n: int, signing_public: bytes) -> list[str]:
+async def build(url: str, n: int, signing_public: bytes, admin: str) -> list[str]:
     """The ledger's entries (placeholders after the genesis entry) and its tree."""
     now = dt.datetime.now(dt.UTC)
     epoch = epoch_of(now, DEFAULT_EPOCH_SECONDS)
@@ -81,7 +81,9 @@ async def build(url: str, n: int, signing_public: bytes) -> list[str]:
         genesis = wire.canonical_json({
             "seq": 1, "prev": prev, "kind": "genesis", "recorded_at": stamp, "epoch": epoch,
             "body": {"policy": policy_hash(policy), "epoch_seconds": DEFAULT_EPOCH_SECONDS,
-                     "origin": default_origin(signing_public)}})
+                     "origin": default_origin(signing_public),
+                     # r3: who signs for the ledger, and its admins
+                     "key": wire.key_id(signing_public), "admins": [admin]}})
         start = time.perf_counter()
         for low in range(0, n, CHUNK):
             rows = []
@@ -106,6 +108,8 @@ async def build(url: str, n: int, signing_public: bytes) -> list[str]:
             print(f"\r  {len(ids):,} entries, {nodes_written:,} tree nodes", end="", flush=True)
         await conn.execute("UPDATE ledger_head SET seq = $1, head = $2, recorded_at = $3",
                            n, prev, now)
+        await conn.execute("INSERT INTO ledger_keys (from_seq, seq, bureau, admins) "
+                           "VALUES (1, 1, $1, $2)", wire.key_id(signing_public), [admin])
         await conn.execute("ANALYZE")
         print(f"\n  built in {time.perf_counter() - start:.1f} s")
         return ids
@@ -226,15 +230,18 @@ async def main() -> None:
         home = Path(os.environ.get("PROOF_BENCH_HOME") or tmp)
         home.mkdir(parents=True, exist_ok=True)
         url = os.environ.get("BUREAU_DATABASE_URL") or db.embedded_database_url(home)
-        key_file = home / "proof-bench.key"
-        if key_file.exists():
+        key_file, admin_file = home / "proof-bench.key", home / "proof-bench-admin.key"
+        if key_file.exists() and admin_file.exists():  # the ledger's own keys (genesis)
             signing = wire.key_from_pem(key_file.read_text())
+            admin = wire.key_from_pem(admin_file.read_text())
         else:
             key_file.write_text(wire.key_to_pem(signing))
+            admin_file.write_text(wire.key_to_pem(admin))
         ids = await built(url, args.entries)
         if ids is None:
             print(f"building a {args.entries:,}-entry ledger and its tree ...")
-            ids = await build(url, args.entries, bytes(signing.verify_key))
+            ids = await build(url, args.entries, bytes(signing.verify_key),
+                              wire.signing_key_id(admin))
         else:
             print(f"the {args.entries:,}-entry ledger built before on {url}")
         server = ServeProcess(bureau_env(url, home, wire.signing_key_id(admin),

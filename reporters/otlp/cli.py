@@ -89,10 +89,19 @@ def cmd_otlp(args: argparse.Namespace) -> int:
     return 0
 
 
+#: the command's --help text: the docstring's content, plain (no reST markup)
+DESCRIPTION = """bureau-reporter otlp: the OTLP receiver (docs/proxy.md, "The OTLP receiver").
+
+    bureau-reporter otlp --config otlp.toml
+
+SIGTERM or SIGINT stops it: no new export is taken, the spool is delivered for at most
+--drain-seconds, and what is left stays on disk for the next start."""
+
+
 def add_command(sub: Any) -> None:
     """Add ``otlp`` to ``bureau-reporter``'s subcommands (``sub``: its subparsers)."""
     otlp = sub.add_parser("otlp", help="receive OTLP/HTTP traces; report agent spans as facts",
-                          description=__doc__,
+                          description=DESCRIPTION,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
     otlp.add_argument("--config", required=True,
                       help="the JSON or TOML config file (.toml: TOML): the agents' tables")

@@ -18,19 +18,24 @@ from bureau.http.routes import TABLES
 from reporters import wire
 from reporters.httpsig import sign_request_headers
 from tests.hardening.pg import PrivatePostgres
+from tests.interop.support import BUREAU_ETH, PUBLIC_URL
 from tests.support import BureauUnderTest, kid, start_bureau
 
 pytestmark = pytest.mark.slow
 
 AGENT = kid(wire.generate_key())
 #: a sample for each path parameter, and a query each route answers with data
-SAMPLES = {"agent": AGENT, "reporter": AGENT, "epoch": "0", "hash": "0" * 64}
+SAMPLES = {"agent": AGENT, "reporter": AGENT, "epoch": "0", "hash": "0" * 64,
+           "name": "io.example/server",
+           "file": f"{AGENT}.0.eip155:1:0x{'0' * 40}.7.bureauScore.json"}
 QUERIES = {"/v1/proofs/inclusion": "?id=" + "0" * 64 + "&size=1",
-           "/v1/proofs/consistency": "?from=0&to=1"}
+           "/v1/proofs/consistency": "?from=0&to=1",
+           "/v1/agents/{agent}/settlement": "?epoch=0"}
 #: routes that never ask the database: they answer as ever while it is away
-NO_DATABASE = {"/healthz", "/openapi.json", "/v1/policies/{hash}"}
+NO_DATABASE = {"/healthz", "/openapi.json", "/v1/policies/{hash}",
+               "/v1/agents/{agent}/a2a-extension"}  # built from the configuration alone
 #: signed reads (that party): signed by the party the path names
-SIGNED = ("/entries", "/explain", "/evaluator")
+SIGNED = ("/entries", "/explain", "/evaluator", "/settlement")
 
 
 def get_routes() -> list[str]:
@@ -67,7 +72,9 @@ async def test_every_route_answers_503_once_logged(private_pg: PrivatePostgres, 
     SAMPLES["agent"] = SAMPLES["reporter"] = kid(agent_key)
     routes = get_routes()
     assert len(routes) >= 15
-    async with start_bureau(private_pg.url, tmp_path) as bureau:
+    # configured for the interop views too, so that theirs ask the database as well
+    async with start_bureau(private_pg.url, tmp_path, public_url=PUBLIC_URL,
+                            eth_address=BUREAU_ETH) as bureau:
         before = outages()
         private_pg.stop("immediate")
         caplog.clear()

@@ -72,4 +72,4 @@ async def test_verify_still_reads_an_existing_bureau(bureau: BureauUnderTest,
     env = bureau_env(bureau.database_url, tmp_path, wire.signing_key_id(bureau.admin))
     result = _run(["verify"], tmp_path, env)
     assert result.returncode == 0, result.stderr
-    assert "bureau verify: ok, 1 entries" in result.stdout
+    assert "bureau verify: ok, 1 entry," in result.stdout

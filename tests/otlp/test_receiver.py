@@ -81,13 +81,18 @@ async def test_the_same_export_twice_is_one_fact(bureau: BureauUnderTest,
                                                  tmp_path: Path) -> None:
     key = await bureau.reporter(("facts",))
     spans = agent_spans(SPANS[:3])
-    async with running_receiver(tmp_path, bureau.url, key=key, **TABLES) as r:
-        # twice before delivery: the spool holds each envelope once
+    # twice before delivery (a bureau URL where nothing listens, so that nothing is
+    # delivered in between): the spool holds each envelope once
+    async with running_receiver(tmp_path, DEAD_URL, key=key, drain_seconds=0,
+                                **TABLES) as r:
         for encoding in ("protobuf", "json"):
             assert await export(r.url, spans, encoding) == SpanExportResult.SUCCESS
         assert len(spooled_facts(tmp_path / "spool")) == 3
+    # the same spool, now with the bureau: delivered once; then once more after: the
+    # bureau has them, and answers duplicate
+    async with running_receiver(tmp_path, bureau.url, key=key, **TABLES) as r:
         await r.receiver.reporter.flush()
-        # and once more after: the bureau has them, and answers duplicate
+        assert await r.metric("bureau_otlp_facts_delivered_total", result="accepted") == 3
         assert await export(r.url, spans, "json", gzip=True) == SpanExportResult.SUCCESS
         await r.receiver.reporter.flush()
         assert await r.metric("bureau_otlp_facts_delivered_total", result="accepted") == 3

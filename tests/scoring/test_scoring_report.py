@@ -56,6 +56,7 @@ def test_report_has_exactly_the_spec_shape() -> None:
         "ground_truth_share",
         "provisional_share",
         "reporters",
+        "links",  # r3: the agent's links in force at the seal
     }
     assert r["ledger"] == {"seq": 99, "head": HEAD}
     assert r["policy"] == policy_hash()

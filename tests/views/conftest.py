@@ -23,3 +23,12 @@ async def v1_bureau(database_url: str, tmp_path: Path) -> AsyncIterator[BureauUn
     async with start_bureau(database_url, tmp_path, epoch_seconds=EPOCH_SECONDS,
                             policy="v1") as b:
         yield b
+
+
+@pytest.fixture
+async def v2_bureau(database_url: str, tmp_path: Path) -> AsyncIterator[BureauUnderTest]:
+    """The same, on a ledger created under scoring policy v2 (tests of v2's numbers; v3
+    is the default for new ledgers)."""
+    async with start_bureau(database_url, tmp_path, epoch_seconds=EPOCH_SECONDS,
+                            policy="v2") as b:
+        yield b

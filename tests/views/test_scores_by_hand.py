@@ -114,11 +114,11 @@ async def test_reports_match_scores_computed_by_hand(v1_bureau: BureauUnderTest)
 
 
 async def test_reports_match_scores_computed_by_hand_under_v2(
-        bureau: BureauUnderTest) -> None:
+        v2_bureau: BureauUnderTest) -> None:
     """The same scenario under policy v2 (SPEC §7.1): checks grade nobody, so E1 and E2
     stay provisional at the prior 0.25 with no recentring; E2's two verdicts on B count
     as one (K = 1): 0.125 each; the provisional total, 0.5, is under C_prov = 1."""
-    ra, rb, ra2, rb2, rb_again = await _scenario(bureau)
+    ra, rb, ra2, rb2, rb_again = await _scenario(v2_bureau)
     assert ra["score"] == by_hand([(1, 1)] * 3 + [(1, 0)])
     assert ra["ground_truth_share"] == 1 and ra["provisional_share"] == 0
     assert rb["score"] == by_hand([(1, 1), (1, 0.05), (1, 1), (0.25, 1.0), (0.25, 0.15)])

@@ -116,7 +116,8 @@ def render(measured: Measured, ceilings: Mapping[str, Mapping[float, float]],
             rows = by_c[c]
             for name, f in rows.items():
                 share = "" if f.honest_share is None else f"{f.honest_share:.1%}"
-                check = {None: "", True: "= published", False: "DIFFERS"}[f.matches_bureau]
+                check = {None: "", True: "= published",
+                         False: "differs from published"}[f.matches_bureau]
                 lines.append(f"{c:>8.0%}  {name:<12} {f.tau:>6.3f} {f.mae:>6.3f} "
                              f"{f.covered:>7.1%} {f.width:>6.3f} {f.null:>4} {share:>8} "
                              f"{f.gap:>+7.3f}  {check}")
