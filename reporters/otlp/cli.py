@@ -24,7 +24,7 @@ from aiohttp import web
 from reporters import load_key
 from reporters._internal.errors import BureauClientError
 from reporters.proxy import ops
-from reporters.proxy.config import ConfigError, read_file
+from reporters.proxy.config import ConfigError, overlay_flags, read_file
 
 log = logging.getLogger("reporters.otlp")
 
@@ -35,12 +35,9 @@ EXTRA_HINT = ("the OTLP receiver needs opentelemetry-proto: pip install "
 def build_config(args: argparse.Namespace) -> dict[str, Any]:
     """The file with the flags laid over it."""
     raw: dict[str, Any] = read_file(Path(args.config))
-    for flag, name in (("key", "key_file"), ("bureau", "bureau_url"), ("spool", "spool_dir"),
-                       ("listen", "listen"), ("ops_listen", "ops_listen"),
-                       ("drain_seconds", "drain_seconds")):
-        value = getattr(args, flag)
-        if value is not None:
-            raw[name] = value
+    overlay_flags(raw, args, {
+        "key": "key_file", "bureau": "bureau_url", "spool": "spool_dir", "listen": "listen",
+        "ops_listen": "ops_listen", "drain_seconds": "drain_seconds"})
     return raw
 
 

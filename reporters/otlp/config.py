@@ -29,7 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from reporters.otlp.mapping import AGENT_ID, AGENT_NAME, SERVER_ADDRESS, Subjects
-from reporters.proxy.config import ConfigError, key_id_field, parse_listen, promise_bounds
+from reporters.proxy.config import (
+    ConfigError,
+    key_id_field,
+    parse_listen,
+    promise_bounds,
+    reporter_basics,
+)
 
 #: config table -> the span attribute its keys are values of
 TABLES = {"agent_ids": AGENT_ID, "agent_names": AGENT_NAME,
@@ -79,12 +85,8 @@ def from_mapping(raw: Mapping[str, Any], base: Path = Path(".")) -> OtlpConfig:
                           *TABLES}
     if unknown:
         raise ConfigError(f"unknown field(s) {sorted(unknown)}")
-    for name in ("bureau_url", "key_file", "spool_dir"):
-        if not isinstance(raw.get(name), str):
-            raise ConfigError(f"{name}: required")
+    ops_host, ops_port = reporter_basics(raw, "127.0.0.1:9467")
     host, port = parse_listen(str(raw.get("listen", "127.0.0.1:4318")))
-    ops = str(raw.get("ops_listen", "127.0.0.1:9467"))
-    ops_host, ops_port = ("", None) if ops == "off" else parse_listen(ops, "ops_listen")
     return OtlpConfig(
         bureau_url=raw["bureau_url"].rstrip("/"),
         key_file=base / raw["key_file"],

@@ -29,7 +29,7 @@ from reporters._internal.errors import BureauClientError
 from reporters.prober.config import ProbeConfig, from_mapping
 from reporters.prober.runner import Prober
 from reporters.proxy import ops
-from reporters.proxy.config import ConfigError, read_file
+from reporters.proxy.config import ConfigError, overlay_flags, read_file
 
 log = logging.getLogger("reporters.prober")
 
@@ -72,13 +72,10 @@ def read_or_make_seed(path: Path) -> bytes:
 def build_config(args: argparse.Namespace) -> dict[str, Any]:
     """The file with the flags laid over it."""
     raw: dict[str, Any] = read_file(Path(args.config))
-    for flag, name in (("key", "key_file"), ("bureau", "bureau_url"), ("spool", "spool_dir"),
-                       ("seed_file", "seed_file"), ("prober_id", "prober_id"),
-                       ("ops_listen", "ops_listen"), ("audit_log", "audit_log"),
-                       ("drain_seconds", "drain_seconds")):
-        value = getattr(args, flag)
-        if value is not None:
-            raw[name] = value
+    overlay_flags(raw, args, {
+        "key": "key_file", "bureau": "bureau_url", "spool": "spool_dir", "seed_file": "seed_file",
+        "prober_id": "prober_id", "ops_listen": "ops_listen", "audit_log": "audit_log",
+        "drain_seconds": "drain_seconds"})
     return raw
 
 

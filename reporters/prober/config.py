@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from reporters.probing import DEFAULT_BATCH_SIZE, KINDS
-from reporters.proxy.config import Claim, ConfigError, key_id_field, parse_listen
+from reporters.proxy.config import Claim, ConfigError, key_id_field, reporter_basics
 from reporters.proxy.measure import CLAIMS
 
 #: Where the task's text goes in a request template.
@@ -263,11 +263,7 @@ def from_mapping(raw: Mapping[str, Any], base: Path = Path(".")) -> ProbeConfig:
     _unknown(raw, {"bureau_url", "key_file", "spool_dir", "seed_file", "prober_id",
                    "ops_listen", "audit_log", "facts", "batch_size", "epoch_seconds",
                    "drain_seconds", "routes"}, "the config")
-    for name in ("bureau_url", "key_file", "spool_dir"):
-        if not isinstance(raw.get(name), str):
-            raise ConfigError(f"{name}: required")
-    ops = str(raw.get("ops_listen", "127.0.0.1:9466"))
-    ops_host, ops_port = ("", None) if ops == "off" else parse_listen(ops, "ops_listen")
+    ops_host, ops_port = reporter_basics(raw, "127.0.0.1:9466")
     facts = raw.get("facts", True)
     if not isinstance(facts, bool):
         raise ConfigError("facts: true or false")

@@ -45,7 +45,13 @@ from reporters.otlp.cli import add_command as add_otlp_command
 from reporters.prober.cli import add_command as add_probe_command
 from reporters.proxy import ops
 from reporters.proxy.app import Proxy
-from reporters.proxy.config import ConfigError, ProxyConfig, from_mapping, read_file
+from reporters.proxy.config import (
+    ConfigError,
+    ProxyConfig,
+    from_mapping,
+    overlay_flags,
+    read_file,
+)
 
 log = logging.getLogger("reporters.proxy")
 
@@ -70,14 +76,11 @@ def _promise_flag(text: str, agents: dict[str, Any]) -> None:
 def build_config(args: argparse.Namespace) -> dict[str, Any]:
     """The file (if any) with the flags laid over it."""
     raw: dict[str, Any] = read_file(Path(args.config)) if args.config else {}
-    for flag, name in (("key", "key_file"), ("bureau", "bureau_url"), ("spool", "spool_dir"),
-                       ("proxy_id", "proxy_id"), ("listen", "listen"),
-                       ("ops_listen", "ops_listen"), ("drain_seconds", "drain_seconds"),
-                       ("keep_delivered_days", "keep_delivered_days"),
-                       ("settle_seconds", "settle_seconds"), ("quiet_seconds", "quiet_seconds")):
-        value = getattr(args, flag)
-        if value is not None:
-            raw[name] = value
+    overlay_flags(raw, args, {
+        "key": "key_file", "bureau": "bureau_url", "spool": "spool_dir", "proxy_id": "proxy_id",
+        "listen": "listen", "ops_listen": "ops_listen", "drain_seconds": "drain_seconds",
+        "keep_delivered_days": "keep_delivered_days", "settle_seconds": "settle_seconds",
+        "quiet_seconds": "quiet_seconds"})
     raw["routes"] = list(raw.get("routes", [])) + [_route_flag(r) for r in args.route]
     agents = {k: {"promises": list(v.get("promises", []))}
               for k, v in raw.get("agents", {}).items()}

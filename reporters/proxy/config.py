@@ -235,12 +235,8 @@ def from_mapping(raw: Mapping[str, Any], base: Path = Path(".")) -> ProxyConfig:
                           "max_body", "agents", "routes", "card_refresh_seconds"}
     if unknown:
         raise ConfigError(f"unknown field(s) {sorted(unknown)}")
-    for name in ("bureau_url", "key_file", "spool_dir"):
-        if not isinstance(raw.get(name), str):
-            raise ConfigError(f"{name}: required")
+    ops_host, ops_port = reporter_basics(raw, "127.0.0.1:9465")
     host, port = parse_listen(str(raw.get("listen", "127.0.0.1:8081")))
-    ops = str(raw.get("ops_listen", "127.0.0.1:9465"))
-    ops_host, ops_port = ("", None) if ops == "off" else parse_listen(ops, "ops_listen")
     return ProxyConfig(
         bureau_url=raw["bureau_url"].rstrip("/"),
         key_file=base / raw["key_file"],
@@ -256,6 +252,28 @@ def from_mapping(raw: Mapping[str, Any], base: Path = Path(".")) -> ProxyConfig:
         max_body=int(raw.get("max_body", 16 * 1024 * 1024)),
         card_refresh_seconds=float(raw.get("card_refresh_seconds", 300.0)),
     )
+
+
+def reporter_basics(raw: Mapping[str, Any], ops_default: str) -> tuple[str, int | None]:
+    """What every reporter's config file needs, checked the same way for the proxy, the
+    OTLP receiver and the prober: ``bureau_url``, ``key_file`` and ``spool_dir`` given as
+    strings; and its operator listener (``ops_listen``, ``"off"`` for none) as
+    (host, port or None)."""
+    for name in ("bureau_url", "key_file", "spool_dir"):
+        if not isinstance(raw.get(name), str):
+            raise ConfigError(f"{name}: required")
+    ops = str(raw.get("ops_listen", ops_default))
+    return ("", None) if ops == "off" else parse_listen(ops, "ops_listen")
+
+
+def overlay_flags(raw: dict[str, Any], args: Any, names: Mapping[str, str]) -> dict[str, Any]:
+    """``raw`` (a config file) with each flag that was given laid over its field
+    (``names``: flag attribute -> field)."""
+    for flag, name in names.items():
+        value = getattr(args, flag)
+        if value is not None:
+            raw[name] = value
+    return raw
 
 
 def read_file(path: Path) -> dict[str, Any]:
