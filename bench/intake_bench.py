@@ -191,7 +191,7 @@ async def bench_bureau(reporter: nacl.signing.SigningKey, *, workers: int | None
         home = Path(tmp)
         url = os.environ.get("BUREAU_DATABASE_URL") or ""
         if not url:
-            from bureau.db import embedded_database_url
+            from bureau.storage.db import embedded_database_url
             url = embedded_database_url(home)
         server = ServeProcess(bureau_env(url, home, wire.signing_key_id(admin)),
                               home / "serve.log", workers=workers)

@@ -41,10 +41,10 @@ import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bureau import db
 from bureau.config import DEFAULT_EPOCH_SECONDS
 from bureau.intake.ledger import epoch_of, format_timestamp
 from bureau.scoring.policy import KNOWN_POLICIES, policy_hash
+from bureau.storage import db
 from reporters import verify_inclusion, verify_note, wire
 from reporters.tlog.checkpoint import default_origin
 from reporters.tlog.merkle import Frontier, entry_leaf_hash

@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bureau import db
+from bureau.storage import db
 from bureau.views.ranking import Ranking
 from reporters import wire
 

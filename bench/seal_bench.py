@@ -52,13 +52,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from prometheus_client import REGISTRY
 
-from bureau import db
 from bureau.config import Config, default_report_workers
 from bureau.intake.ledger import GroupTx, Ledger, epoch_of, flush
 from bureau.intake.links import is_favourable
 from bureau.intake.state import GroupState
 from bureau.kinds import GENESIS
 from bureau.scoring.policy import DEFAULT_POLICY_NAME, KNOWN_POLICIES, policy_hash
+from bureau.storage import db
 from bureau.transparency.heads import LogKey
 from bureau.views.builder import ReportBuilder
 from bureau.views.settle import seal_elapsed

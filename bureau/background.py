@@ -19,7 +19,8 @@ from collections.abc import Awaitable, Callable
 
 import asyncpg
 
-from bureau import db, metrics
+from bureau import metrics
+from bureau.storage import db
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ import asyncpg
 import nacl.signing
 from aiohttp import web
 
-from bureau import __version__, db, keyfiles, ledger_line, ports
+from bureau import __version__, keyfiles, ledger_line, ports
 from bureau.config import Config, default_serve_workers
 from bureau.errors import InternalError
 from bureau.http.access_log import FORMATS as ACCESS_LOG_FORMATS
@@ -31,6 +31,7 @@ from bureau.http.access_log import runner_options
 from bureau.http.params import KEY_ID
 from bureau.ledger_keys import KeyPeriod
 from bureau.report_text import render_report, report_json
+from bureau.storage import db
 from bureau.verify import BadEntry, BadSettlement, BadTree, terminal_progress, verify_database
 from reporters import wire
 from reporters._internal import wording

@@ -43,8 +43,9 @@ from typing import TypeVar
 
 import asyncpg
 
-from bureau import db, metrics
+from bureau import metrics
 from bureau.intake.genesis import StartRefused
+from bureau.storage import db
 
 log = logging.getLogger(__name__)
 

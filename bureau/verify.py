@@ -29,10 +29,10 @@ from typing import Any
 
 import asyncpg
 
-from bureau import db
 from bureau.errors import InternalError
 from bureau.kinds import EXCLUSION, GENESIS, KEYS, SUBMITTED, subject_of_document
 from bureau.settlement.check import settlement_problems
+from bureau.storage import db
 from bureau.transparency.tree import TreeCheck
 from reporters import wire
 from reporters.models import parse_timestamp

@@ -11,7 +11,7 @@ import asyncio
 import os
 import sys
 
-from bureau import db
+from bureau.storage import db
 
 
 async def main(url: str) -> int:

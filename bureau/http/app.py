@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator
 import nacl.signing
 from aiohttp import web, web_response
 
-from bureau import db
 from bureau.config import Config
 from bureau.http import openapi, routes
 from bureau.http.auth import nonce_store
@@ -41,6 +40,7 @@ from bureau.intake import genesis
 from bureau.intake.ledger import Clock, Ledger, utcnow
 from bureau.intake.pipeline import MAX_BATCH_BYTES, Intake
 from bureau.replica import Reads, open_replica
+from bureau.storage import db
 from bureau.transparency.heads import LogKey
 from bureau.transparency.publisher import Publisher
 from bureau.views.builder import ReportBuilder

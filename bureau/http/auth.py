@@ -28,9 +28,10 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from bureau import db, ledger_keys
+from bureau import ledger_keys
 from bureau.errors import BureauError, Code, Pushback
 from bureau.http.keys import LEDGER, NONCES, POOL
+from bureau.storage import db
 from reporters.httpsig import HttpSignatureError, NonceStore, verify_request
 
 #: nonces this process remembers at most (see the module docstring)

@@ -13,10 +13,11 @@ from collections.abc import Awaitable, Callable
 import asyncpg
 from aiohttp import web
 
-from bureau import db, metrics
+from bureau import metrics
 from bureau.errors import BureauError, Code, Pushback, Stage
 from bureau.http.keys import POOL, SERVICE
 from bureau.intake.envelope import NotJSON
+from bureau.storage import db
 
 log = logging.getLogger(__name__)
 

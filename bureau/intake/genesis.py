@@ -28,13 +28,14 @@ from typing import Any
 import asyncpg
 import nacl.signing
 
-from bureau import db, ledger_keys
+from bureau import ledger_keys
 from bureau.config import Config
 from bureau.errors import InternalError
 from bureau.intake.ledger import GroupTx, flush
 from bureau.intake.state import GroupState
 from bureau.kinds import GENESIS
 from bureau.scoring.policy import KNOWN_POLICIES, policy_hash, policy_name_of
+from bureau.storage import db
 from reporters import wire
 from reporters.models import MAX_ADMINS
 from reporters.tlog.checkpoint import check_origin, default_origin

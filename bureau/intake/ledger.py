@@ -36,7 +36,7 @@ from typing import Any, Literal, TypeVar
 
 import asyncpg
 
-from bureau import db, metrics
+from bureau import metrics
 from bureau.config import Config
 from bureau.errors import BureauError, Code, Pushback
 from bureau.intake import rules
@@ -45,6 +45,7 @@ from bureau.intake.refusals import bound_envelopes, refusal_row
 from bureau.intake.state import GroupState, Submission
 from bureau.intake.writes import Writes, write_group
 from bureau.kinds import EXCLUSION, SEAL_REQUEST, SUBMITTED
+from bureau.storage import db
 from bureau.transparency.tree import TreeTip, load_tip, pack_nodes
 from reporters import wire
 from reporters.tlog.merkle import entry_leaf_hash

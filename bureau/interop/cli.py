@@ -17,8 +17,8 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from bureau import db
 from bureau.config import Config
+from bureau.storage import db
 
 ReadOnly = Callable[[argparse.Namespace, str], Coroutine[Any, Any, int]]
 

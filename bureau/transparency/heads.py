@@ -16,8 +16,9 @@ from dataclasses import dataclass
 import asyncpg
 import nacl.signing
 
-from bureau import db, ledger_keys, metrics
+from bureau import ledger_keys, metrics
 from bureau.errors import InternalError
+from bureau.storage import db
 from bureau.transparency.tree import FETCH_SQL, fetch_nodes, node_arrays
 from reporters import wire
 from reporters.tlog import proofs

@@ -26,7 +26,8 @@ import logging
 import aiohttp
 import asyncpg
 
-from bureau import db, metrics
+from bureau import metrics
+from bureau.storage import db
 from bureau.transparency.heads import Head, latest_size
 from bureau.transparency.tree import consistency_proof, root_at
 from reporters.tlog.checkpoint import Checkpoint

@@ -24,9 +24,10 @@ from concurrent.futures import ThreadPoolExecutor
 import asyncpg
 import nacl.signing
 
-from bureau import db, ledger_keys, metrics
+from bureau import ledger_keys, metrics
 from bureau.scoring.policy import Policy
 from bureau.settlement.settle import settle_epoch
+from bureau.storage import db
 from bureau.transparency import heads
 from bureau.transparency.heads import LogKey
 from bureau.transparency.tree import root_at

@@ -23,8 +23,8 @@ from typing import Any
 
 import asyncpg
 
-from bureau import db
 from bureau.intake.ledger import format_timestamp
+from bureau.storage import db
 from bureau.views.files import agent_seqs_sql
 
 #: Stop filling a page (entries, and separately refusals) once this many stored bytes

@@ -33,13 +33,13 @@ from dataclasses import dataclass, field
 import asyncpg
 import nacl.signing
 
-from bureau import db
 from bureau.intake.envelope import decode_payload, parse_envelope
 from bureau.intake.index import record_admitted, record_exclusion
 from bureau.intake.ledger import GroupTx, flush
 from bureau.intake.state import GroupState, Submission
 from bureau.kinds import EXCLUSION, GENESIS, SEAL, SUBMITTED, subject_of
 from bureau.ledger_keys import NotInForce
+from bureau.storage import db
 from bureau.transparency.heads import InconsistentHead, LogKey
 from bureau.transparency.tree import TreeCheck
 from bureau.views.builder import ReportBuilder

@@ -40,10 +40,10 @@ from typing import Any
 import asyncpg
 import nacl.signing
 
-from bureau import db
 from bureau.errors import InternalError
 from bureau.scoring.evaluators import EvaluatorBook
 from bureau.scoring.policy import policy_by_hash
+from bureau.storage import db
 from bureau.views.derive import Deriver, feed, long_lived_objects
 from bureau.views.sign import REPORT_TYPE, sign_many
 from bureau.views.store import insert_reports

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncpg
 
-from bureau import db
+from bureau.storage import db
 from tests.agents.support import (
     attestation,
     engagement,

@@ -196,7 +196,7 @@ async def service_login(database_url: str) -> AsyncIterator[str]:
     login = "bureau_service_" + secrets.token_hex(4)
     try:
         # the migrations (and so the role) must exist first
-        from bureau import db
+        from bureau.storage import db
 
         await db.migrate(conn)
         await conn.execute(f"CREATE ROLE {login} LOGIN IN ROLE {APP_ROLE}")

@@ -21,7 +21,7 @@ import asyncpg
 import pytest
 from prometheus_client import REGISTRY
 
-from bureau import db
+from bureau.storage import db
 from reporters import wire
 from tests.hardening.pg import PrivatePostgres
 from tests.processes import bureau_env, free_port, run_cli

@@ -13,7 +13,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from bureau import db, keyfiles
+from bureau import keyfiles
 from bureau.config import Config
 from bureau.http.keys import CONFIG
 from bureau.intake import genesis
@@ -21,6 +21,7 @@ from bureau.intake.genesis import StartRefused
 from bureau.intake.ledger import GroupTx, flush
 from bureau.intake.state import GroupState
 from bureau.scoring.policy import DEFAULT_POLICY_NAME, KNOWN_POLICIES, policy_hash
+from bureau.storage import db
 from bureau.verify import BadEntry, verify_database
 from reporters import wire
 from reporters.tlog.checkpoint import default_origin

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import asyncio
 
-from bureau import db
 from bureau.background import Leadership
+from bureau.storage import db
 
 
 async def test_cancelled_at_every_step_the_connection_goes_back(database_url: str) -> None:

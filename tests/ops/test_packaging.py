@@ -8,7 +8,7 @@ import importlib.metadata
 import tomllib
 from pathlib import Path
 
-from bureau.db import migration_files, migrations_dir
+from bureau.storage.db import migration_files, migrations_dir
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 

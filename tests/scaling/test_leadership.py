@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import asyncpg
 
-from bureau import db
 from bureau.background import LEADER_KEEPALIVE, Leadership
+from bureau.storage import db
 from tests.scaling.replication import Pair
 
 LOCK = 0x6275726561750099

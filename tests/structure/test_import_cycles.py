@@ -110,12 +110,12 @@ def test_the_graph_sees_every_kind_of_import() -> None:
         "from typing import TYPE_CHECKING\n"
         "import bureau.errors\n"
         "from bureau import config\n"
-        "if TYPE_CHECKING:\n    from bureau.db import run_tx\n"
+        "if TYPE_CHECKING:\n    from bureau.storage.db import run_tx\n"
         "def f():\n    from . import metrics\n"
     )
     edges = {m if n is None else f"{m}.{n}" for m, n in
              _imported(ast.parse(source), "bureau.cli", is_package=False)}
-    assert {"bureau.errors", "bureau.config", "bureau.db.run_tx", "bureau.metrics"} <= edges
+    assert {"bureau.errors", "bureau.config", "bureau.storage.db.run_tx", "bureau.metrics"} <= edges
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == [["a", "b", "c"]]
 

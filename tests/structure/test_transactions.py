@@ -1,5 +1,5 @@
 """Every transaction is named and timed: explicit ones are opened only in
-``bureau/db.py`` (``db.run_tx``, ``db.transaction``); the group commit, which sends its
+``bureau/storage/db.py`` (``db.run_tx``, ``db.transaction``); the group commit, which sends its
 own BEGIN, runs under ``db.TxTimer``."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ def test_no_anonymous_transactions() -> None:
         tree = ast.parse(path.read_text(), rel)
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and node.attr == "transaction" \
-                    and rel != "bureau/db.py":
+                    and rel != "bureau/storage/db.py":
                 assert ast.unparse(node.value) == "db", f"{rel}:{node.lineno}"
             if isinstance(node, ast.Constant) and isinstance(node.value, str) \
                     and node.value.lstrip().upper().startswith("BEGIN"):

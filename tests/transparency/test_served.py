@@ -9,8 +9,8 @@ import json
 import asyncpg
 import pytest
 
-from bureau import db
 from bureau.http.keys import LEDGER
+from bureau.storage import db
 from bureau.transparency import heads
 from bureau.transparency.heads import LogKey
 from bureau.transparency.tree import TreeCheck

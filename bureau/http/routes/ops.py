@@ -17,10 +17,11 @@ import asyncpg
 import prometheus_client
 from aiohttp import web
 
-from bureau import db, ledger_keys
+from bureau import ledger_keys
 from bureau import metrics as bureau_metrics
 from bureau.errors import BureauError, Code, Pushback
 from bureau.http.keys import CONFIG, LEDGER, LOG_KEY, POOL, SERVICE
+from bureau.storage import db
 from bureau.views.store import seal_status
 
 log = logging.getLogger("bureau.ops")

@@ -30,7 +30,7 @@ def migrations_dir(package_root: Path, prefix: Path) -> Path:
     return beside if beside.is_dir() else prefix / "share" / "bureau" / "migrations"
 
 
-MIGRATIONS_DIR = migrations_dir(Path(__file__).resolve().parent.parent, Path(sys.prefix))
+MIGRATIONS_DIR = migrations_dir(Path(__file__).resolve().parents[2], Path(sys.prefix))
 # Any constant works; it only has to be the same in every bureau process.
 _MIGRATION_LOCK = 0x6275726561750001
 
