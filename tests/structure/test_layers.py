@@ -51,11 +51,11 @@ STORAGE = "bureau.storage"
 
 #: what a SQL statement looks like in a string constant
 SQL = re.compile(
-    r"\b(SELECT\s.+\sFROM|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|"
+    r"\b(?:SELECT\s+(?:\w+\b|[*$(])|(?:WITH\s+\w+\s+AS\s*\(|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|"
     r"CREATE\s+(?:TABLE|INDEX|UNIQUE|SCHEMA|EXTENSION|FUNCTION|OR|ROLE|DATABASE|"
     r"SEQUENCE|TYPE|VIEW|TRIGGER)|ALTER\s+(?:TABLE|ROLE|DATABASE|SYSTEM|SEQUENCE|INDEX)|"
     r"COPY\s+\w+|TRUNCATE\s+\w+|DROP\s+(?:TABLE|INDEX|SCHEMA|DATABASE|ROLE)|"
-    r"pg_advisory\w*|LOCK\s+TABLE|SET\s+LOCAL|FOR\s+UPDATE|ON\s+CONFLICT)\b",
+    r"pg_\w*advisory_\w+|LOCK\s+TABLE|SET\s+LOCAL|FOR\s+UPDATE|ON\s+CONFLICT)\b)",
     re.DOTALL,
 )
 
