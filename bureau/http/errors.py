@@ -10,7 +10,6 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-import asyncpg
 from aiohttp import web
 
 from bureau import metrics
@@ -104,7 +103,7 @@ class Outage:
                         "UNAVAILABLE meanwhile", time.monotonic() - self.since, self.answers)
             self.since, self.answers = None, 0
 
-    def look(self, pool: asyncpg.Pool | None) -> None:
+    def look(self, pool: db.Pool | None) -> None:
         """During an outage, after an answer that needed no database (``/healthz``, a
         static document): see, at most once a second and off the request's path,
         whether the database is back — an answer that did not ask it says nothing."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 
-import asyncpg
 import prometheus_client
 from aiohttp import web
 
@@ -68,7 +67,7 @@ async def metrics(request: web.Request) -> web.Response:
         try:
             async with pool.acquire() as conn:
                 status = await seal_status(conn)
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+        except db.QUERY_ERRORS:
             log.warning("metrics: the database did not answer; no seal gauges this scrape")
         else:
             if status.sealed_at is not None:

@@ -20,7 +20,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import asyncpg
 from aiohttp import web
 
 from bureau import ledger_keys
@@ -31,6 +30,7 @@ from bureau.http.keys import CONFIG, LEDGER, LOG_KEY, OPENAPI, POOL, READS
 from bureau.http.params import KEY_ID, is_hex64, number
 from bureau.replica import absent
 from bureau.scoring.policy import KNOWN_POLICIES, policy_bytes, policy_name_of
+from bureau.storage import db
 from bureau.views import reads
 from bureau.views.evaluator import evaluator_record
 from bureau.views.explain import explain
@@ -89,7 +89,7 @@ async def _party(request: web.Request, name: str) -> tuple[str, str]:
 
 
 class Reader(Protocol):
-    def __call__(self, conn: asyncpg.Connection, party: str, /, *, after: int, limit: int,
+    def __call__(self, conn: db.Connection, party: str, /, *, after: int, limit: int,
                  refusals_after: int) -> Awaitable[reads.Page]: ...
 
 
@@ -123,7 +123,7 @@ async def reporter_entries(request: web.Request) -> web.Response:
 
 
 #: (connection, agent, epoch or None) -> the body, or None when there is nothing to show
-EpochRead = Callable[[asyncpg.Connection, str, "int | None"], Awaitable["dict[str, Any] | None"]]
+EpochRead = Callable[[db.Connection, str, "int | None"], Awaitable["dict[str, Any] | None"]]
 
 
 async def _agent_epoch_read(request: web.Request, compute: EpochRead,
@@ -152,7 +152,7 @@ async def agent_evaluator(request: web.Request) -> web.Response:
     """The agent's record as an evaluator as of a sealed epoch (that agent or an admin)."""
     epoch_seconds = request.app[CONFIG].epoch_seconds
 
-    async def compute(conn: asyncpg.Connection, agent: str,
+    async def compute(conn: db.Connection, agent: str,
                       epoch: int | None) -> dict[str, Any] | None:
         return await evaluator_record(conn, agent, epoch, epoch_seconds)
 
