@@ -274,7 +274,8 @@ async def _exclusion_failures(conn: db.Connection,
     return out
 
 
-Progress = Callable[[int, int], None]
+#: called with (entries verified, entries in all)
+OnProgress = Callable[[int, int], None]
 
 
 def terminal_progress(done: int, total: int) -> None:
@@ -305,7 +306,7 @@ def _check_head(size: int, root: bytes, note: str, computed: bytes | None) -> st
     return None
 
 
-async def verify_database(conn: db.Connection, progress: Progress | None = None) -> int:
+async def verify_database(conn: db.Connection, progress: OnProgress | None = None) -> int:
     """Verify the whole ledger and its tree; return the number of entries. Raises
     :class:`BadEntry` for the first bad entry, :class:`BadTree` for a tree that
     disagrees with good entries."""

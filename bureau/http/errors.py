@@ -14,7 +14,7 @@ from aiohttp import web
 
 from bureau import metrics
 from bureau.errors import BureauError, Code, Pushback, Stage
-from bureau.http.keys import POOL, SERVICE
+from bureau.http.keys import DB_POOL, SERVICE
 from bureau.intake.envelope import NotJSON
 from bureau.storage import db
 
@@ -183,7 +183,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
                 Code.UNAVAILABLE, "", "internal error", pushback=Pushback.INTERNAL_ERROR))
     if response.status < 500:
         service = request.app.get(SERVICE, request.app)
-        OUTAGE.look(service.get(POOL))
+        OUTAGE.look(service.get(DB_POOL))
     route = request.match_info.route.resource
     name = route.canonical if route is not None else "unmatched"
     metrics.REQUEST_SECONDS.labels(route=name, method=request.method,

@@ -18,7 +18,7 @@ from bureau.views.settle import Settler
 from reporters.httpsig import NonceStore
 
 CONFIG = web.AppKey("config", Config)
-POOL = web.AppKey("pool", db.Pool)
+DB_POOL = web.AppKey("pool", db.Pool)
 # Where the public documents and the parties' files are read: the primary, or a
 # streaming replica (BUREAU_READ_DATABASE_URL; bureau.replica).
 READS = web.AppKey("reads", Reads)

@@ -29,6 +29,7 @@ from bureau.records import (
     amended_record,
     enrolled_record,
 )
+from bureau.scoring.inputs import DISPUTED, SELF_DEALING  # exclusion reasons
 from bureau.scoring.policy import policy_name_of
 from reporters import wire
 from reporters.models import (
@@ -49,10 +50,6 @@ from reporters.models import (
 )
 
 MAX_CLOCK_SKEW = dt.timedelta(seconds=300)
-
-# Exclusion reasons, as counted in a report's "excluded" object.
-SELF_DEALING = "self_dealing"
-DISPUTED = "disputed"
 
 P = TypeVar("P", bound=Payload)
 #: (payload, signer, its content key, the bureau's clock, the state) -> the decision

@@ -26,7 +26,7 @@ from bureau import ledger_keys
 from bureau.errors import BureauError, Code, pointer
 from bureau.http.auth import require_party
 from bureau.http.errors import error_response
-from bureau.http.keys import CONFIG, LEDGER, LOG_KEY, OPENAPI, POOL, READS
+from bureau.http.keys import CONFIG, DB_POOL, LEDGER, LOG_KEY, OPENAPI, READS
 from bureau.http.params import KEY_ID, is_hex64, number
 from bureau.replica import absent
 from bureau.scoring.policy import KNOWN_POLICIES, policy_bytes, policy_name_of
@@ -171,7 +171,7 @@ def epoch_query(request: web.Request) -> int | None:
 async def _current_policy(app: web.Application) -> str:
     # From the primary, never a replica: a policy entry may change the current epoch's
     # policy at once, and the admin who posted it reads it back here.
-    async with app[POOL].acquire() as conn:
+    async with app[DB_POOL].acquire() as conn:
         return await current_policy(conn, app[LEDGER].clock(), app[CONFIG].epoch_seconds)
 
 
@@ -189,7 +189,7 @@ async def bureau_info(request: web.Request) -> web.Response:
     length, the log's origin and note verifier key (the same key: SPEC §8.1), and
     *(r3)* the key history, oldest first, and the admin set in force."""
     origin = request.app[LOG_KEY].origin
-    async with request.app[POOL].acquire() as conn:
+    async with request.app[DB_POOL].acquire() as conn:
         periods = await ledger_keys.history(conn)
     keys = [{"key": p.bureau, "vkey": note_vkey(origin, p.bureau), "from_seq": p.from_seq}
             for p in periods]
