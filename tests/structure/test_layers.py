@@ -272,3 +272,11 @@ def test_only_storage_imports_asyncpg() -> None:
 def test_only_storage_holds_sql() -> None:
     found = sql_outside_storage(modules())
     assert found == [], "SQL outside bureau/storage/:\n" + "\n".join(found)
+
+
+def test_the_documented_layers_are_the_declared_ones() -> None:
+    """docs/architecture.md's "Layers" lists the same layers, bottom first, by name."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "architecture.md").read_text()
+    section = doc.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    documented = re.findall(r"^\d+\. \*\*(.+?)\*\*", section, flags=re.MULTILINE)
+    assert documented == [name for name, _ in LAYERS]
