@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bureau.intake.ledger import GroupTx, judge_one
 from bureau.intake.pipeline import prepare
-from bureau.intake.records import AgentRecord, ReporterRecord
 from bureau.intake.state import GroupState, Submission
+from bureau.records import AgentRecord, ReporterRecord
 from reporters import wire
 
 

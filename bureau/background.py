@@ -17,10 +17,8 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-import asyncpg
-
 from bureau import metrics
-from bureau.storage import db
+from bureau.storage import db, locks
 
 log = logging.getLogger(__name__)
 
@@ -30,9 +28,6 @@ log = logging.getLogger(__name__)
 #: hours. With these the server drops the session, and frees the lock, within about
 #: 25 s (ignored on a Unix socket, where the kernel reports a dead peer at once).
 LEADER_KEEPALIVE = (10, 5, 3)
-_KEEPALIVE_SQL = ("SELECT set_config('tcp_keepalives_idle', $1, false),"
-                  " set_config('tcp_keepalives_interval', $2, false),"
-                  " set_config('tcp_keepalives_count', $3, false)")
 
 
 class Leadership:
@@ -40,13 +35,13 @@ class Leadership:
     in the log, ``label`` in ``bureau_leading{role=...}`` (so an operator sees which
     node leads), and ``on_elected`` runs each time this process becomes the leader."""
 
-    def __init__(self, pool: asyncpg.Pool, lock: int, role: str, label: str,
+    def __init__(self, pool: db.Pool, lock: int, role: str, label: str,
                  on_elected: Callable[[], None] = lambda: None) -> None:
         self.pool = pool
         self.lock = lock
         self.role = role
         self.on_elected = on_elected
-        self._conn: asyncpg.pool.PoolConnectionProxy | None = None
+        self._conn: db.PoolConnection | None = None
         self._leading = metrics.LEADING.labels(role=label)
         self._leading.set(0)
 
@@ -54,7 +49,7 @@ class Leadership:
     def held(self) -> bool:
         return self._conn is not None
 
-    async def connection(self) -> asyncpg.Connection | None:
+    async def connection(self) -> db.Connection | None:
         """The leader's connection (which holds the lock), or None when another
         process leads."""
         if self._conn is not None and await self._alive(self._conn):
@@ -62,10 +57,9 @@ class Leadership:
         await self.resign()
         conn = await self.pool.acquire()
         try:
-            got = await conn.fetchval("SELECT pg_try_advisory_lock($1)", self.lock)
+            got = await locks.try_lock(conn, self.lock)
             if got:
-                # Session settings: the pool resets them when the connection goes back.
-                await conn.execute(_KEEPALIVE_SQL, *(str(v) for v in LEADER_KEEPALIVE))
+                await locks.keep_alive(conn, *LEADER_KEEPALIVE)
         except BaseException:
             # Cancelled (the task stopping) or failed between acquire and holding: the
             # connection goes back to the pool, which could not close while it is out.
@@ -81,7 +75,7 @@ class Leadership:
         log.info("this process %s", self.role)
         return conn
 
-    async def _alive(self, conn: asyncpg.Connection) -> bool:
+    async def _alive(self, conn: db.Connection) -> bool:
         """Is the session that holds the lock still there? A session the server ended
         (keepalives unanswered, an administrator) shows only at the next round trip —
         or as the pool having taken the connection back, which asyncpg does when it
@@ -89,7 +83,7 @@ class Leadership:
         try:
             if conn.is_closed():
                 return False
-            await conn.execute("SELECT 1")
+            await locks.ping(conn)
         except Exception as exc:
             # Nothing about data fails ``SELECT 1``: whatever it raised (a server that
             # vanished can leave asyncpg's protocol in an error state rather than
@@ -105,11 +99,11 @@ class Leadership:
         if conn is None:
             return
         with contextlib.suppress(Exception):
-            await conn.execute("SELECT pg_advisory_unlock($1)", self.lock)
+            await locks.unlock(conn, self.lock)
         await _give_back(self.pool, conn)
 
 
-async def _give_back(pool: asyncpg.Pool, conn: asyncpg.pool.PoolConnectionProxy) -> None:
+async def _give_back(pool: db.Pool, conn: db.PoolConnection) -> None:
     """Return ``conn`` to ``pool`` whatever happens: a release that is itself cancelled
     (a stop while resigning) finishes shielded, and one that fails (the session died)
     terminates the connection, so ``Pool.close()`` never waits for it."""

@@ -19,7 +19,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import nacl.signing
 from aiohttp import web
 
@@ -31,7 +30,7 @@ from bureau.http.access_log import runner_options
 from bureau.http.params import KEY_ID
 from bureau.ledger_keys import KeyPeriod
 from bureau.report_text import render_report, report_json
-from bureau.storage import db
+from bureau.storage import db, overview
 from bureau.verify import BadEntry, BadSettlement, BadTree, terminal_progress, verify_database
 from reporters import wire
 from reporters._internal import wording
@@ -83,7 +82,7 @@ def read_only(run: ReadOnly, *, announce: bool = True) -> Callable[[argparse.Nam
             return asyncio.run(_named(run, args, url, ledger_line.where(config)))
         except NoBureau as exc:
             print(f"{name}: {exc}", file=sys.stderr)
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        except db.QUERY_ERRORS as exc:
             print(f"{name}: cannot read the bureau's database: {exc}".replace("\n", " "),
                   file=sys.stderr)
         return 2
@@ -218,7 +217,7 @@ def _serve_until_stopped(args: argparse.Namespace) -> int:
     except StartRefused as refused:
         print(f"bureau serve: refusing to start: {refused.detail}", file=sys.stderr)
         return 2
-    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+    except db.QUERY_ERRORS as exc:
         print(f"bureau serve: cannot reach the database: {exc}".replace("\n", " "),
               file=sys.stderr)
         return 2
@@ -293,7 +292,7 @@ async def _serve(args: argparse.Namespace, config: Config, url: str,
 async def _entries(url: str) -> int:
     conn = await db.connect(url)
     try:
-        return int(await conn.fetchval("SELECT coalesce(max(seq), 0) FROM entries"))
+        return await overview.entries(conn)
     finally:
         await conn.close()
 
@@ -304,9 +303,7 @@ async def _stop_line(url: str, config: Config, why: str, started: int) -> str:
     conn = await db.connect(url)
     try:
         now = await ledger_line.summary(conn, ledger_line.where(config))
-        waiting = int(await conn.fetchval(
-            "SELECT count(*) FROM entries WHERE kind <> 'seal' AND seq > coalesce("
-            "(SELECT last_seq FROM seals ORDER BY epoch DESC LIMIT 1), 0)"))
+        waiting = await overview.waiting_for_seal(conn)
     finally:
         await conn.close()
     left = ("nothing waits for a seal" if not waiting else

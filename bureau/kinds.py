@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from bureau.intake.records import AgentRecord, amended_record, enrolled_record, withdrawn_record
+from bureau.records import AgentRecord, amended_record, enrolled_record, withdrawn_record
 from bureau.scoring.inputs import (
     AgentName,
     Attestation,

@@ -11,39 +11,22 @@ whose key was rotated away signs nothing (:class:`NotInForce`).
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
-from dataclasses import dataclass
-
-import asyncpg
 
 from bureau.errors import InternalError
+from bureau.storage import db, keys
+from bureau.storage.keys import KeyPeriod as KeyPeriod
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class KeyPeriod:
-    """From entry ``from_seq`` on (until the next period), the bureau signs with
-    ``bureau`` and the admins are ``admins`` (sorted); set by entry ``seq``."""
-
-    from_seq: int
-    seq: int
-    bureau: str
-    admins: tuple[str, ...]
-    issued_at: dt.datetime | None  # None: the genesis entry's
 
 
 class NotInForce(InternalError):
     """This process's signing key is not the key in force where it was about to sign."""
 
 
-async def history(conn: asyncpg.Connection) -> list[KeyPeriod]:
+async def history(conn: db.Connection) -> list[KeyPeriod]:
     """Every period, oldest first (empty before the genesis entry)."""
-    return [KeyPeriod(r["from_seq"], r["seq"], r["bureau"], tuple(r["admins"]),
-                      r["issued_at"])
-            for r in await conn.fetch("SELECT from_seq, seq, bureau, admins, issued_at"
-                                      " FROM ledger_keys ORDER BY from_seq")]
+    return await keys.history(conn)
 
 
 def period_at(periods: list[KeyPeriod], seq: int) -> KeyPeriod | None:
@@ -56,24 +39,17 @@ def period_at(periods: list[KeyPeriod], seq: int) -> KeyPeriod | None:
     return found
 
 
-_AT_SQL = ("SELECT bureau FROM ledger_keys WHERE from_seq <= greatest($1::bigint, 1)"
-           " ORDER BY from_seq DESC LIMIT 1")
-_LATEST_SQL = "SELECT bureau FROM ledger_keys ORDER BY from_seq DESC LIMIT 1"
-
-
-async def key_at(conn: asyncpg.Connection, seq: int) -> str | None:
+async def key_at(conn: db.Connection, seq: int) -> str | None:
     """The bureau key in force at entry ``seq``; None before the genesis entry."""
-    key: str | None = await conn.fetchval(_AT_SQL, seq)
-    return key
+    return await keys.key_at(conn, seq)
 
 
-async def latest_key(conn: asyncpg.Connection) -> str | None:
+async def latest_key(conn: db.Connection) -> str | None:
     """The key the next entries are signed for (the latest period's)."""
-    key: str | None = await conn.fetchval(_LATEST_SQL)
-    return key
+    return await keys.latest_key(conn)
 
 
-async def require_in_force(conn: asyncpg.Connection, key_id: str, seq: int) -> None:
+async def require_in_force(conn: db.Connection, key_id: str, seq: int) -> None:
     """:class:`NotInForce` unless ``key_id`` is the key in force at entry ``seq``."""
     in_force = await key_at(conn, seq)
     if in_force is not None and in_force != key_id:
@@ -82,11 +58,9 @@ async def require_in_force(conn: asyncpg.Connection, key_id: str, seq: int) -> N
                          "nothing until restarted with that key's file")
 
 
-async def admins_in_force(conn: asyncpg.Connection) -> frozenset[str]:
+async def admins_in_force(conn: db.Connection) -> frozenset[str]:
     """The admin set in force now (the latest period's)."""
-    admins = await conn.fetchval(
-        "SELECT admins FROM ledger_keys ORDER BY from_seq DESC LIMIT 1")
-    return frozenset(admins or ())
+    return frozenset(await keys.latest_admins(conn))
 
 
 class Retired:

@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-import asyncpg
-
 from bureau.config import Config
 from bureau.report_text import epoch_text
+from bureau.storage import db, overview
 from reporters._internal.wording import count
 
 
@@ -56,16 +55,13 @@ class LedgerSummary:
         return ", ".join(parts)
 
 
-async def summary(conn: asyncpg.Connection, place: str) -> LedgerSummary:
+async def summary(conn: db.Connection, place: str) -> LedgerSummary:
     """The ledger on ``conn`` in three numbers (reads a fresh database as empty)."""
-    has = await conn.fetchval("SELECT to_regclass('entries') IS NOT NULL"
-                              " AND to_regclass('checkpoints') IS NOT NULL")
-    if not has:
+    if not await overview.has_ledger(conn):
         return LedgerSummary(place, None, 0, None)
     from bureau.intake import genesis
 
     settings = await genesis.read(conn)
-    row = await conn.fetchrow("SELECT (SELECT max(seq) FROM entries) AS entries,"
-                              " (SELECT max(epoch) FROM checkpoints) AS sealed")
+    counts = await overview.counts(conn)
     return LedgerSummary(place, settings.epoch_seconds if settings else None,
-                         row["entries"] or 0, row["sealed"])
+                         counts.entries, counts.sealed)

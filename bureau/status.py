@@ -15,12 +15,13 @@ import json
 from typing import Any
 
 import aiohttp
-import asyncpg
 
 from bureau import ledger_line
 from bureau.config import Config
 from bureau.report_text import epoch_start, epoch_text
 from bureau.scoring.policy import policy_name_of
+from bureau.storage import db, locks, overview
+from bureau.storage import heads as head_rows
 from bureau.transparency.publisher import PUBLISHER_LOCK
 from bureau.views.settle import BUILDER_LOCK
 from reporters._internal.wording import count
@@ -81,7 +82,7 @@ def seal_plan(now: dt.datetime, epoch_seconds: int, next_busy: int | None) -> di
             if overdue else "when its epoch ends"}
 
 
-async def local(conn: asyncpg.Connection, config: Config,
+async def local(conn: db.Connection, config: Config,
                 now: dt.datetime | None = None) -> dict[str, Any]:
     """The status of the ledger on ``conn`` (a primary: replicas and leaders are its)."""
     from bureau.intake import genesis
@@ -92,23 +93,16 @@ async def local(conn: asyncpg.Connection, config: Config,
     summary = await ledger_line.summary(conn, place)
     settings = await genesis.read(conn) if summary.epoch_seconds is not None else None
     doc: dict[str, Any] = {"source": f"ledger at {place}", "entries": summary.entries,
-                           "database_bytes": await conn.fetchval(
-                               "SELECT pg_database_size(current_database())")}
+                           "database_bytes": await overview.database_bytes(conn)}
     if settings is None:
         return doc | {"epoch_seconds": None, "latest_sealed": None, "next_seal": None}
     seconds = settings.epoch_seconds
-    row = await conn.fetchrow(
-        "SELECT (SELECT min(epoch) FROM entries WHERE kind <> 'seal' AND seq > coalesce("
-        "  (SELECT last_seq FROM seals ORDER BY epoch DESC LIMIT 1), 0)) AS next_busy,"
-        " (SELECT recorded_at FROM entries WHERE kind <> 'seal' ORDER BY seq DESC LIMIT 1)"
-        "  AS last_at,"
-        " (SELECT e.recorded_at FROM seals s JOIN entries e ON e.seq = s.seq"
-        "  ORDER BY s.epoch DESC LIMIT 1) AS sealed_at")
+    backlog = await overview.backlog(conn)
     digest = await current_policy(conn, now, seconds)
     doc.update(epoch_seconds=seconds, origin=settings.origin,
-               last_entry_at=_time(row["last_at"]),
-               latest_sealed=_sealed(summary.sealed, seconds, row["sealed_at"]),
-               next_seal=seal_plan(now, seconds, row["next_busy"]),
+               last_entry_at=_time(backlog.last_at),
+               latest_sealed=_sealed(summary.sealed, seconds, backlog.sealed_at),
+               next_seal=seal_plan(now, seconds, backlog.next_busy),
                policy={"hash": digest, "name": policy_name_of(digest)},
                key=getattr(settings, "key", None) or _signing_key_id(config),
                witnesses=await _witnesses(conn, config),
@@ -132,44 +126,33 @@ def _signing_key_id(config: Config) -> str | None:
     return wire.signing_key_id(keyfiles.read_key(path)) if path.is_file() else None
 
 
-async def _witnesses(conn: asyncpg.Connection, config: Config) -> list[dict[str, Any]]:
-    rows = {r["witness"]: r for r in await conn.fetch(
-        "SELECT DISTINCT ON (witness) witness, size, signed_time, received_at"
-        " FROM cosignatures ORDER BY witness, size DESC")}
+async def _witnesses(conn: db.Connection, config: Config) -> list[dict[str, Any]]:
+    latest = await head_rows.latest_cosigned(conn)
     out = []
     for w in config.witnesses:
-        r = rows.get(w.verifier.vkey)
+        c = latest.get(w.verifier.vkey)
         out.append({"name": w.verifier.name, "url": w.url,
-                    "last_cosigned_size": r["size"] if r else None,
-                    "last_cosigned_at": _time(r["received_at"]) if r else None})
+                    "last_cosigned_size": c.size if c else None,
+                    "last_cosigned_at": _time(c.received_at) if c else None})
     return out
 
 
-async def _replicas(conn: asyncpg.Connection, config: Config) -> dict[str, Any]:
-    rows = await conn.fetch(
-        "SELECT application_name, client_addr::text AS addr, state,"
-        " extract(epoch FROM replay_lag)::float AS lag FROM pg_stat_replication")
+async def _replicas(conn: db.Connection, config: Config) -> dict[str, Any]:
+    rows = await overview.replicas(conn)
     return {"reads_from": ledger_line.where(Config(home=config.home,
                                                    database_url=config.read_database_url))
             if config.read_database_url else None,
-            "streaming": [{"name": r["application_name"], "address": r["addr"],
-                           "state": r["state"], "replay_lag_seconds": r["lag"]}
-                          for r in rows]}
+            "streaming": [r._asdict() for r in rows]}
 
 
-async def _leaders(conn: asyncpg.Connection) -> dict[str, Any]:
-    """Who holds each leader's advisory lock (a bigint key: classid is its high half,
-    objid its low half)."""
+async def _leaders(conn: db.Connection) -> dict[str, Any]:
+    """Who holds each leader's advisory lock."""
     out: dict[str, Any] = {}
     for role, lock in LEADER_LOCKS.items():
-        row = await conn.fetchrow(
-            "SELECT a.pid, a.client_addr::text AS addr, a.backend_start FROM pg_locks l"
-            " JOIN pg_stat_activity a USING (pid) WHERE l.locktype = 'advisory'"
-            " AND l.granted AND l.classid = $1 AND l.objid = $2 AND l.objsubid = 1",
-            lock >> 32, lock & 0xFFFFFFFF)
-        out[role] = None if row is None else {
-            "pid": row["pid"], "address": row["addr"] or "local socket",
-            "since": _time(row["backend_start"])}
+        held = await locks.holder(conn, lock)
+        out[role] = None if held is None else {
+            "pid": held.pid, "address": held.address or "local socket",
+            "since": _time(held.since)}
     return out
 
 

@@ -19,20 +19,17 @@ the entry it excludes — and a disagreement names the column and the seq.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
-
-import asyncpg
 
 from bureau.errors import InternalError
 from bureau.kinds import EXCLUSION, GENESIS, KEYS, SUBMITTED, subject_of_document
 from bureau.settlement.check import settlement_problems
-from bureau.storage import db
+from bureau.storage import audit, db
+from bureau.storage.audit import StoredRow
 from bureau.transparency.tree import TreeCheck
 from reporters import wire
 from reporters.models import parse_timestamp
@@ -66,22 +63,6 @@ class BadTree(InternalError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-@dataclass(frozen=True, slots=True)
-class StoredRow:
-    """A row of ``entries``: the indexed columns, and the entry's canonical bytes."""
-
-    seq: int
-    id: str
-    prev: str
-    kind: str
-    entry: bytes
-    recorded_at: dt.datetime | None = None
-    epoch: int | None = None
-    signer: str | None = None
-    subject: str | None = None
-    content_key: str | None = None
 
 
 def _disagrees(column: str, stored: object, says: object) -> str:
@@ -272,7 +253,7 @@ def _envelope_failures(rows: list[tuple[StoredRow, dict[str, Any]]]) -> list[tup
     return out
 
 
-async def _exclusion_failures(conn: asyncpg.Connection,
+async def _exclusion_failures(conn: db.Connection,
                               rows: list[tuple[StoredRow, dict[str, Any]]]
                               ) -> list[tuple[int, str]]:
     """An exclusion is about the subject of the entry it excludes, an earlier one (as
@@ -281,9 +262,8 @@ async def _exclusion_failures(conn: asyncpg.Connection,
                   if row.kind == EXCLUSION.name and isinstance(entry.get("body"), dict)]
     if not exclusions:
         return []
-    targets = {r["id"]: (r["seq"], r["subject"]) for r in await conn.fetch(
-        "SELECT id, seq, subject FROM entries WHERE id = ANY($1::text[])",
-        sorted({t for _, t in exclusions if isinstance(t, str)}))}
+    targets = await audit.seq_and_subject(
+        conn, {t for _, t in exclusions if isinstance(t, str)})
     out = []
     for row, target in exclusions:
         found = targets.get(target) if isinstance(target, str) else None
@@ -294,7 +274,8 @@ async def _exclusion_failures(conn: asyncpg.Connection,
     return out
 
 
-Progress = Callable[[int, int], None]
+#: called with (entries verified, entries in all)
+OnProgress = Callable[[int, int], None]
 
 
 def terminal_progress(done: int, total: int) -> None:
@@ -325,36 +306,27 @@ def _check_head(size: int, root: bytes, note: str, computed: bytes | None) -> st
     return None
 
 
-async def verify_database(conn: asyncpg.Connection, progress: Progress | None = None) -> int:
+async def verify_database(conn: db.Connection, progress: OnProgress | None = None) -> int:
     """Verify the whole ledger and its tree; return the number of entries. Raises
     :class:`BadEntry` for the first bad entry, :class:`BadTree` for a tree that
     disagrees with good entries."""
-    total = await conn.fetchval("SELECT count(*) FROM entries")
+    total = await audit.entry_count(conn)
     checker = ChainVerifier()
     keys = KeyHistory()
     signed: list[tuple[str, bytes, int]] = []
     tree: TreeCheck | None = None
-    head_rows: list[asyncpg.Record] = []
+    head_rows: list[tuple[int, bytes, str]] = []
     pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="verify")
     try:
         async with db.transaction(conn, "verify_ledger", isolation="repeatable_read",
                                   readonly=True):
-            head_row = await conn.fetchrow("SELECT seq, head FROM ledger_head")
-            head_rows = await conn.fetch("SELECT size, root, note FROM tree_heads ORDER BY size")
-            tree = TreeCheck(frozenset(r["size"] for r in head_rows))
-            cursor = await conn.cursor(
-                "SELECT seq, id, prev, kind, recorded_at, epoch, signer, subject,"
-                " content_key, entry FROM entries ORDER BY seq")
-            while True:
-                rows = await cursor.fetch(_BATCH)
-                if not rows:
-                    break
+            head_row = await audit.ledger_head(conn)
+            head_rows = await audit.tree_heads(conn)
+            tree = TreeCheck(frozenset(size for size, _, _ in head_rows))
+            async for rows in audit.entries(conn, _BATCH):
                 checked: list[tuple[StoredRow, dict[str, Any]]] = []
                 link_failure: BadEntry | None = None
-                for r in rows:
-                    row = StoredRow(r["seq"], r["id"], r["prev"], r["kind"],
-                                    bytes(r["entry"]), r["recorded_at"], r["epoch"],
-                                    r["signer"], r["subject"], r["content_key"])
+                for row in rows:
                     try:
                         checked.append((row, checker.check_links(row)))
                     except BadEntry as exc:
@@ -371,35 +343,30 @@ async def verify_database(conn: asyncpg.Connection, progress: Progress | None = 
                     raise link_failure
                 for row, doc in checked:
                     keys.take(row, doc)
-                await tree.compare(conn, [r["id"] for r in rows])
+                await tree.compare(conn, [r.id for r in rows])
                 if progress:
                     progress(checker.seq, total)
             await tree.finish(conn)
-            signed = [(f"the checkpoint of epoch {r['epoch']}", bytes(r["envelope"]),
+            signed = [(f"the checkpoint of epoch {epoch}", envelope,
                        json.loads(wire.b64decode_canonical(
-                           json.loads(r["envelope"])["payload"]))["seq"])
-                      for r in await conn.fetch("SELECT epoch, envelope FROM checkpoints")]
+                           json.loads(envelope)["payload"]))["seq"])
+                      for epoch, envelope in await audit.checkpoints(conn)]
             # a report names its ledger position; every report of an epoch the same
-            signed += [(f"the report of {r['agent']} at epoch {r['epoch']}",
-                        bytes(r["envelope"]), r["last_seq"]) for r in await conn.fetch(
-                "SELECT r.epoch, r.agent, r.envelope, s.last_seq FROM reports r"
-                " JOIN seals s USING (epoch) ORDER BY r.epoch, r.agent")]
+            signed += [(f"the report of {r.agent} at epoch {r.epoch}", r.envelope,
+                        r.last_seq) for r in await audit.reports(conn)]
             # a settlement is signed, like its epoch's reports, by the key at the seal
-            signed += [(f"the settlement of epoch {r['epoch']}", bytes(r["envelope"]),
-                        r["last_seq"]) for r in await conn.fetch(
-                "SELECT t.epoch, t.envelope, s.last_seq FROM settlements t"
-                " JOIN seals s USING (epoch) ORDER BY t.epoch")]
+            signed += [(f"the settlement of epoch {t.epoch}", t.envelope, t.last_seq)
+                       for t in await audit.settlements(conn)]
     finally:
         pool.shutdown()
-    if head_row is not None and (head_row["seq"], head_row["head"]) != (checker.seq,
-                                                                         checker.head):
+    if head_row is not None and head_row != (checker.seq, checker.head):
         raise BadEntry(checker.seq, "ledger head does not point at the last entry")
     assert tree is not None
     if tree.difference is not None:
         raise BadTree(tree.difference + " (bureau rebuild recomputes the tree)")
-    for r in head_rows:
-        problem = (_check_head(r["size"], bytes(r["root"]), r["note"], tree.roots.get(r["size"]))
-                   or keys.check_note(r["size"], r["note"]))
+    for size, root, note in head_rows:
+        problem = (_check_head(size, root, note, tree.roots.get(size))
+                   or keys.check_note(size, note))
         if problem is not None:
             raise BadTree(problem)
     for what, raw, seq in signed:

@@ -23,11 +23,11 @@ from bureau.http.errors import error_middleware
 from bureau.http.keys import (
     CONFIG,
     DATABASE_URL,
+    DB_POOL,
     INTAKE,
     LEDGER,
     LOG_KEY,
     NONCES,
-    POOL,
     PUBLISHER,
     RANKING,
     READS,
@@ -89,7 +89,7 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
         ledger = Ledger(database_url, settled, clock)
         await ledger.start()
         intake = Intake(ledger)
-        app[POOL], app[READS], app[LEDGER], app[INTAKE] = pool, reads, ledger, intake
+        app[DB_POOL], app[READS], app[LEDGER], app[INTAKE] = pool, reads, ledger, intake
         try:
             yield
         finally:
@@ -102,7 +102,7 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
         """After the pool: the tree-head publisher. It signs the current head now, so
         that GET /checkpoint has a note before the first request (and refuses to start
         on a ledger that does not extend what was published)."""
-        publisher = Publisher(app[POOL], app[LOG_KEY], config.checkpoint_interval,
+        publisher = Publisher(app[DB_POOL], app[LOG_KEY], config.checkpoint_interval,
                               config.witnesses)
         await publisher.start()
         app[PUBLISHER] = publisher
@@ -118,7 +118,7 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
         ledger, settled = app[LEDGER], app[CONFIG]
         builder = ReportBuilder(signing_key, app[LOG_KEY], workers=settled.report_workers,
                                 dsn=database_url)
-        settler = Settler(app[POOL], ledger, builder, settled, ledger.clock)
+        settler = Settler(app[DB_POOL], ledger, builder, settled, ledger.clock)
         ledger.seal_hook = settler.on_seal_request
         app[SETTLER] = settler
         await settler.start()

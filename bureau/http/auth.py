@@ -30,8 +30,8 @@ from aiohttp import web
 
 from bureau import ledger_keys
 from bureau.errors import BureauError, Code, Pushback
-from bureau.http.keys import LEDGER, NONCES, POOL
-from bureau.storage import db
+from bureau.http.keys import DB_POOL, LEDGER, NONCES
+from bureau.storage import db, nonces
 from reporters.httpsig import HttpSignatureError, NonceStore, verify_request
 
 #: nonces this process remembers at most (see the module docstring)
@@ -67,14 +67,7 @@ class _Deferred:
 async def _claim_in_database(request: web.Request, n: _Nonce, now: float) -> None:
     """Record the nonce in ``read_nonces``; refuse it if any process has seen it."""
     try:
-        # One statement, its own transaction (no BEGIN/COMMIT round trips), timed by name.
-        with db.TxTimer("claim_read_nonce") as timer:
-            claimed = await request.app[POOL].fetchval(
-                "WITH expired AS (DELETE FROM read_nonces WHERE expires_at < to_timestamp($4))"
-                " INSERT INTO read_nonces (keyid, nonce, expires_at)"
-                " VALUES ($1, $2, to_timestamp($3)) ON CONFLICT DO NOTHING RETURNING true",
-                n.keyid, n.nonce, n.expires_at, now)
-            timer.outcome = "commit"
+        claimed = await nonces.claim(request.app[DB_POOL], n.keyid, n.nonce, n.expires_at, now)
     except Exception as exc:
         if db.is_connection_error(exc):
             raise BureauError(Code.UNAVAILABLE, "", "database unreachable",
@@ -94,7 +87,7 @@ async def _spend(request: web.Request, n: _Nonce, now: float) -> None:
 
 async def is_admin(request: web.Request, reader: str) -> bool:
     """Is ``reader`` in the admin set in force now (the ledger's, SPEC §3 r3)?"""
-    async with request.app[POOL].acquire() as conn:
+    async with request.app[DB_POOL].acquire() as conn:
         return reader in await ledger_keys.admins_in_force(conn)
 
 

@@ -10,12 +10,11 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-import asyncpg
 from aiohttp import web
 
 from bureau import metrics
 from bureau.errors import BureauError, Code, Pushback, Stage
-from bureau.http.keys import POOL, SERVICE
+from bureau.http.keys import DB_POOL, SERVICE
 from bureau.intake.envelope import NotJSON
 from bureau.storage import db
 
@@ -104,7 +103,7 @@ class Outage:
                         "UNAVAILABLE meanwhile", time.monotonic() - self.since, self.answers)
             self.since, self.answers = None, 0
 
-    def look(self, pool: asyncpg.Pool | None) -> None:
+    def look(self, pool: db.Pool | None) -> None:
         """During an outage, after an answer that needed no database (``/healthz``, a
         static document): see, at most once a second and off the request's path,
         whether the database is back — an answer that did not ask it says nothing."""
@@ -184,7 +183,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
                 Code.UNAVAILABLE, "", "internal error", pushback=Pushback.INTERNAL_ERROR))
     if response.status < 500:
         service = request.app.get(SERVICE, request.app)
-        OUTAGE.look(service.get(POOL))
+        OUTAGE.look(service.get(DB_POOL))
     route = request.match_info.route.resource
     name = route.canonical if route is not None else "unmatched"
     metrics.REQUEST_SECONDS.labels(route=name, method=request.method,

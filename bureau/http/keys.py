@@ -3,7 +3,6 @@ fills them all."""
 
 from __future__ import annotations
 
-import asyncpg
 import nacl.signing
 from aiohttp import web
 
@@ -11,6 +10,7 @@ from bureau.config import Config
 from bureau.intake.ledger import Ledger
 from bureau.intake.pipeline import Intake
 from bureau.replica import Reads
+from bureau.storage import db
 from bureau.transparency.heads import LogKey
 from bureau.transparency.publisher import Publisher
 from bureau.views.ranking import Ranking
@@ -18,7 +18,7 @@ from bureau.views.settle import Settler
 from reporters.httpsig import NonceStore
 
 CONFIG = web.AppKey("config", Config)
-POOL = web.AppKey("pool", asyncpg.Pool)
+DB_POOL = web.AppKey("pool", db.Pool)
 # Where the public documents and the parties' files are read: the primary, or a
 # streaming replica (BUREAU_READ_DATABASE_URL; bureau.replica).
 READS = web.AppKey("reads", Reads)

@@ -25,7 +25,6 @@ import logging
 from dataclasses import dataclass, replace
 from typing import Any
 
-import asyncpg
 import nacl.signing
 
 from bureau import ledger_keys
@@ -35,7 +34,7 @@ from bureau.intake.ledger import GroupTx, flush
 from bureau.intake.state import GroupState
 from bureau.kinds import GENESIS
 from bureau.scoring.policy import KNOWN_POLICIES, policy_hash, policy_name_of
-from bureau.storage import db
+from bureau.storage import db, keys
 from reporters import wire
 from reporters.models import MAX_ADMINS
 from reporters.tlog.checkpoint import check_origin, default_origin
@@ -128,31 +127,31 @@ def reconcile(config: Config, ledger: LedgerSettings,
                    origin=ledger.origin)
 
 
-async def read(conn: asyncpg.Connection) -> LedgerSettings | None:
+async def read(conn: db.Connection) -> LedgerSettings | None:
     """The ledger's settings, or None when it has no entry yet."""
-    row = await conn.fetchrow("SELECT kind, entry FROM entries WHERE seq = 1")
-    if row is None:
+    first = await keys.first_entry(conn)
+    if first is None:
         return None
-    body = json.loads(row["entry"]).get("body", {})
-    if row["kind"] != GENESIS.name or "key" not in body:
-        raise StartRefused(f"entry 1 of this ledger is a {row['kind']!r} without the "
+    kind, entry = first
+    body = json.loads(entry).get("body", {})
+    if kind != GENESIS.name or "key" not in body:
+        raise StartRefused(f"entry 1 of this ledger is a {kind!r} without the "
                            "bureau's key: it was made by an earlier revision of the bureau")
     return LedgerSettings.from_body(body)
 
 
-async def establish(conn: asyncpg.Connection, config: Config,
+async def establish(conn: db.Connection, config: Config,
                     bureau_key: nacl.signing.VerifyKey, now: dt.datetime) -> Config:
     """Write the genesis entry of an empty ledger, or check the existing one; return the
     configuration the process runs with (the ledger's settings in place)."""
     async with db.transaction(conn, "genesis"):
-        head = await conn.fetchrow("SELECT seq, head FROM ledger_head FOR UPDATE")
-        assert head is not None
+        head_seq = await keys.lock_head(conn)
         found = await read(conn)
         if found is not None:
             in_force = (await ledger_keys.history(conn))[-1]
             checked = check_signers(config, in_force, wire.key_id(bytes(bureau_key)))
             return reconcile(checked, found, bureau_key)
-        if head["seq"] != 0:  # pragma: no cover - entries without entry 1
+        if head_seq != 0:  # pragma: no cover - entries without entry 1
             raise StartRefused("the ledger head has moved but entry 1 is missing")
         settings = requested(config, bureau_key)
         tx = GroupTx(conn, GroupState(), 0, wire.ZERO_ID, now, settings.epoch_seconds)
@@ -169,7 +168,7 @@ async def signers_of(url: str) -> ledger_keys.KeyPeriod | None:
     the ledger at ``url``, or None when it has no ledger yet (a new one may be made)."""
     conn = await db.connect(url)
     try:
-        if await conn.fetchval("SELECT to_regclass('ledger_keys')") is None:
+        if not await keys.has_table(conn):
             return None
         periods = await ledger_keys.history(conn)
     finally:

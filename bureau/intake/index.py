@@ -16,10 +16,10 @@ from collections.abc import Callable
 from typing import cast
 
 from bureau.intake.links import is_favourable
-from bureau.intake.records import EntryRecord, FactRecord, ReporterRecord, VerdictRecord
 from bureau.intake.state import GroupState, engagement_fact_of
 from bureau.intake.writes import Writes
 from bureau.kinds import Kind
+from bureau.records import EntryRecord, FactRecord, ReporterRecord, VerdictRecord
 from reporters.models import (
     DisputePayload,
     FactPayload,

@@ -20,9 +20,9 @@ import datetime as dt
 from collections import Counter
 from typing import Any
 
-import asyncpg
-
 from bureau.errors import BureauError, Stage
+from bureau.storage import db
+from bureau.storage.refusals import envelopes_kept
 
 #: refusals per signer per epoch that keep their envelope
 MAX_ENVELOPES_PER_EPOCH = 1000
@@ -45,14 +45,7 @@ def _stripped(row: RefusalRow) -> RefusalRow:
     return (row[0], row[1], row[2], row[3], row[4], None, row[6], None)
 
 
-_KEPT_SQL = """
-    SELECT signer, count(*) AS kept FROM refusals
-    WHERE signer = ANY($1::text[]) AND refused_at >= $2 AND envelope IS NOT NULL
-    GROUP BY signer
-"""
-
-
-async def bound_envelopes(conn: asyncpg.Connection, rows: list[Any],
+async def bound_envelopes(conn: db.Connection, rows: list[Any],
                           epoch_start: dt.datetime) -> None:
     """Strip the envelope and detail from the rows past each signer's budget for the
     epoch that began at ``epoch_start`` (``rows`` is a group's, changed in place). One
@@ -61,8 +54,7 @@ async def bound_envelopes(conn: asyncpg.Connection, rows: list[Any],
     signers = sorted({row[1] for row in rows if row[7] is not None})
     if not signers:
         return
-    kept = Counter({r["signer"]: r["kept"]
-                    for r in await conn.fetch(_KEPT_SQL, signers, epoch_start)})
+    kept = Counter(await envelopes_kept(conn, signers, epoch_start))
     for i, row in enumerate(rows):
         if row[7] is None:
             continue

@@ -1,8 +1,8 @@
 """Stages 4–5 of intake: authorize the signer, then admit the payload (SPEC §5).
 
 Pure rules: each takes the submission, the bureau's clock reading and an
-:class:`~bureau.intake.records.AdmissionState` (what the ledger already holds) and either
-raises a :class:`BureauError` or returns a :class:`~bureau.intake.records.Decision`. No I/O
+:class:`~bureau.records.AdmissionState` (what the ledger already holds) and either
+raises a :class:`BureauError` or returns a :class:`~bureau.records.Decision`. No I/O
 happens here; the ledger reaches these rules through that one narrow protocol, and
 tests can pass an in-memory state.
 
@@ -20,7 +20,8 @@ from typing import TypeVar, cast
 from bureau.errors import BureauError, Code
 from bureau.intake import links
 from bureau.intake.links import AnchorKind, is_favourable
-from bureau.intake.records import (
+from bureau.kinds import ATTESTATION, SUBMITTED, VALUE_JUDGMENT, Kind, Signer
+from bureau.records import (
     ADMIT,
     AdmissionState,
     AgentRecord,
@@ -28,7 +29,7 @@ from bureau.intake.records import (
     amended_record,
     enrolled_record,
 )
-from bureau.kinds import ATTESTATION, SUBMITTED, VALUE_JUDGMENT, Kind, Signer
+from bureau.scoring.inputs import DISPUTED, SELF_DEALING  # exclusion reasons
 from bureau.scoring.policy import policy_name_of
 from reporters import wire
 from reporters.models import (
@@ -49,10 +50,6 @@ from reporters.models import (
 )
 
 MAX_CLOCK_SKEW = dt.timedelta(seconds=300)
-
-# Exclusion reasons, as counted in a report's "excluded" object.
-SELF_DEALING = "self_dealing"
-DISPUTED = "disputed"
 
 P = TypeVar("P", bound=Payload)
 #: (payload, signer, its content key, the bureau's clock, the state) -> the decision

@@ -1,7 +1,7 @@
 """The admission state of one group commit: what the rules need, fetched in a few bulk
 queries under the ledger lock, plus everything admitted earlier in the same group.
 
-:class:`GroupState` implements :class:`bureau.intake.records.AdmissionState`; what it loads for
+:class:`GroupState` implements :class:`bureau.records.AdmissionState`; what it loads for
 each submission is what the submission's kind ``needs`` (:mod:`bureau.kinds`). It only answers
 questions about keys it was told about in :meth:`GroupState.load`; asking about any other
 key is a programming error and fails loudly rather than silently answering "absent".
@@ -19,7 +19,8 @@ import asyncpg
 
 from bureau.errors import BureauError
 from bureau.intake.envelope import Envelope
-from bureau.intake.records import (
+from bureau.kinds import SUBMITTED, StateKeys
+from bureau.records import (
     AgentRecord,
     EngagementFact,
     EntryRecord,
@@ -27,7 +28,6 @@ from bureau.intake.records import (
     ReporterRecord,
     VerdictRecord,
 )
-from bureau.kinds import SUBMITTED, StateKeys
 from bureau.transparency.tree import TreeTip, frontier_from, frontier_rows_sql
 from reporters import wire
 from reporters.models import Payload

@@ -14,7 +14,7 @@ import time
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 import asyncpg
 
@@ -35,6 +35,18 @@ MIGRATIONS_DIR = migrations_dir(Path(__file__).resolve().parents[2], Path(sys.pr
 _MIGRATION_LOCK = 0x6275726561750001
 
 T = TypeVar("T")
+
+#: What the layers above hold and hand back to the stores, so that none of them imports
+#: asyncpg (tests/structure/test_layers.py): a connection, a pool, a pool's connection,
+#: a row.
+Connection: TypeAlias = asyncpg.Connection
+Pool: TypeAlias = asyncpg.Pool
+PoolConnection: TypeAlias = asyncpg.pool.PoolConnectionProxy
+Row: TypeAlias = asyncpg.Record
+#: what a failed query raises: the network's error (a timeout too), the server's
+#: refusal, or the client's (a connection lost, a protocol in error)
+QUERY_ERRORS: tuple[type[Exception], ...] = (
+    OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
 
 def embedded_database_url(home: Path) -> str:
     """Start (or join) the embedded PostgreSQL under ``home/pgdata`` and return its URL.
@@ -239,7 +251,7 @@ async def is_reachable(pool: asyncpg.Pool) -> bool:
     try:
         async with pool.acquire(timeout=2) as conn:
             await conn.fetchval("SELECT 1", timeout=2)
-    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError):
+    except QUERY_ERRORS:
         return False
     return True
 

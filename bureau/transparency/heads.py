@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-import asyncpg
 import nacl.signing
 
 from bureau import ledger_keys, metrics
 from bureau.errors import InternalError
 from bureau.storage import db
-from bureau.transparency.tree import FETCH_SQL, fetch_nodes, node_arrays
+from bureau.storage import heads as head_rows
+from bureau.transparency.tree import fetch_nodes, node_arrays
 from reporters import wire
 from reporters.tlog import proofs
 from reporters.tlog.checkpoint import Checkpoint, log_signer, sign_checkpoint
@@ -78,50 +78,32 @@ class Head:
         return self.note + self.cosignatures
 
 
-_LATEST_SQL = """
-SELECT h.size, h.root, h.note,
-       coalesce((SELECT string_agg(c.line, '' ORDER BY c.witness) FROM cosignatures c
-                 WHERE c.size = h.size), '') AS cosignatures
-FROM (SELECT size, root, note FROM tree_heads ORDER BY size DESC LIMIT 1) h
-"""
-
-
-async def latest(conn: asyncpg.Connection) -> Head | None:
+async def latest(conn: db.Connection) -> Head | None:
     """The latest head published, with its cosignatures."""
-    row = await conn.fetchrow(_LATEST_SQL)
-    if row is None:
-        return None
-    return Head(row["size"], bytes(row["root"]), row["note"], row["cosignatures"])
+    stored = await head_rows.latest(conn)
+    return None if stored is None else Head(*stored)
 
 
-async def latest_size(conn: asyncpg.Connection) -> int | None:
-    size: int | None = await conn.fetchval("SELECT max(size) FROM tree_heads")
-    return size
+async def latest_size(conn: db.Connection) -> int | None:
+    return await head_rows.latest_size(conn)
 
 
-async def published_and_nodes(conn: asyncpg.Connection, nodes: Collection[Node],
+async def published_and_nodes(conn: db.Connection, nodes: Collection[Node],
                               ) -> tuple[int | None, dict[Node, bytes]]:
     """The latest published size and the stored ``nodes`` that exist, in ONE query: a
     proof route answers in one round trip when its plan does not depend on the ledger
     (a consistency proof). The caller checks the size, then that every node came
     (:func:`bureau.transparency.tree.check_found`)."""
-    rows = await conn.fetch(
-        "SELECT (SELECT max(size) FROM tree_heads) AS published, n.level, n.idx, n.hash"
-        f" FROM (SELECT 1) AS one LEFT JOIN ({FETCH_SQL}) AS n ON true", *node_arrays(nodes))
-    found = {(r["level"], r["idx"]): bytes(r["hash"]) for r in rows if r["hash"] is not None}
-    return rows[0]["published"], found
+    return await head_rows.published_and_nodes(conn, *node_arrays(nodes))
 
 
-async def epoch_note(conn: asyncpg.Connection, epoch: int) -> str | None:
+async def epoch_note(conn: db.Connection, epoch: int) -> str | None:
     """The note of an epoch's checkpoint (its size is the seal's ``seq``), once the
     epoch's reports are complete."""
-    note: str | None = await conn.fetchval(
-        "SELECT h.note FROM checkpoints c JOIN seals s USING (epoch)"
-        " JOIN tree_heads h ON h.size = s.last_seq WHERE c.epoch = $1", epoch)
-    return note
+    return await head_rows.epoch_note(conn, epoch)
 
 
-async def store(conn: asyncpg.Connection, log: LogKey, size: int, root: bytes) -> str:
+async def store(conn: db.Connection, log: LogKey, size: int, root: bytes) -> str:
     """Sign the head (size, root) and keep its note, in the caller's transaction; the
     note. Another process may have signed this size first: the same bytes, unless the
     tree changed under it — then :class:`InconsistentHead`, and nothing is kept. A key
@@ -129,33 +111,22 @@ async def store(conn: asyncpg.Connection, log: LogKey, size: int, root: bytes) -
     (:class:`~bureau.ledger_keys.NotInForce`)."""
     await ledger_keys.require_in_force(conn, log.key_id, size)
     note = log.sign(size, root)
-    stored = await conn.fetchval(
-        "WITH new AS (INSERT INTO tree_heads (size, root, note) VALUES ($1, $2, $3)"
-        " ON CONFLICT DO NOTHING RETURNING root)"
-        " SELECT root FROM new UNION ALL SELECT root FROM tree_heads WHERE size = $1",
-        size, root, note)
-    if stored is None:  # another transaction inserted it while this statement ran
-        stored = await conn.fetchval("SELECT root FROM tree_heads WHERE size = $1", size)
-    if stored is not None and bytes(stored) != root:
+    stored = await head_rows.keep(conn, size, root, note)
+    if stored is not None and stored != root:
         metrics.TREE_HEAD_REFUSALS.inc()
         raise InconsistentHead(f"a head of size {size} was published with root "
-                               f"{bytes(stored).hex()}; the tree now has {root.hex()}")
+                               f"{stored.hex()}; the tree now has {root.hex()}")
     return note
 
 
-async def publish(conn: asyncpg.Connection, log: LogKey) -> Head | None:
+async def publish(conn: db.Connection, log: LogKey) -> Head | None:
     """Sign and keep the tree head at the ledger's head, if it is new; the head, or None
     when the latest published one is already the ledger's size.
 
     Refuses (:class:`InconsistentHead`, counted in ``bureau_tree_head_refusals_total``)
     when the ledger is shorter than a published head or differs from it at its size."""
     async with db.transaction(conn, "publish_tree_head"):
-        row = await conn.fetchrow(
-            "SELECT (SELECT seq FROM ledger_head) AS seq, t.size, t.root FROM"
-            " (SELECT 1) one LEFT JOIN (SELECT size, root FROM tree_heads"
-            " ORDER BY size DESC LIMIT 1) t ON true")
-        assert row is not None
-        size, last_size = row["seq"], row["size"]
+        size, last_size, last_root = await head_rows.ledger_and_published(conn)
         if last_size is not None and last_size >= size:
             if last_size > size:
                 metrics.TREE_HEAD_REFUSALS.inc()
@@ -164,7 +135,7 @@ async def publish(conn: asyncpg.Connection, log: LogKey) -> Head | None:
             return None
         new, old = proofs.root_plan(size), proofs.root_plan(last_size or 0)
         nodes = await fetch_nodes(conn, new.nodes | old.nodes)
-        if last_size is not None and proofs.root_from_plan(old, nodes) != bytes(row["root"]):
+        if last_size is not None and proofs.root_from_plan(old, nodes) != last_root:
             metrics.TREE_HEAD_REFUSALS.inc()
             raise InconsistentHead(f"the tree at size {last_size} is no longer the head "
                                    "published at that size")

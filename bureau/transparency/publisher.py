@@ -16,10 +16,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-import asyncpg
-
 from bureau.background import Leadership, every
 from bureau.ledger_keys import NotInForce, Retired
+from bureau.storage import db
 from bureau.transparency import heads
 from bureau.transparency.heads import Head, LogKey
 from bureau.transparency.witnesses import Witnesses
@@ -32,7 +31,7 @@ PUBLISHER_LOCK = 0x6275726561750004
 
 
 class Publisher:
-    def __init__(self, pool: asyncpg.Pool, log_key: LogKey, interval: float,
+    def __init__(self, pool: db.Pool, log_key: LogKey, interval: float,
                  witnesses: tuple[Witness, ...] = ()) -> None:
         self.pool = pool
         self.log_key = log_key

@@ -24,10 +24,10 @@ import hashlib
 import logging
 
 import aiohttp
-import asyncpg
 
 from bureau import metrics
 from bureau.storage import db
+from bureau.storage import heads as head_rows
 from bureau.transparency.heads import Head, latest_size
 from bureau.transparency.tree import consistency_proof, root_at
 from reporters.tlog.checkpoint import Checkpoint
@@ -47,25 +47,21 @@ log = logging.getLogger(__name__)
 MAX_WITNESS_NOTE = 16 * 1024
 
 
-async def cosigned_size(conn: asyncpg.Connection, witness: Witness) -> int:
+async def cosigned_size(conn: db.Connection, witness: Witness) -> int:
     """The largest head this witness cosigned, as far as this bureau kept (0: none)."""
-    size: int | None = await conn.fetchval(
-        "SELECT max(size) FROM cosignatures WHERE witness = $1", witness.verifier.vkey)
-    return size or 0
+    return await head_rows.cosigned_size(conn, witness.verifier.vkey)
 
 
-async def keep_cosignature(conn: asyncpg.Connection, witness: Witness, size: int,
+async def keep_cosignature(conn: db.Connection, witness: Witness, size: int,
                            cosigned: Cosigned) -> None:
-    await conn.execute(
-        "INSERT INTO cosignatures (size, witness, line, signed_time) VALUES ($1, $2, $3, $4)"
-        " ON CONFLICT DO NOTHING",
-        size, witness.verifier.vkey, cosigned.lines, cosigned.cosignature.timestamp)
+    await head_rows.keep_cosignature(conn, size, witness.verifier.vkey, cosigned.lines,
+                                     cosigned.cosignature.timestamp)
 
 
 class WitnessPusher:
     """Pushes the latest head it is offered to one witness."""
 
-    def __init__(self, witness: Witness, pool: asyncpg.Pool, session: aiohttp.ClientSession,
+    def __init__(self, witness: Witness, pool: db.Pool, session: aiohttp.ClientSession,
                  origin: str, *, timeout: float = 10.0) -> None:
         self.witness = witness
         self.pool = pool
@@ -214,7 +210,7 @@ class WitnessPusher:
 class Witnesses:
     """Every witness's pusher, sharing one HTTP session."""
 
-    def __init__(self, witnesses: tuple[Witness, ...], pool: asyncpg.Pool, origin: str) -> None:
+    def __init__(self, witnesses: tuple[Witness, ...], pool: db.Pool, origin: str) -> None:
         self._specs = witnesses
         self.pool = pool
         self.origin = origin

@@ -20,10 +20,12 @@ import nacl.signing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bureau import records
 from bureau.errors import BureauError, Code, Stage
-from bureau.intake import records, rules
+from bureau.intake import rules
 from bureau.intake.pipeline import prepare
-from bureau.intake.records import (
+from bureau.intake.state import Submission
+from bureau.records import (
     AgentRecord,
     EngagementFact,
     EntryRecord,
@@ -31,7 +33,6 @@ from bureau.intake.records import (
     ReporterRecord,
     VerdictRecord,
 )
-from bureau.intake.state import Submission
 from bureau.scoring.policy import policy_hash
 from reporters import wire
 from reporters.models import PAYLOAD_MODELS
@@ -60,7 +61,7 @@ def kid(key: nacl.signing.SigningKey) -> str:
 
 @dataclass
 class MemoryState:
-    """An :class:`~bureau.intake.records.AdmissionState` in dicts: a small world in which
+    """An :class:`~bureau.records.AdmissionState` in dicts: a small world in which
     every rule has something to find (a reporter, two enrolled agents, a withdrawn one,
     a fact with a caller, a T&M engagement, an attestation, a dispute)."""
 

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import logging
 
-import asyncpg
 import prometheus_client
 from aiohttp import web
 
 from bureau import ledger_keys
 from bureau import metrics as bureau_metrics
 from bureau.errors import BureauError, Code, Pushback
-from bureau.http.keys import CONFIG, LEDGER, LOG_KEY, POOL, SERVICE
+from bureau.http.keys import CONFIG, DB_POOL, LEDGER, LOG_KEY, SERVICE
 from bureau.storage import db
 from bureau.views.store import seal_status
 
@@ -38,7 +37,7 @@ async def healthz(request: web.Request) -> web.Response:
 async def readyz(request: web.Request) -> web.Response:
     """The database answers: this process can take evidence."""
     service = request.app.get(SERVICE, request.app)
-    pool = service.get(POOL)
+    pool = service.get(DB_POOL)
     if pool is None:
         raise BureauError(Code.UNAVAILABLE, "", "the service has no database pool yet",
                           pushback=Pushback.DATABASE_UNREACHABLE)
@@ -63,12 +62,12 @@ async def metrics(request: web.Request) -> web.Response:
     service = request.app.get(SERVICE, request.app)
     last_seal: float | None = None
     lag: float | None = None
-    pool = service.get(POOL)
+    pool = service.get(DB_POOL)
     if pool is not None and LEDGER in service:
         try:
             async with pool.acquire() as conn:
                 status = await seal_status(conn)
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+        except db.QUERY_ERRORS:
             log.warning("metrics: the database did not answer; no seal gauges this scrape")
         else:
             if status.sealed_at is not None:

@@ -15,7 +15,7 @@ from aiohttp import web
 from bureau.errors import BureauError, Code
 from bureau.http.errors import error_response
 from bureau.http.home import index_page, not_found_page
-from bureau.http.keys import CONFIG, LEDGER, POOL, RANKING, READS, SIGNING_KEY
+from bureau.http.keys import CONFIG, DB_POOL, LEDGER, RANKING, READS, SIGNING_KEY
 from bureau.http.pages import agent_page, payload_of
 from bureau.http.params import KEY_ID, number
 from bureau.http.settlement_page import SHOWN, settlements_section
@@ -72,7 +72,7 @@ async def index(request: web.Request) -> web.Response:
     cp = await request.app[READS].run(lambda conn: checkpoint_envelope(conn, None))
     ranked = await request.app[READS].run(lambda conn: request.app[RANKING].page(conn, q, page))
     # The current policy from the primary, as /v1/policy reads it (bureau.http.routes.reads).
-    async with request.app[POOL].acquire() as conn:
+    async with request.app[DB_POOL].acquire() as conn:
         policy = await current_policy(conn, request.app[LEDGER].clock(),
                                       request.app[CONFIG].epoch_seconds)
     settled = await request.app[READS].run(lambda conn: published_settlements(conn, SHOWN))

@@ -20,17 +20,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import asyncpg
 from aiohttp import web
 
 from bureau import ledger_keys
 from bureau.errors import BureauError, Code, pointer
 from bureau.http.auth import require_party
 from bureau.http.errors import error_response
-from bureau.http.keys import CONFIG, LEDGER, LOG_KEY, OPENAPI, POOL, READS
+from bureau.http.keys import CONFIG, DB_POOL, LEDGER, LOG_KEY, OPENAPI, READS
 from bureau.http.params import KEY_ID, is_hex64, number
 from bureau.replica import absent
 from bureau.scoring.policy import KNOWN_POLICIES, policy_bytes, policy_name_of
+from bureau.storage import db
 from bureau.views import reads
 from bureau.views.evaluator import evaluator_record
 from bureau.views.explain import explain
@@ -89,7 +89,7 @@ async def _party(request: web.Request, name: str) -> tuple[str, str]:
 
 
 class Reader(Protocol):
-    def __call__(self, conn: asyncpg.Connection, party: str, /, *, after: int, limit: int,
+    def __call__(self, conn: db.Connection, party: str, /, *, after: int, limit: int,
                  refusals_after: int) -> Awaitable[reads.Page]: ...
 
 
@@ -123,7 +123,7 @@ async def reporter_entries(request: web.Request) -> web.Response:
 
 
 #: (connection, agent, epoch or None) -> the body, or None when there is nothing to show
-EpochRead = Callable[[asyncpg.Connection, str, "int | None"], Awaitable["dict[str, Any] | None"]]
+EpochRead = Callable[[db.Connection, str, "int | None"], Awaitable["dict[str, Any] | None"]]
 
 
 async def _agent_epoch_read(request: web.Request, compute: EpochRead,
@@ -152,7 +152,7 @@ async def agent_evaluator(request: web.Request) -> web.Response:
     """The agent's record as an evaluator as of a sealed epoch (that agent or an admin)."""
     epoch_seconds = request.app[CONFIG].epoch_seconds
 
-    async def compute(conn: asyncpg.Connection, agent: str,
+    async def compute(conn: db.Connection, agent: str,
                       epoch: int | None) -> dict[str, Any] | None:
         return await evaluator_record(conn, agent, epoch, epoch_seconds)
 
@@ -171,7 +171,7 @@ def epoch_query(request: web.Request) -> int | None:
 async def _current_policy(app: web.Application) -> str:
     # From the primary, never a replica: a policy entry may change the current epoch's
     # policy at once, and the admin who posted it reads it back here.
-    async with app[POOL].acquire() as conn:
+    async with app[DB_POOL].acquire() as conn:
         return await current_policy(conn, app[LEDGER].clock(), app[CONFIG].epoch_seconds)
 
 
@@ -189,7 +189,7 @@ async def bureau_info(request: web.Request) -> web.Response:
     length, the log's origin and note verifier key (the same key: SPEC §8.1), and
     *(r3)* the key history, oldest first, and the admin set in force."""
     origin = request.app[LOG_KEY].origin
-    async with request.app[POOL].acquire() as conn:
+    async with request.app[DB_POOL].acquire() as conn:
         periods = await ledger_keys.history(conn)
     keys = [{"key": p.bureau, "vkey": note_vkey(origin, p.bureau), "from_seq": p.from_seq}
             for p in periods]

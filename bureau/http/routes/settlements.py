@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import asyncpg
 from aiohttp import web
 
 from bureau.errors import BureauError, Code, pointer
@@ -26,6 +25,7 @@ from bureau.http.routes.reports import _IMMUTABLE, _document
 from bureau.replica import absent
 from bureau.settlement.document import row_proof
 from bureau.settlement.store import settlement_envelope, settlement_rows
+from bureau.storage import db
 
 routes = web.RouteTableDef()
 _PRIVATE = {"Cache-Control": "private, no-store"}
@@ -44,7 +44,7 @@ async def settlement(request: web.Request) -> web.Response:
     return _document(body, _IMMUTABLE)
 
 
-async def own_row(conn: asyncpg.Connection, agent: str, epoch: int) -> dict[str, Any] | None:
+async def own_row(conn: db.Connection, agent: str, epoch: int) -> dict[str, Any] | None:
     """The agent's row of ``epoch``'s settlement with its proof; None when the epoch has
     no published settlement."""
     if await settlement_envelope(conn, epoch) is None:

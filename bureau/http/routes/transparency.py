@@ -17,7 +17,6 @@ was published, then the entry.
 
 from __future__ import annotations
 
-import asyncpg
 from aiohttp import web
 
 from bureau.errors import BureauError, Code, Pushback, pointer
@@ -25,6 +24,8 @@ from bureau.http.errors import error_response
 from bureau.http.keys import READS
 from bureau.http.params import EPOCH, is_hex64, number
 from bureau.replica import absent
+from bureau.storage import db
+from bureau.storage import heads as head_rows
 from bureau.transparency import heads
 from bureau.transparency.tree import check_found, inclusion_proof
 from reporters.tlog import proofs
@@ -117,17 +118,13 @@ def _refused(answer: object) -> bool:
     return isinstance(answer, BureauError)
 
 
-async def _inclusion(conn: asyncpg.Connection, entry_id: str,
+async def _inclusion(conn: db.Connection, entry_id: str,
                      size: int) -> dict[str, object] | BureauError:
     """The inclusion proof's body, or the refusal of the query (checked query)."""
-    row = await conn.fetchrow(
-        "SELECT (SELECT max(size) FROM tree_heads) AS published,"
-        " (SELECT seq FROM entries WHERE id = $1) AS seq", entry_id)
-    assert row is not None
-    refusal = _above_published("size", size, row["published"])
+    published, seq = await head_rows.published_and_entry(conn, entry_id)
+    refusal = _above_published("size", size, published)
     if refusal is not None:
         return refusal
-    seq = row["seq"]
     if seq is None:
         return BureauError(Code.NOT_FOUND, "", "no entry has that id")
     if seq > size:
@@ -150,7 +147,7 @@ async def consistency(request: web.Request) -> web.Response:
         return error_response(err)
     plan = proofs.consistency_plan(old, new)
 
-    async def read(conn: asyncpg.Connection) -> dict[str, object] | BureauError:
+    async def read(conn: db.Connection) -> dict[str, object] | BureauError:
         published, found = await heads.published_and_nodes(conn, plan.nodes)
         refusal = _above_published("to", new, published)
         if refusal is not None:
