@@ -1,4 +1,6 @@
-"""Test support: the bureau on a loopback port, keys, and payload builders."""
+"""Test support, written once: the bureau and small servers on loopback ports, keys,
+payload builders, waiting on progress and reading /metrics. Tests import what they
+share from here (or from a module this one names), never from bureau.simulate."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import datetime as dt
 import json
 import os
 import secrets
+import ssl
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -22,10 +25,28 @@ from aiohttp import web
 from bureau.config import Config
 from bureau.http.app import create_app, create_ops_app
 from bureau.http.keys import LOG_KEY
-from bureau.simulate.loopback import serving as serving  # tests start small servers with it
 from bureau.transparency.heads import LogKey
 from reporters import wire
 from reporters._internal.payloads import issued_timestamp
+
+
+@asynccontextmanager
+async def serving(app: web.Application | web.AppRunner, *, access_log: bool = True,
+                  ssl_context: ssl.SSLContext | None = None) -> AsyncIterator[str]:
+    """``app`` (or a runner made for it) on 127.0.0.1 at a port the OS chooses, for as
+    long as the block runs; yields its base URL (``http://127.0.0.1:PORT``, ``https``
+    with ``ssl_context``)."""
+    if isinstance(app, web.AppRunner):
+        runner = app
+    else:
+        runner = web.AppRunner(app) if access_log else web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, "127.0.0.1", 0, ssl_context=ssl_context).start()
+        port = runner.addresses[0][1]
+        yield f"{'https' if ssl_context else 'http'}://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
 
 
 def missing(what: str) -> None:
@@ -176,17 +197,8 @@ async def start_bureau(database_url: str, home: Path, *, epoch_seconds: int = 21
                                              frozenset({wire.signing_key_id(admin)})),
                     epoch_seconds=epoch_seconds, **overrides)
     app = create_app(config, database_url, signing, clock=clock)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    ops_runner = web.AppRunner(create_ops_app(app))
-    await ops_runner.setup()
-    try:
-        await web.TCPSite(runner, "127.0.0.1", 0).start()
-        await web.TCPSite(ops_runner, "127.0.0.1", 0).start()
-        port, ops_port = runner.addresses[0][1], ops_runner.addresses[0][1]
-        async with aiohttp.ClientSession() as session:
-            yield BureauUnderTest(f"http://127.0.0.1:{port}", session, admin, signing, clock,
-                                  app, config, database_url, f"http://127.0.0.1:{ops_port}")
-    finally:
-        await ops_runner.cleanup()
-        await runner.cleanup()
+    async with serving(app) as url, serving(create_ops_app(app)) as ops_url, \
+            aiohttp.ClientSession() as session:
+        yield BureauUnderTest(url, session, admin, signing, clock, app, config, database_url,
+                              ops_url)
+

@@ -20,16 +20,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from reporters import wire
 from reporters.httpsig import sign_request_headers
 from reporters.proxy import INTERACTION_HEADER, DeliverableCheck, Proxy, from_mapping
-from tests.support import BureauUnderTest
+from tests.support import BureauUnderTest, serving
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-async def _port(runner: web.AppRunner, host: str = "127.0.0.1") -> tuple[web.TCPSite, int]:
-    site = web.TCPSite(runner, host, 0)
-    await site.start()
-    port: int = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    return site, port
 
 
 @asynccontextmanager
@@ -37,13 +30,8 @@ async def upstream(handler: Handler) -> AsyncIterator[str]:
     """An agent's HTTP endpoint on 127.0.0.1, port 0; yields its base URL."""
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    _, port = await _port(runner)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+    async with serving(app) as url:
+        yield url
 
 
 @dataclass
@@ -89,19 +77,9 @@ async def running_proxy(bureau: BureauUnderTest, tmp: Path, routes: list[dict[st
         "proxy_id": proxy_id, "settle_seconds": settle, "quiet_seconds": quiet,
         "routes": routes, "agents": dict(agents or {}), **settings}, tmp)
     proxy = Proxy(config, key, checks=checks)
-    runner = web.AppRunner(proxy.app())
-    ops_runner = web.AppRunner(proxy.ops_app())
-    await runner.setup()
-    await ops_runner.setup()
-    _, port = await _port(runner)
-    _, ops_port = await _port(ops_runner)
-    async with aiohttp.ClientSession() as session:
-        try:
-            yield RunningProxy(f"http://127.0.0.1:{port}", proxy, session,
-                               f"http://127.0.0.1:{ops_port}")
-        finally:
-            await runner.cleanup()
-            await ops_runner.cleanup()
+    async with serving(proxy.app()) as url, serving(proxy.ops_app()) as ops_url, \
+            aiohttp.ClientSession() as session:
+        yield RunningProxy(url, proxy, session, ops_url)
 
 
 async def ledger_facts(database_url: str, reporter: str) -> list[dict[str, Any]]:

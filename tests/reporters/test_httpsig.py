@@ -36,6 +36,7 @@ from reporters.httpsig import (
     verify_request,
 )
 from reporters.wire import generate_key, key_id, signing_key_id
+from tests.support import serving
 
 NOW = 1_760_000_000
 URL = "https://bureau.example/v1/agents/abc/entries?after=1&limit=50"
@@ -405,13 +406,7 @@ async def test_over_real_http() -> None:
 
     app = web.Application()
     app.router.add_get("/{tail:.*}", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        port = runner.addresses[0][1]
-        base = f"http://127.0.0.1:{port}"
+    async with serving(app) as base:
         key = generate_key()
         kid = signing_key_id(key)
         async with aiohttp.ClientSession() as session:
@@ -446,5 +441,3 @@ async def test_over_real_http() -> None:
             async with session.get(base + "/v1/x") as resp:
                 assert resp.status == 401
         assert seen[1] == "/v1/agents/a%20b/explain?epoch=3&x=%2F+%7E"
-    finally:
-        await runner.cleanup()
