@@ -4,12 +4,15 @@ share from here (or from a module this one names), never from bureau.simulate.""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import inspect
 import json
 import os
 import secrets
 import ssl
-from collections.abc import AsyncIterator, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,6 +98,33 @@ def fact_payload(interaction: str, subject: str, caller: str | None = None,
     return payload
 
 
+def interaction_id() -> str:
+    return "ia-" + secrets.token_hex(6)
+
+
+def attestation(reporter: nacl.signing.SigningKey, interaction: str,
+                subject: nacl.signing.SigningKey, outcome: str = "ACCEPTED",
+                corrections: int = 0) -> dict[str, Any]:
+    return {"reporter": kid(reporter), "interaction": interaction, "subject": kid(subject),
+            "outcome": outcome, "corrections": corrections}
+
+
+async def until(what: str, check: Callable[[], Any], *, timeout: float = 30,
+                every: float = 0.01) -> Any:
+    """Poll ``check()`` (awaited, when it returns an awaitable) until it is truthy, and
+    return what it returned: a wait on progress, never a fixed sleep; ``timeout`` bounds
+    a hang only."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if inspect.isawaitable(found):
+            found = await found
+        if found:
+            return found
+        assert time.monotonic() < deadline, f"timed out after {timeout:g} s waiting for {what}"
+        await asyncio.sleep(every)
+
+
 @dataclass
 class BureauUnderTest:
     url: str
@@ -156,6 +186,18 @@ def kid(key: nacl.signing.SigningKey) -> str:
     return wire.signing_key_id(key)
 
 
+def current_epoch(bureau: BureauUnderTest) -> int:
+    """The epoch the bureau records into now (its clock)."""
+    return int(bureau.clock().timestamp()) // bureau.config.epoch_seconds
+
+
+async def get_json(bureau: BureauUnderTest, path: str, *,
+                   content_type: str | None = "application/json") -> tuple[int, Any]:
+    """GET ``path``: (status, the JSON body); ``content_type=None`` takes any type."""
+    async with bureau.session.get(bureau.url + path) as resp:
+        return resp.status, await resp.json(content_type=content_type)
+
+
 @asynccontextmanager
 async def fresh_database(pg_server_url: str, prefix: str = "bureau_test_"
                          ) -> AsyncIterator[str]:
@@ -202,3 +244,19 @@ async def start_bureau(database_url: str, home: Path, *, epoch_seconds: int = 21
         yield BureauUnderTest(url, session, admin, signing, clock, app, config, database_url,
                               ops_url)
 
+
+def module_bureau(prefix: str) -> Any:
+    """A ``bureau`` fixture one test module shares: one bureau on one fresh database
+    whose name starts with ``prefix`` (a conftest or module says
+    ``bureau = module_bureau("bureau_agents_")``). Creating and dropping a database
+    costs most of a second; the tests sharing it use keys of their own, so they cannot
+    see each other's entries."""
+
+    @pytest.fixture(scope="module")
+    async def bureau(pg_server_url: str, tmp_path_factory: pytest.TempPathFactory
+                     ) -> AsyncIterator[BureauUnderTest]:
+        async with fresh_database(pg_server_url, prefix) as url, \
+                start_bureau(url, tmp_path_factory.mktemp("bureau-home")) as b:
+            yield b
+
+    return bureau

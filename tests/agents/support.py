@@ -13,6 +13,8 @@ import nacl.signing
 
 from reporters import wire
 from tests.support import BureauUnderTest, fact_payload, kid
+from tests.support import attestation as attestation  # re-exported for these tests
+from tests.support import interaction_id as interaction_id
 
 Key = nacl.signing.SigningKey
 
@@ -28,12 +30,6 @@ def enrollment(operator: str | None = None, anchor: tuple[str, str] | None = Non
     return {"name": name, "anchor": {"kind": kind, "value": value},
             "operator": operator if operator is not None else f"operator {tag}",
             "promises": [{"promise": "p95-under-2s", "description": "answers fast"}]}
-
-
-def attestation(reporter: Key, interaction: str, subject: Key, outcome: str = "ACCEPTED",
-                corrections: int = 0) -> dict[str, Any]:
-    return {"reporter": kid(reporter), "interaction": interaction, "subject": kid(subject),
-            "outcome": outcome, "corrections": corrections}
 
 
 UNITS = [{"unit": "hour", "quantity": 3}]
@@ -53,10 +49,6 @@ def value_judgment(reporter: Key, engagement_id: str, subject: Key, spent: int =
     return {"reporter": kid(reporter), "engagement": engagement_id, "subject": kid(subject),
             "judgment": judgment, "spent": spent, "currency": currency,
             "units": units if units is not None else UNITS}
-
-
-def interaction_id() -> str:
-    return "ia-" + secrets.token_hex(6)
 
 
 # --------------------------------------------------------------------------- actions

@@ -9,6 +9,7 @@ from typing import Any
 import nacl.signing
 
 from reporters import identity_links, wire
+from tests import support
 from tests.support import BureauUnderTest, kid
 from tests.views.support import World, enrollment, next_epoch
 
@@ -60,5 +61,5 @@ async def linked_world(bureau: BureauUnderTest, links: list[dict[str, str]] | No
 
 
 async def get_json(bureau: BureauUnderTest, path: str) -> tuple[int, Any]:
-    async with bureau.session.get(bureau.url + path) as resp:
-        return resp.status, await resp.json(content_type=None)
+    """GET ``path`` as JSON, whatever its declared type (cards, registration files)."""
+    return await support.get_json(bureau, path, content_type=None)

@@ -16,7 +16,8 @@ from http_message_signatures import HTTPMessageSigner, MappingKeyResolver, algor
 
 from reporters import wire
 from reporters.httpsig import REQUIRED_COMPONENTS, signed_get
-from tests.support import BureauUnderTest, fact_payload, kid
+from tests.support import BureauUnderTest, fact_payload, interaction_id, kid
+from tests.support import attestation as attestation  # re-exported for these tests
 
 Key = nacl.signing.SigningKey
 ERROR_FIELDS = {"status", "code", "path", "detail"}
@@ -88,15 +89,10 @@ async def enroll(bureau: BureauUnderTest, operator: str | None = None) -> Key:
 async def fact(bureau: BureauUnderTest, reporter: Key, subject: Key,
                caller: Key | None = None) -> tuple[str, int]:
     """A new fact; returns (interaction, seq)."""
-    ia = "ia-" + secrets.token_hex(6)
+    ia = interaction_id()
     body = await bureau.accepted(reporter, "fact", fact_payload(
         ia, kid(subject), kid(caller) if caller else None))
     return ia, int(body["seq"])
-
-
-def attestation(reporter: Key, interaction: str, subject: Key) -> dict[str, Any]:
-    return {"reporter": kid(reporter), "interaction": interaction, "subject": kid(subject),
-            "outcome": "ACCEPTED", "corrections": 0}
 
 
 async def read_all(bureau: BureauUnderTest, reader: Key, base: str,

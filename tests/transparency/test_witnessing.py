@@ -6,7 +6,6 @@ forked history is refused by the witness and counted by the bureau."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -27,7 +26,7 @@ from reporters.tlog.merkle import leaf_hash
 from reporters.tlog.note import Verifier
 from reporters.tlog.witness import Witness, parse_witnesses
 from tests.processes import ServeProcess, bureau_env
-from tests.support import BureauUnderTest, issued, serving, start_bureau
+from tests.support import BureauUnderTest, issued, serving, start_bureau, until
 from tests.transparency.service import bureau_vkey, get_text
 from tests.transparency.witness import Cosigned, TestWitness
 from tests.views.support import World
@@ -60,14 +59,6 @@ async def witnessed(database_url: str, tmp_path: Path,
                             checkpoint_interval=3600) as bureau:
         witness.state.logs = {bureau.log_key.origin: [bureau.log_key.signer.verifier]}
         yield bureau, witness
-
-
-async def until(what: str, check: Callable[[], Awaitable[bool]], timeout: float = 30) -> None:
-    """Wait for progress (a witness answer to land), never for a fixed time."""
-    deadline = time.monotonic() + timeout
-    while not await check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.01)
 
 
 def conflicts() -> float:
