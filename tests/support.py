@@ -24,6 +24,7 @@ import asyncpg
 import nacl.signing
 import pytest
 from aiohttp import web
+from prometheus_client.parser import text_string_to_metric_families
 
 from bureau.config import Config
 from bureau.http.app import create_app, create_ops_app
@@ -184,6 +185,24 @@ class BureauUnderTest:
 
 def kid(key: nacl.signing.SigningKey) -> str:
     return wire.signing_key_id(key)
+
+
+#: an ops listener's /metrics as data: (sample name, its labels sorted) -> value
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+async def scrape(session: aiohttp.ClientSession, ops_url: str) -> Samples:
+    """Every sample of the /metrics of the ops listener at ``ops_url``."""
+    async with session.get(ops_url + "/metrics") as resp:
+        assert resp.status == 200, await resp.text()
+        text = await resp.text()
+    return {(s.name, tuple(sorted(s.labels.items()))): float(s.value)
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def sample(samples: Samples, name: str, **labels: str) -> float:
+    """One sample of a scrape (0 when it is not exported yet)."""
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
 def current_epoch(bureau: BureauUnderTest) -> int:

@@ -29,7 +29,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from reporters import wire
 from reporters._internal.spool import DB_FILE
 from reporters.otlp import Receiver, from_mapping
-from tests.support import serving
+from tests.support import sample, scrape, serving
 
 
 @dataclass
@@ -41,15 +41,7 @@ class RunningReceiver:
 
     async def metric(self, name: str, **labels: str) -> float:
         """One sample of the ops listener's /metrics (0 when not exported yet)."""
-        from prometheus_client.parser import text_string_to_metric_families
-
-        async with self.session.get(self.ops_url + "/metrics") as resp:
-            text = await resp.text()
-        for family in text_string_to_metric_families(text):
-            for s in family.samples:
-                if s.name == name and s.labels == labels:
-                    return float(s.value)
-        return 0.0
+        return sample(await scrape(self.session, self.ops_url), name, **labels)
 
 
 @asynccontextmanager

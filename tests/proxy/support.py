@@ -15,12 +15,11 @@ import aiohttp
 import asyncpg
 import nacl.signing
 from aiohttp import web
-from prometheus_client.parser import text_string_to_metric_families
 
 from reporters import wire
 from reporters.httpsig import sign_request_headers
 from reporters.proxy import INTERACTION_HEADER, DeliverableCheck, Proxy, from_mapping
-from tests.support import BureauUnderTest, serving
+from tests.support import BureauUnderTest, scrape, serving
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -43,11 +42,7 @@ class RunningProxy:
 
     async def metrics(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
         """The ops listener's /metrics: (sample name, sorted labels) -> value."""
-        async with self.session.get(self.ops_url + "/metrics") as resp:
-            assert resp.status == 200
-            text = await resp.text()
-        return {(s.name, tuple(sorted(s.labels.items()))): s.value
-                for family in text_string_to_metric_families(text) for s in family.samples}
+        return await scrape(self.session, self.ops_url)
 
     async def call(self, method: str, path: str, body: Any = None,
                    signer: nacl.signing.SigningKey | None = None,
@@ -102,11 +97,9 @@ async def stored_facts(database_url: str, reporter: str) -> dict[str, dict[str, 
 
 async def metric(session: aiohttp.ClientSession, ops_url: str, name: str) -> float:
     """One unlabelled sample of an ops listener's /metrics."""
-    async with session.get(ops_url + "/metrics") as resp:
-        for line in (await resp.text()).splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[1])
-    raise AssertionError(f"{name} not exported")
+    samples = await scrape(session, ops_url)
+    assert (name, ()) in samples, f"{name} not exported"
+    return samples[(name, ())]
 
 
 def new_agent() -> str:
