@@ -37,7 +37,7 @@ import nacl.signing
 
 from bureau import keyfiles
 from reporters import wire
-from tests.processes import ProgressKiller, ServeProcess, bureau_env, run_cli
+from tests.processes import ProgressKiller, ServeProcess, bureau_env, post_batch, run_cli
 
 AGENTS = 20  # subjects, and as many callers
 BATCH = 200
@@ -114,16 +114,6 @@ class Outcome:
     def lost(self) -> int:
         """Acknowledged entries not in the ledger at the seq they were given."""
         return sum(1 for i, s in self.acknowledged.items() if self.stored.get(i) != s)
-
-
-async def _post(session: aiohttp.ClientSession, url: str,
-                lines: list[bytes]) -> list[dict[str, Any]]:
-    async with session.post(url + "/v1/evidence/batch", data=b"\n".join(lines) + b"\n",
-                            headers={"Content-Type": "application/x-ndjson"},
-                            timeout=aiohttp.ClientTimeout(total=60)) as resp:
-        if resp.status != 200:
-            raise ConnectionError(f"status {resp.status}")
-        return [json.loads(x) for x in (await resp.text()).splitlines()]
 
 
 _TABLES = {
@@ -215,7 +205,7 @@ async def run(script: Script, database_url: str, home: Path, *, kills: int, seed
             for n, batch in enumerate(script.batches):
                 while True:
                     try:
-                        results = await _post(session, server.url, batch)
+                        results = await post_batch(session, server.url, batch, timeout=60)
                     except (aiohttp.ClientError, ConnectionError, TimeoutError):
                         out.resent_batches += 1
                         await asyncio.sleep(0.05)
