@@ -24,6 +24,8 @@ import asyncpg
 import nacl.signing
 import pytest
 from aiohttp import web
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from http_message_signatures import HTTPMessageSigner, MappingKeyResolver, algorithms
 from prometheus_client.parser import text_string_to_metric_families
 
 from bureau.config import Config
@@ -32,6 +34,7 @@ from bureau.http.keys import LOG_KEY
 from bureau.transparency.heads import LogKey
 from reporters import wire
 from reporters._internal.payloads import issued_timestamp
+from reporters.httpsig import REQUIRED_COMPONENTS
 
 
 @asynccontextmanager
@@ -185,6 +188,32 @@ class BureauUnderTest:
 
 def kid(key: nacl.signing.SigningKey) -> str:
     return wire.signing_key_id(key)
+
+
+@dataclass
+class SignedRequest:
+    """The request shape http_message_signatures reads and writes headers into."""
+
+    method: str
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def lib_signed_headers(key: nacl.signing.SigningKey, url: str, *, method: str = "GET",
+                       keyid: str | None = None, created: int, nonce: str | None,
+                       components: tuple[str, ...] = REQUIRED_COMPONENTS,
+                       label: str | None = None) -> dict[str, str]:
+    """The headers of a request signed by http_message_signatures' own signer (RFC 9421),
+    not the project's wrapper: a second implementation to check the wrapper and the
+    bureau against."""
+    keyid = keyid or kid(key)
+    resolver = MappingKeyResolver(
+        public_keys={}, private_keys={keyid: Ed25519PrivateKey.from_private_bytes(bytes(key))})
+    req = SignedRequest(method, url)
+    HTTPMessageSigner(signature_algorithm=algorithms.ED25519, key_resolver=resolver).sign(
+        req, key_id=keyid, created=dt.datetime.fromtimestamp(created, tz=dt.UTC),
+        nonce=nonce, label=label, covered_component_ids=components)
+    return req.headers
 
 
 #: an ops listener's /metrics as data: (sample name, its labels sorted) -> value
