@@ -102,6 +102,16 @@ def fact_payload(interaction: str, subject: str, caller: str | None = None,
     return payload
 
 
+def registration(reporter: nacl.signing.SigningKey | str, roles: Sequence[str] = ("facts",),
+                 *, name: str = "gw", operator: str = "Gateway Co", issued_at: str | None = None,
+                 **fields: Any) -> dict[str, Any]:
+    """A reporter registration's payload, for an admin to sign: ``reporter`` a key or its
+    id, issued now unless ``issued_at`` says; ``fields`` more of it (``distrusted_from``)."""
+    return {"reporter": reporter if isinstance(reporter, str) else wire.signing_key_id(reporter),
+            "name": name, "operator": operator, "roles": list(roles),
+            "issued_at": issued_at or issued(), **fields}
+
+
 def interaction_id() -> str:
     return "ia-" + secrets.token_hex(6)
 
@@ -180,9 +190,8 @@ class BureauUnderTest:
         """Register a new reporter key with ``roles``."""
         key = wire.generate_key()
         kid = wire.signing_key_id(key)
-        await self.accepted(self.admin, "reporter", {
-            "reporter": kid, "name": f"gw-{kid[8:14]}", "operator": operator,
-            "roles": list(roles), "issued_at": issued()})
+        await self.accepted(self.admin, "reporter", registration(
+            kid, roles, name=f"gw-{kid[8:14]}", operator=operator))
         return key
 
 

@@ -38,6 +38,7 @@ import nacl.signing
 from bureau import keyfiles
 from reporters import wire
 from tests.processes import ProgressKiller, ServeProcess, bureau_env, post_batch, run_cli
+from tests.support import registration
 
 AGENTS = 20  # subjects, and as many callers
 BATCH = 200
@@ -65,9 +66,9 @@ class Script:
         admin, rep, signing = _key(seed, "admin"), _key(seed, "reporter"), _key(seed, "bureau")
         subjects = [_key(seed, f"subject-{i}") for i in range(AGENTS)]
         callers = [_key(seed, f"caller-{i}") for i in range(AGENTS)]
-        lines = [wire.sign_payload(admin, "reporter", {
-            "reporter": wire.signing_key_id(rep), "name": "soak gateway",
-            "operator": "Soak Gateway Co", "roles": ["facts", "probes"], "issued_at": OBSERVED_AT})]
+        lines = [wire.sign_payload(admin, "reporter", registration(
+            rep, ["facts", "probes"], name="soak gateway", operator="Soak Gateway Co",
+            issued_at=OBSERVED_AT))]
         for role, keys in (("subject", subjects), ("caller", callers)):
             for i, key in enumerate(keys):
                 lines.append(wire.sign_payload(key, "enrollment", {

@@ -14,13 +14,21 @@ import nacl.signing
 from bureau.scoring.policy import policy_hash
 from reporters import wire
 from tests.agents.support import enroll, enrollment, refused, witness
-from tests.support import BureauUnderTest, current_epoch, fact_payload, issued, kid, now_text
+from tests.support import (
+    BureauUnderTest,
+    current_epoch,
+    fact_payload,
+    issued,
+    kid,
+    now_text,
+    registration,
+)
 
 
 def _registration(reporter: nacl.signing.SigningKey, roles: list[str], *,
                   issued_at: str | None = None, operator: str = "Gateway Co") -> dict[str, Any]:
-    return {"reporter": kid(reporter), "name": "gw", "operator": operator, "roles": roles,
-            "issued_at": issued_at or issued(), "distrusted_from": None}
+    return registration(reporter, roles, issued_at=issued_at, operator=operator,
+                        distrusted_from=None)
 
 
 def _probe(interaction: str, subject: nacl.signing.SigningKey) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import pytest
 
 from reporters import wire
 from tests.processes import ProgressKiller, ServeProcess, bureau_env, post_batch, run_cli
-from tests.support import fact_payload, issued
+from tests.support import fact_payload, registration
 
 pytestmark = pytest.mark.slow
 
@@ -28,9 +28,7 @@ def _facts(rep: nacl.signing.SigningKey, n: int, prefix: str) -> list[bytes]:
 
 async def _register(url: str, admin: nacl.signing.SigningKey,
                     rep: nacl.signing.SigningKey) -> None:
-    env = wire.sign_payload(admin, "reporter", {
-        "reporter": wire.signing_key_id(rep), "name": "gw", "operator": "op",
-        "roles": ["facts"], "issued_at": issued()})
+    env = wire.sign_payload(admin, "reporter", registration(rep, operator="op"))
     async with aiohttp.ClientSession() as s, s.post(url + "/v1/evidence", json=env) as resp:
         assert resp.status in (200, 201), await resp.text()
 

@@ -18,7 +18,7 @@ import pytest
 from bureau import keyfiles
 from reporters import wire
 from tests.processes import ServeProcess, bureau_env, run_cli
-from tests.support import fact_payload, issued, until
+from tests.support import fact_payload, registration, until
 
 pytestmark = pytest.mark.slow
 
@@ -58,10 +58,8 @@ async def test_the_elected_node_killed_mid_seal_hands_over(database_url: str,
     conn = await asyncpg.connect(database_url)
     try:
         async with aiohttp.ClientSession() as session:
-            registration = wire.sign_payload(admin, "reporter", {
-                "reporter": wire.signing_key_id(rep), "name": "gw", "operator": "op",
-                "roles": ["facts"], "issued_at": issued()})
-            async with session.post(nodes[0].url + "/v1/evidence", json=registration) as r:
+            registered = wire.sign_payload(admin, "reporter", registration(rep, operator="op"))
+            async with session.post(nodes[0].url + "/v1/evidence", json=registered) as r:
                 assert r.status == 201, await r.text()
             killed = None
             for attempt in range(ATTEMPTS):

@@ -26,7 +26,7 @@ from reporters.tlog.merkle import leaf_hash
 from reporters.tlog.note import Verifier
 from reporters.tlog.witness import Witness, parse_witnesses
 from tests.processes import ServeProcess, bureau_env
-from tests.support import BureauUnderTest, issued, serving, start_bureau, until
+from tests.support import BureauUnderTest, registration, serving, start_bureau, until
 from tests.transparency.service import bureau_vkey, get_text
 from tests.transparency.witness import Cosigned, TestWitness
 from tests.views.support import World
@@ -232,9 +232,7 @@ async def _latest(bureau: BureauUnderTest) -> Checkpoint:
 
 async def _register_reporter(url: str, admin: nacl.signing.SigningKey) -> None:
     """One more entry, through the bureau at ``url``."""
-    envelope = wire.sign_payload(admin, "reporter", {
-        "reporter": wire.signing_key_id(wire.generate_key()), "name": "gw",
-        "operator": "Gateway Co", "roles": ["facts"], "issued_at": issued()})
+    envelope = wire.sign_payload(admin, "reporter", registration(wire.generate_key()))
     async with aiohttp.ClientSession() as session, \
             session.post(url + "/v1/evidence", json=envelope) as resp:
         assert resp.status == 201, await resp.text()
