@@ -112,6 +112,27 @@ def registration(reporter: nacl.signing.SigningKey | str, roles: Sequence[str] =
             "issued_at": issued_at or issued(), **fields}
 
 
+def enrollment(name: str | None = None, *, operator: str | None = None,
+               anchor: tuple[str, str] | None = None,
+               promises: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """An enrollment's payload: by default named ``agent TAG``, with an operator and a
+    domain anchor no one else shares (TAG is new each call), and no promises."""
+    tag = secrets.token_hex(4)
+    kind, value = anchor if anchor is not None else ("domain", f"{tag}.example")
+    return {"name": name if name is not None else f"agent {tag}",
+            "anchor": {"kind": kind, "value": value},
+            "operator": operator if operator is not None else f"operator {tag}",
+            "promises": [dict(p) for p in promises]}
+
+
+async def enroll(bureau: BureauUnderTest, payload: dict[str, Any] | None = None
+                 ) -> nacl.signing.SigningKey:
+    """A new key, enrolled as an agent with ``payload`` (by default ``enrollment()``)."""
+    key = wire.generate_key()
+    await bureau.accepted(key, "enrollment", payload if payload is not None else enrollment())
+    return key
+
+
 def interaction_id() -> str:
     return "ia-" + secrets.token_hex(6)
 

@@ -4,7 +4,6 @@ back what the bureau stored (entries, refusals) straight from its database."""
 from __future__ import annotations
 
 import json
-import secrets
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +11,7 @@ import asyncpg
 import nacl.signing
 
 from reporters import wire
+from tests import support
 from tests.support import BureauUnderTest, fact_payload, kid
 from tests.support import attestation as attestation  # re-exported for these tests
 from tests.support import interaction_id as interaction_id
@@ -25,11 +25,8 @@ Key = nacl.signing.SigningKey
 def enrollment(operator: str | None = None, anchor: tuple[str, str] | None = None,
                name: str = "an agent") -> dict[str, Any]:
     """An enrollment with, by default, an operator and an anchor no one else shares."""
-    tag = secrets.token_hex(4)
-    kind, value = anchor if anchor is not None else ("domain", f"{tag}.example")
-    return {"name": name, "anchor": {"kind": kind, "value": value},
-            "operator": operator if operator is not None else f"operator {tag}",
-            "promises": [{"promise": "p95-under-2s", "description": "answers fast"}]}
+    return support.enrollment(name, operator=operator, anchor=anchor, promises=[
+        {"promise": "p95-under-2s", "description": "answers fast"}])
 
 
 UNITS = [{"unit": "hour", "quantity": 3}]
@@ -57,9 +54,7 @@ def value_judgment(reporter: Key, engagement_id: str, subject: Key, spent: int =
 async def enroll(bureau: BureauUnderTest, operator: str | None = None,
                  anchor: tuple[str, str] | None = None) -> Key:
     """A new key, enrolled as an agent."""
-    key = wire.generate_key()
-    await bureau.accepted(key, "enrollment", enrollment(operator, anchor))
-    return key
+    return await support.enroll(bureau, enrollment(operator, anchor))
 
 
 async def witness(bureau: BureauUnderTest, reporter: Key, subject: Key, caller: Key | None,

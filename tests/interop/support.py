@@ -8,7 +8,7 @@ from typing import Any
 
 import nacl.signing
 
-from reporters import identity_links, wire
+from reporters import identity_links
 from tests import support
 from tests.support import BureauUnderTest, kid
 from tests.views.support import World, enrollment, next_epoch
@@ -42,9 +42,7 @@ def links_for(card: str = "https://agent.example/.well-known/agent-card.json",
 
 async def enroll_linked(bureau: BureauUnderTest, name: str, links: list[dict[str, str]]
                         ) -> nacl.signing.SigningKey:
-    key = wire.generate_key()
-    await bureau.accepted(key, "enrollment", {**enrollment(name), "links": links})
-    return key
+    return await support.enroll(bureau, {**enrollment(name), "links": links})
 
 
 async def linked_world(bureau: BureauUnderTest, links: list[dict[str, str]] | None = None,

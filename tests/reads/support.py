@@ -10,8 +10,8 @@ from typing import Any
 import nacl.signing
 import yarl
 
-from reporters import wire
 from reporters.httpsig import REQUIRED_COMPONENTS, signed_get
+from tests import support
 from tests.support import BureauUnderTest, fact_payload, interaction_id, kid, lib_signed_headers
 from tests.support import attestation as attestation  # re-exported for these tests
 
@@ -56,15 +56,11 @@ def assert_error(status: int, body: Any, expected_status: int, code: str,
 
 
 def enrollment(operator: str | None = None) -> dict[str, Any]:
-    tag = secrets.token_hex(4)
-    return {"name": f"agent {tag}", "anchor": {"kind": "domain", "value": f"{tag}.example"},
-            "operator": operator or f"operator {tag}", "promises": []}
+    return support.enrollment(operator=operator or None)
 
 
 async def enroll(bureau: BureauUnderTest, operator: str | None = None) -> Key:
-    key = wire.generate_key()
-    await bureau.accepted(key, "enrollment", enrollment(operator))
-    return key
+    return await support.enroll(bureau, enrollment(operator))
 
 
 async def fact(bureau: BureauUnderTest, reporter: Key, subject: Key,
