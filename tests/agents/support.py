@@ -32,11 +32,17 @@ def enrollment(operator: str | None = None, anchor: tuple[str, str] | None = Non
 UNITS = [{"unit": "hour", "quantity": 3}]
 
 
+def _units(units: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """``units``, or a fresh copy of UNITS: a test that edits a payload in place (the
+    hostile-text tests do) must not edit UNITS for every test after it."""
+    return units if units is not None else [dict(u) for u in UNITS]
+
+
 def engagement(engagement_id: str, spent: int = 2_000_000, *,
                arrangement: str = "TIME_AND_MATERIALS", currency: str = "USD",
                units: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return {"id": engagement_id, "arrangement": arrangement, "cap": 10_000_000,
-            "spent": spent, "currency": currency, "units": units if units is not None else UNITS,
+            "spent": spent, "currency": currency, "units": _units(units),
             "concluded": None}
 
 
@@ -45,7 +51,7 @@ def value_judgment(reporter: Key, engagement_id: str, subject: Key, spent: int =
                    judgment: str = "VALUE_OK") -> dict[str, Any]:
     return {"reporter": kid(reporter), "engagement": engagement_id, "subject": kid(subject),
             "judgment": judgment, "spent": spent, "currency": currency,
-            "units": units if units is not None else UNITS}
+            "units": _units(units)}
 
 
 # --------------------------------------------------------------------------- actions
