@@ -1,6 +1,9 @@
-"""Test support, written once: the bureau and small servers on loopback ports, keys,
-payload builders, waiting on progress and reading /metrics. Tests import what they
-share from here (or from a module this one names), never from bureau.simulate."""
+"""Test support, written once: the bureau and small servers on loopback ports, payload
+builders, signed requests, waiting on progress and reading metrics. Tests import what
+they share from here, never from bureau.simulate (tests/structure/test_test_imports.py).
+
+Beside it: tests/processes.py, real ``bureau`` processes (ServeProcess, run_cli,
+ProgressKiller, post_batch) for the tests that kill or restart them."""
 
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ import pytest
 from aiohttp import web
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from http_message_signatures import HTTPMessageSigner, MappingKeyResolver, algorithms
+from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
 from bureau.config import Config
@@ -264,9 +268,21 @@ def sample(samples: Samples, name: str, **labels: str) -> float:
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
+def registry_sample(name: str, **labels: str) -> float:
+    """One sample of this process's own metrics (a bureau started in the test's process
+    counts there); 0 when it is not exported yet."""
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
 def current_epoch(bureau: BureauUnderTest) -> int:
     """The epoch the bureau records into now (its clock)."""
     return int(bureau.clock().timestamp()) // bureau.config.epoch_seconds
+
+
+async def get(bureau: BureauUnderTest, path: str) -> tuple[int, bytes]:
+    """GET ``path``: (status, the body as bytes)."""
+    async with bureau.session.get(bureau.url + path) as resp:
+        return resp.status, await resp.read()
 
 
 async def get_json(bureau: BureauUnderTest, path: str, *,

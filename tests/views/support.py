@@ -19,6 +19,7 @@ from bureau.views.store import seals
 from reporters import wire
 from tests import support
 from tests.support import BureauUnderTest, attestation, fact_payload, kid
+from tests.support import get as get  # re-exported for these tests
 
 Key = nacl.signing.SigningKey
 EPOCH_SECONDS = 3600
@@ -88,11 +89,6 @@ async def next_epoch(bureau: BureauUnderTest) -> list[int]:
     """Move the bureau's clock one epoch on, then settle."""
     bureau.clock.advance(EPOCH_SECONDS)
     return await settle(bureau)
-
-
-async def get(bureau: BureauUnderTest, path: str) -> tuple[int, bytes]:
-    async with bureau.session.get(bureau.url + path) as resp:
-        return resp.status, await resp.read()
 
 
 def open_envelope(body: bytes, bureau_key: str) -> dict[str, Any]:
