@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import signal
@@ -12,7 +13,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import aiohttp
 
@@ -86,6 +87,19 @@ class ServeProcess:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+async def post_batch(session: aiohttp.ClientSession, url: str, lines: list[bytes], *,
+                     timeout: float) -> list[dict[str, Any]]:
+    """POST ``lines`` (signed envelopes) to ``url``'s batch endpoint; its answer a line
+    each. Any status but 200 raises ``ConnectionError``: to a test that kills servers, a
+    server going away mid-request is one more thing that happens."""
+    async with session.post(url + "/v1/evidence/batch", data=b"\n".join(lines) + b"\n",
+                            headers={"Content-Type": "application/x-ndjson"},
+                            timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
+        if resp.status != 200:
+            raise ConnectionError(f"status {resp.status}")
+        return [json.loads(x) for x in (await resp.text()).splitlines()]
 
 
 def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

@@ -4,7 +4,6 @@ back what the bureau stored (entries, refusals) straight from its database."""
 from __future__ import annotations
 
 import json
-import secrets
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +11,10 @@ import asyncpg
 import nacl.signing
 
 from reporters import wire
+from tests import support
 from tests.support import BureauUnderTest, fact_payload, kid
+from tests.support import attestation as attestation  # re-exported for these tests
+from tests.support import interaction_id as interaction_id
 
 Key = nacl.signing.SigningKey
 
@@ -23,27 +25,24 @@ Key = nacl.signing.SigningKey
 def enrollment(operator: str | None = None, anchor: tuple[str, str] | None = None,
                name: str = "an agent") -> dict[str, Any]:
     """An enrollment with, by default, an operator and an anchor no one else shares."""
-    tag = secrets.token_hex(4)
-    kind, value = anchor if anchor is not None else ("domain", f"{tag}.example")
-    return {"name": name, "anchor": {"kind": kind, "value": value},
-            "operator": operator if operator is not None else f"operator {tag}",
-            "promises": [{"promise": "p95-under-2s", "description": "answers fast"}]}
-
-
-def attestation(reporter: Key, interaction: str, subject: Key, outcome: str = "ACCEPTED",
-                corrections: int = 0) -> dict[str, Any]:
-    return {"reporter": kid(reporter), "interaction": interaction, "subject": kid(subject),
-            "outcome": outcome, "corrections": corrections}
+    return support.enrollment(name, operator=operator, anchor=anchor, promises=[
+        {"promise": "p95-under-2s", "description": "answers fast"}])
 
 
 UNITS = [{"unit": "hour", "quantity": 3}]
+
+
+def _units(units: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """``units``, or a fresh copy of UNITS: a test that edits a payload in place (the
+    hostile-text tests do) must not edit UNITS for every test after it."""
+    return units if units is not None else [dict(u) for u in UNITS]
 
 
 def engagement(engagement_id: str, spent: int = 2_000_000, *,
                arrangement: str = "TIME_AND_MATERIALS", currency: str = "USD",
                units: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return {"id": engagement_id, "arrangement": arrangement, "cap": 10_000_000,
-            "spent": spent, "currency": currency, "units": units if units is not None else UNITS,
+            "spent": spent, "currency": currency, "units": _units(units),
             "concluded": None}
 
 
@@ -52,11 +51,7 @@ def value_judgment(reporter: Key, engagement_id: str, subject: Key, spent: int =
                    judgment: str = "VALUE_OK") -> dict[str, Any]:
     return {"reporter": kid(reporter), "engagement": engagement_id, "subject": kid(subject),
             "judgment": judgment, "spent": spent, "currency": currency,
-            "units": units if units is not None else UNITS}
-
-
-def interaction_id() -> str:
-    return "ia-" + secrets.token_hex(6)
+            "units": _units(units)}
 
 
 # --------------------------------------------------------------------------- actions
@@ -65,9 +60,7 @@ def interaction_id() -> str:
 async def enroll(bureau: BureauUnderTest, operator: str | None = None,
                  anchor: tuple[str, str] | None = None) -> Key:
     """A new key, enrolled as an agent."""
-    key = wire.generate_key()
-    await bureau.accepted(key, "enrollment", enrollment(operator, anchor))
-    return key
+    return await support.enroll(bureau, enrollment(operator, anchor))
 
 
 async def witness(bureau: BureauUnderTest, reporter: Key, subject: Key, caller: Key | None,

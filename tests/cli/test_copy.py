@@ -13,7 +13,6 @@ import pytest
 
 from bureau.cli import build_parser as bureau_parser
 from bureau.ledger_line import LedgerSummary
-from bureau.simulate.adversarial.render import policy_label
 from reporters._internal.wording import count, plain
 from reporters.check.cli import build_parser as check_parser
 from reporters.proxy.cli import build_parser as reporter_parser
@@ -60,12 +59,3 @@ def test_counted_words() -> None:
     assert count(3, "standby", "standbys") == "3 standbys"
     assert plain("``x`` and :func:`y` and :class:`~a.B`") == "x and y and a.B"
     assert_plain(LedgerSummary("./h", 30, 1, None).line())
-
-
-def test_v1_is_labelled_superseded() -> None:
-    from bureau.scoring.policy import DEFAULT_POLICY_NAME, KNOWN_POLICIES
-
-    assert "superseded" in policy_label("v1") and "NO rows" in policy_label("v1")
-    assert "default" in policy_label(DEFAULT_POLICY_NAME)
-    for name in set(KNOWN_POLICIES) - {DEFAULT_POLICY_NAME}:
-        assert "superseded" in policy_label(name)

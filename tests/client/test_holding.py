@@ -12,7 +12,13 @@ import reporters
 from reporters import Delivery
 from tests.client.helpers import DEAD_URL, fact_counts
 from tests.client.test_reporter import reporter_on
-from tests.support import BureauUnderTest, fresh_database, issued, now_text, start_bureau
+from tests.support import (
+    BureauUnderTest,
+    fresh_database,
+    now_text,
+    registration,
+    start_bureau,
+)
 
 
 def _rows(spool: Path) -> tuple[set[str], int]:
@@ -86,9 +92,7 @@ async def test_kept_envelopes_refill_a_bureau_restored_without_them(
     spool = tmp_path / "spool"
 
     async def registered(b: BureauUnderTest) -> None:
-        await b.accepted(b.admin, "reporter", {"reporter": reporters.key_id(key), "name": "gw",
-                                               "operator": "Gateway Co", "roles": ["facts"],
-                                               "issued_at": issued()})
+        await b.accepted(b.admin, "reporter", registration(reporters.key_id(key)))
 
     async with fresh_database(pg_server_url) as before_url, \
             fresh_database(pg_server_url) as restored_url, \

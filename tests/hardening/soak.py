@@ -37,7 +37,8 @@ import nacl.signing
 
 from bureau import keyfiles
 from reporters import wire
-from tests.processes import ProgressKiller, ServeProcess, bureau_env, run_cli
+from tests.processes import ProgressKiller, ServeProcess, bureau_env, post_batch, run_cli
+from tests.support import registration
 
 AGENTS = 20  # subjects, and as many callers
 BATCH = 200
@@ -65,9 +66,9 @@ class Script:
         admin, rep, signing = _key(seed, "admin"), _key(seed, "reporter"), _key(seed, "bureau")
         subjects = [_key(seed, f"subject-{i}") for i in range(AGENTS)]
         callers = [_key(seed, f"caller-{i}") for i in range(AGENTS)]
-        lines = [wire.sign_payload(admin, "reporter", {
-            "reporter": wire.signing_key_id(rep), "name": "soak gateway",
-            "operator": "Soak Gateway Co", "roles": ["facts", "probes"], "issued_at": OBSERVED_AT})]
+        lines = [wire.sign_payload(admin, "reporter", registration(
+            rep, ["facts", "probes"], name="soak gateway", operator="Soak Gateway Co",
+            issued_at=OBSERVED_AT))]
         for role, keys in (("subject", subjects), ("caller", callers)):
             for i, key in enumerate(keys):
                 lines.append(wire.sign_payload(key, "enrollment", {
@@ -114,16 +115,6 @@ class Outcome:
     def lost(self) -> int:
         """Acknowledged entries not in the ledger at the seq they were given."""
         return sum(1 for i, s in self.acknowledged.items() if self.stored.get(i) != s)
-
-
-async def _post(session: aiohttp.ClientSession, url: str,
-                lines: list[bytes]) -> list[dict[str, Any]]:
-    async with session.post(url + "/v1/evidence/batch", data=b"\n".join(lines) + b"\n",
-                            headers={"Content-Type": "application/x-ndjson"},
-                            timeout=aiohttp.ClientTimeout(total=60)) as resp:
-        if resp.status != 200:
-            raise ConnectionError(f"status {resp.status}")
-        return [json.loads(x) for x in (await resp.text()).splitlines()]
 
 
 _TABLES = {
@@ -215,7 +206,7 @@ async def run(script: Script, database_url: str, home: Path, *, kills: int, seed
             for n, batch in enumerate(script.batches):
                 while True:
                     try:
-                        results = await _post(session, server.url, batch)
+                        results = await post_batch(session, server.url, batch, timeout=60)
                     except (aiohttp.ClientError, ConnectionError, TimeoutError):
                         out.resent_batches += 1
                         await asyncio.sleep(0.05)

@@ -22,7 +22,14 @@ import pytest
 from reporters import wire
 from tests.hardening.support import entry_count
 from tests.reads.support import assert_error, enroll, get_raw, get_signed, lib_headers
-from tests.support import BureauUnderTest, fact_payload, issued, kid, now_text, start_bureau
+from tests.support import (
+    BureauUnderTest,
+    fact_payload,
+    kid,
+    now_text,
+    registration,
+    start_bureau,
+)
 
 APP_ROLE = "bureau_app"
 
@@ -84,8 +91,7 @@ async def test_a_captured_admin_read_cannot_be_replayed(bureau: BureauUnderTest)
 
 def _admin_payloads() -> dict[str, dict[str, Any]]:
     return {
-        "reporter": {"reporter": wire.signing_key_id(wire.generate_key()), "name": "gw",
-                     "operator": "Gateway Co", "roles": ["facts", "probes"], "issued_at": issued()},
+        "reporter": registration(wire.generate_key(), ["facts", "probes"]),
         "resolution": {"dispute": "d" * 64, "decision": "EXCLUDED", "reason": "because"},
         "seal": {"requested_at": now_text()},
     }

@@ -36,6 +36,7 @@ from bureau.records import (
 from bureau.scoring.policy import policy_hash
 from reporters import wire
 from reporters.models import PAYLOAD_MODELS
+from tests.support import kid
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
 SETTINGS = settings(max_examples=300, deadline=None, derandomize=True,
@@ -53,10 +54,6 @@ FACT_ENTRY, DISPUTE_ENTRY = "a" * 64, "b" * 64
 
 PRE_STAGES = {Stage.PARSE, Stage.VERIFY, Stage.DECODE}
 JUDGE_STAGES = {Stage.AUTHORIZE, Stage.ADMIT}
-
-
-def kid(key: nacl.signing.SigningKey) -> str:
-    return wire.signing_key_id(key)
 
 
 @dataclass

@@ -25,7 +25,7 @@ import pytest
 
 from reporters import wire
 from tests.processes import ServeProcess, bureau_env
-from tests.support import fact_payload, issued
+from tests.support import fact_payload, registration
 
 pytestmark = pytest.mark.slow
 
@@ -90,9 +90,7 @@ async def test_twice_the_capacity_keeps_memory_flat(database_url: str, tmp_path:
     pid = server.proc.pid
     try:
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
-            env = wire.sign_payload(admin, "reporter", {
-                "reporter": wire.signing_key_id(rep), "name": "gw", "operator": "op",
-                "roles": ["facts"], "issued_at": issued()})
+            env = wire.sign_payload(admin, "reporter", registration(rep, operator="op"))
             async with session.post(server.url + "/v1/evidence", json=env) as resp:
                 assert resp.status == 201
 

@@ -8,21 +8,18 @@ import ast
 import logging
 from pathlib import Path
 
-import prometheus_client
 import pytest
 
 from bureau.errors import Code, Pushback
 from bureau.http import errors as http_errors
 from bureau.http.keys import LEDGER
-from tests.support import BureauUnderTest, fact_payload
+from tests.support import BureauUnderTest, fact_payload, registry_sample
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def _unavailable(reason: str) -> float:
-    value = prometheus_client.REGISTRY.get_sample_value(
-        "bureau_unavailable_total", {"reason": reason})
-    return value or 0.0
+    return registry_sample("bureau_unavailable_total", reason=reason)
 
 
 async def test_a_full_intake_is_named_in_the_metric_and_the_log(

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import asyncpg
 import pytest
-from prometheus_client import REGISTRY
 
 from bureau.storage import db
 from reporters import wire
 from tests.hardening.pg import PrivatePostgres
 from tests.processes import bureau_env, free_port, run_cli
 from tests.support import fact_payload, kid, start_bureau
+from tests.support import registry_sample as sample
 
 pytestmark = pytest.mark.slow
 
@@ -52,10 +52,6 @@ async def set_read_only(url: str, on: bool) -> None:
         finally:
             await conn.close()
         await asyncio.sleep(0.01)
-
-
-def sample(name: str, **labels: str) -> float:
-    return REGISTRY.get_sample_value(name, labels) or 0.0
 
 
 async def test_no_read_write_node_is_the_database_away(private_pg: PrivatePostgres,

@@ -10,7 +10,6 @@ import asyncio
 import logging
 import time
 
-import prometheus_client
 import pytest
 from aiohttp import web
 
@@ -19,7 +18,7 @@ from reporters import wire
 from reporters.httpsig import sign_request_headers
 from tests.hardening.pg import PrivatePostgres
 from tests.interop.support import BUREAU_ETH, PUBLIC_URL
-from tests.support import BureauUnderTest, kid, start_bureau
+from tests.support import BureauUnderTest, kid, registry_sample, start_bureau
 
 pytestmark = pytest.mark.slow
 
@@ -52,8 +51,7 @@ def get_routes() -> list[str]:
 
 
 def outages() -> float:
-    return prometheus_client.REGISTRY.get_sample_value(
-        "bureau_database_outages_total") or 0.0
+    return registry_sample("bureau_database_outages_total")
 
 
 async def _get(bureau: BureauUnderTest, template: str, key: object) -> tuple[int, dict]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -30,20 +30,10 @@ from bureau.http.keys import LEDGER
 from bureau.verify import verify_database
 from reporters import wire
 from tests.agents.support import enroll, enrollment, interaction_id
-from tests.support import BureauUnderTest, fact_payload, issued, kid
+from tests.support import BureauUnderTest, fact_payload, issued, kid, until
 
 HONEST = 50
 POISON_NAME = "the database refuses this name"
-
-
-async def _wait_for(check: Callable[[], Awaitable[bool]], what: str,
-                    timeout: float = 30) -> None:
-    """Poll ``check()`` until true (progress, not a fixed sleep)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not await check():
-        assert loop.time() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.01)
 
 
 @asynccontextmanager
@@ -65,13 +55,13 @@ async def one_group(bureau: BureauUnderTest, primer: dict[str, Any],
             " AND (locktype = 'transactionid' OR relation = 'ledger_head'::regclass)"))
 
     try:
-        await _wait_for(committer_waits, "the committer to wait on the lock")
+        await until("the committer to wait on the lock", committer_waits)
         yield
 
         async def all_pending() -> bool:
             return ledger.pending >= expected + 1
 
-        await _wait_for(all_pending, f"{expected} envelopes to queue up")
+        await until(f"{expected} envelopes to queue up", all_pending)
     finally:
         await tx.rollback()
         await conn.close()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
@@ -25,7 +24,7 @@ from reporters import wire
 from reporters.models import PAYLOAD_MODELS
 from tests.agents.support import interaction_id
 from tests.intake.world import Parties, live_parties, template
-from tests.support import BureauUnderTest, fact_payload, fresh_database, kid, start_bureau
+from tests.support import BureauUnderTest, fact_payload, kid, module_bureau
 
 #: any code point, surrogates and controls included
 ANY_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=12)
@@ -36,12 +35,7 @@ HOSTILE_TEXT = st.one_of(st.just("\x00"), NASTY, ANY_TEXT)
 JSON_SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-10, 10), HOSTILE_TEXT)
 
 
-@pytest.fixture(scope="module")
-async def bureau(pg_server_url: str, tmp_path_factory: pytest.TempPathFactory
-                 ) -> AsyncIterator[BureauUnderTest]:
-    async with fresh_database(pg_server_url, "bureau_unicode_") as url, \
-            start_bureau(url, tmp_path_factory.mktemp("bureau-home")) as b:
-        yield b
+bureau = module_bureau("bureau_unicode_")
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import asyncpg
 
 from reporters import wire
 from tests.intake.envelopes import randomized_signature, with_signature
-from tests.support import BureauUnderTest, fact_payload, issued, kid, now_text
+from tests.support import BureauUnderTest, fact_payload, kid, now_text, registration
 
 
 async def test_fact_accepted_then_duplicate(bureau: BureauUnderTest) -> None:
@@ -74,9 +74,8 @@ async def test_fact_and_its_probe_in_one_batch(bureau: BureauUnderTest) -> None:
 async def test_a_reporter_registered_earlier_in_the_batch_may_report(
         bureau: BureauUnderTest) -> None:
     rep = wire.generate_key()
-    register = wire.sign_payload(bureau.admin, "reporter", {
-        "reporter": kid(rep), "name": "new", "operator": "op", "roles": ["facts"],
-        "issued_at": issued()})
+    register = wire.sign_payload(bureau.admin, "reporter",
+                                 registration(rep, name="new", operator="op"))
     fact = wire.sign_payload(rep, "fact", fact_payload("i-1", kid(wire.generate_key())))
     results = await bureau.batch([fact, register, fact])
     assert [r.get("code", r["status"]) for r in results] == [
@@ -87,9 +86,8 @@ async def test_reporter_roles_can_be_updated(bureau: BureauUnderTest) -> None:
     rep = await bureau.reporter(roles=("probes",))
     fact = fact_payload("i-1", kid(wire.generate_key()))
     assert (await bureau.submit(rep, "fact", fact))[1]["code"] == "MISSING_ROLE"
-    await bureau.accepted(bureau.admin, "reporter", {
-        "reporter": kid(rep), "name": "gw", "operator": "op", "roles": ["facts", "probes"],
-        "issued_at": issued()})
+    await bureau.accepted(bureau.admin, "reporter",
+                          registration(rep, ["facts", "probes"], operator="op"))
     await bureau.accepted(rep, "fact", fact)
 
 

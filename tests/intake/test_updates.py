@@ -14,13 +14,21 @@ import nacl.signing
 from bureau.scoring.policy import policy_hash
 from reporters import wire
 from tests.agents.support import enroll, enrollment, refused, witness
-from tests.support import BureauUnderTest, fact_payload, issued, kid, now_text
+from tests.support import (
+    BureauUnderTest,
+    current_epoch,
+    fact_payload,
+    issued,
+    kid,
+    now_text,
+    registration,
+)
 
 
 def _registration(reporter: nacl.signing.SigningKey, roles: list[str], *,
                   issued_at: str | None = None, operator: str = "Gateway Co") -> dict[str, Any]:
-    return {"reporter": kid(reporter), "name": "gw", "operator": operator, "roles": roles,
-            "issued_at": issued_at or issued(), "distrusted_from": None}
+    return registration(reporter, roles, issued_at=issued_at, operator=operator,
+                        distrusted_from=None)
 
 
 def _probe(interaction: str, subject: nacl.signing.SigningKey) -> dict[str, Any]:
@@ -97,7 +105,7 @@ async def test_issued_at_far_in_the_future_is_clock_skew(bureau: BureauUnderTest
 
 async def test_a_policy_entry_and_its_refusals(bureau: BureauUnderTest) -> None:
     v1 = policy_hash()
-    conn_epoch = _current_epoch(bureau)
+    conn_epoch = current_epoch(bureau)
     at = issued()
     await bureau.accepted(bureau.admin, "policy", {
         "policy": v1, "from_epoch": conn_epoch + 1, "issued_at": at})
@@ -118,11 +126,6 @@ async def test_a_policy_entry_and_its_refusals(bureau: BureauUnderTest) -> None:
     assert await refused(bureau, agent, "policy", {
         "policy": v1, "from_epoch": conn_epoch + 1, "issued_at": issued()}) == (
         "NOT_ADMIN", "")
-
-
-def _current_epoch(bureau: BureauUnderTest) -> int:
-    """The epoch the bureau records into now (its clock; nothing moves it here)."""
-    return int(bureau.clock().timestamp()) // bureau.config.epoch_seconds
 
 
 async def test_a_reporter_may_not_report_on_itself(bureau: BureauUnderTest) -> None:

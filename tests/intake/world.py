@@ -25,7 +25,7 @@ from tests.agents.support import (
     value_judgment,
     witness,
 )
-from tests.support import BureauUnderTest, fact_payload, issued, kid, now_text
+from tests.support import BureauUnderTest, fact_payload, issued, kid, now_text, registration
 
 Key = nacl.signing.SigningKey
 
@@ -73,9 +73,8 @@ def template(p: Parties, name: str) -> tuple[Key, dict[str, Any]]:
     and ``issued_at`` each call, so that two templates are never the same submission."""
     tag = secrets.token_hex(4)
     payloads: dict[str, tuple[Key, dict[str, Any]]] = {
-        "reporter": (p.admin, {"reporter": kid(wire.generate_key()), "name": f"gw {tag}",
-                               "operator": "Gateway Co", "roles": ["facts", "probes"],
-                               "issued_at": issued(), "distrusted_from": None}),
+        "reporter": (p.admin, registration(wire.generate_key(), ["facts", "probes"],
+                                           name=f"gw {tag}", distrusted_from=None)),
         "fact": (p.reporter, fact_payload(interaction_id(), kid(p.seller), kid(p.buyer),
                                           promises=[{"promise": "p95", "kept": True}],
                                           engagement=engagement("eng-" + tag))),

@@ -5,7 +5,6 @@ virtual key's hash as LiteLLM's proxy fills it in."""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import os
@@ -30,6 +29,7 @@ from reporters.integrations.litellm import (
 from tests.client.helpers import DEAD_URL
 from tests.otlp.support import spooled_facts
 from tests.proxy.support import new_agent
+from tests.support import until
 
 # LiteLLM warns from its internals (pydantic over its TypedDicts, its own deprecations),
 # some of it inside its background logging, where the suite's warnings-as-errors would
@@ -72,12 +72,9 @@ async def plugin(tmp_path: Path) -> AsyncIterator[BureauLogger]:
         yield logger
 
 
-async def until(check: Callable[[], bool], timeout: float = 60) -> None:
+async def reported(check: Callable[[], bool]) -> None:
     """Wait on progress: LiteLLM runs its success hooks in the background."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not check():
-        assert asyncio.get_running_loop().time() < deadline, "the plugin did not report"
-        await asyncio.sleep(0.02)
+    await until("the plugin to report", check, timeout=60, every=0.02)
 
 
 def _virtual_key_metadata() -> dict[str, Any]:
@@ -105,7 +102,7 @@ async def test_a_fallback_is_a_switch_and_the_caller_comes_from_the_virtual_key(
     assert metadata["user_api_key_hash"] == KEY_HASH
     answer = await router.acompletion(model="primary", messages=MESSAGES, metadata=metadata)
     assert answer.choices[0].message.content == "42"
-    await until(lambda: len(spooled_facts(tmp_path / "spool")) == 3)
+    await reported(lambda: len(spooled_facts(tmp_path / "spool")) == 3)
     first, retry, backup = spooled_facts(tmp_path / "spool")
     assert (first["subject"], first["derived"]) == (PRIMARY, "SWITCHED_AGENT")
     assert (retry["subject"], retry["derived"]) == (PRIMARY, None)
@@ -125,7 +122,7 @@ async def test_a_retry_that_succeeds_is_retry_accepted(plugin: BureauLogger,
                                   litellm_trace_id=trace)
     await litellm.acompletion(model="openai/solo", api_key="x", messages=MESSAGES,
                               mock_response="42", litellm_trace_id=trace)
-    await until(lambda: len(spooled_facts(tmp_path / "spool")) == 2)
+    await reported(lambda: len(spooled_facts(tmp_path / "spool")) == 2)
     failed, kept = spooled_facts(tmp_path / "spool")
     assert (failed["derived"], kept["derived"]) == ("RETRY_ACCEPTED", None)
     assert failed["caller"] is None  # no virtual key: no caller
@@ -137,7 +134,7 @@ async def test_a_failure_nothing_follows_is_reported_after_the_window(
         with pytest.raises(litellm.Timeout):
             await litellm.acompletion(model="openai/solo", api_key="x", messages=MESSAGES,
                                       mock_timeout=True, timeout=0.01)
-        await until(lambda: len(spooled_facts(tmp_path / "spool")) == 1)
+        await reported(lambda: len(spooled_facts(tmp_path / "spool")) == 1)
     (fact,) = spooled_facts(tmp_path / "spool")
     assert (fact["answered"], fact["latency_ms"], fact["derived"]) == (False, None, None)
 
@@ -148,8 +145,8 @@ async def test_an_unmapped_deployment_is_counted_not_guessed(plugin: BureauLogge
                               mock_response="hi")
     await litellm.acompletion(model="openai/solo", api_key="x", messages=MESSAGES,
                               mock_response="hi")
-    await until(lambda: len(spooled_facts(tmp_path / "spool")) == 1)
-    await until(lambda: plugin.unmapped == 1)
+    await reported(lambda: len(spooled_facts(tmp_path / "spool")) == 1)
+    await reported(lambda: plugin.unmapped == 1)
     assert [f["subject"] for f in spooled_facts(tmp_path / "spool")] == [PRIMARY]
 
 
@@ -161,9 +158,9 @@ async def test_held_failures_survive_a_restart(tmp_path: Path) -> None:
         with pytest.raises(litellm.RateLimitError):
             await litellm.acompletion(model="openai/solo", api_key="x", messages=MESSAGES,
                                       mock_response="litellm.RateLimitError")
-        await until(lambda: bool(first._traces))
+        await reported(lambda: bool(first._traces))
         reporter = await first.reporter()
-        await until(lambda: True)
+        await reported(lambda: True)
         assert len(await reporter.held()) == 1
     finally:
         litellm.callbacks = []

@@ -22,6 +22,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from google.protobuf import json_format, struct_pb2  # type: ignore[import-untyped]
 
+from tests import support
+
 
 def sdk_card(extensions: Sequence[Mapping[str, Any]] = (),
              signature_kids: Sequence[str] = ()) -> dict[str, Any]:
@@ -77,12 +79,5 @@ async def serving(documents: dict[str, Any], context: ssl.SSLContext | None = No
 
     app = web.Application()
     app.router.add_get("/{tail:.*}", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    try:
-        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
-        await site.start()
-        port = runner.addresses[0][1]
-        yield f"{'https' if context else 'http'}://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+    async with support.serving(app, ssl_context=context) as url:
+        yield url

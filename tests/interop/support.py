@@ -8,7 +8,8 @@ from typing import Any
 
 import nacl.signing
 
-from reporters import identity_links, wire
+from reporters import identity_links
+from tests import support
 from tests.support import BureauUnderTest, kid
 from tests.views.support import World, enrollment, next_epoch
 
@@ -41,9 +42,7 @@ def links_for(card: str = "https://agent.example/.well-known/agent-card.json",
 
 async def enroll_linked(bureau: BureauUnderTest, name: str, links: list[dict[str, str]]
                         ) -> nacl.signing.SigningKey:
-    key = wire.generate_key()
-    await bureau.accepted(key, "enrollment", {**enrollment(name), "links": links})
-    return key
+    return await support.enroll(bureau, {**enrollment(name), "links": links})
 
 
 async def linked_world(bureau: BureauUnderTest, links: list[dict[str, str]] | None = None,
@@ -60,5 +59,5 @@ async def linked_world(bureau: BureauUnderTest, links: list[dict[str, str]] | No
 
 
 async def get_json(bureau: BureauUnderTest, path: str) -> tuple[int, Any]:
-    async with bureau.session.get(bureau.url + path) as resp:
-        return resp.status, await resp.json(content_type=None)
+    """GET ``path`` as JSON, whatever its declared type (cards, registration files)."""
+    return await support.get_json(bureau, path, content_type=None)

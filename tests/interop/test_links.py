@@ -11,7 +11,7 @@ import pytest
 from reporters import Agent, BureauClientError, identity_links
 from reporters.models import AmendmentPayload, EnrollmentPayload, PayloadInvalid, validate_payload
 from tests.interop.support import IDENTITY, enroll_linked, get_json, links_for
-from tests.support import BureauUnderTest, issued, kid
+from tests.support import BureauUnderTest, get, issued, kid
 from tests.views.support import World, enrollment, next_epoch, open_envelope
 
 REGISTRY = f"eip155:1:{IDENTITY}"
@@ -189,7 +189,7 @@ async def test_reports_carry_the_links_in_force_at_the_seal(bureau: BureauUnderT
     key = await _bureau_key(bureau)
 
     async def report(who: str, epoch: int) -> dict[str, Any]:
-        status, body = await _get(bureau, f"/v1/agents/{who}/report?epoch={epoch}")
+        status, body = await get(bureau, f"/v1/agents/{who}/report?epoch={epoch}")
         assert status == 200
         return open_envelope(body, key)
 
@@ -212,11 +212,6 @@ async def test_reports_carry_the_links_in_force_at_the_seal(bureau: BureauUnderT
         assert (await report(kid(agent), fourth))["links"] == []
     # a sealed report never changes
     assert (await report(kid(agent), first))["links"] == links
-
-
-async def _get(bureau: BureauUnderTest, path: str) -> tuple[int, bytes]:
-    async with bureau.session.get(bureau.url + path) as resp:
-        return resp.status, await resp.read()
 
 
 async def _bureau_key(bureau: BureauUnderTest) -> str:

@@ -27,7 +27,7 @@ from bureau.views.rebuild import rebuild
 from reporters import Admin, wire
 from reporters.models import MAX_ADMINS
 from tests.processes import bureau_env, run_cli
-from tests.support import BureauUnderTest, issued, kid, start_bureau
+from tests.support import BureauUnderTest, issued, kid, registration, start_bureau
 from tests.views.support import World
 
 
@@ -93,8 +93,7 @@ async def test_only_the_admin_set_in_force_signs_admin_payloads(
     new_admin = wire.generate_key()
     await bureau.accepted(bureau.admin, "keys",
                           keys_payload(kid(bureau.signing_key), [kid(new_admin)]))
-    reporter = {"reporter": kid(wire.generate_key()), "name": "gw", "operator": "Op",
-                "roles": ["facts"], "issued_at": issued()}
+    reporter = registration(wire.generate_key(), operator="Op")
     status, body = await bureau.submit(bureau.admin, "reporter", reporter)
     assert (status, body["code"]) == (422, "NOT_ADMIN")  # BUREAU_ADMIN_KEYS no longer rules
     await bureau.accepted(new_admin, "reporter", reporter)
@@ -228,8 +227,7 @@ async def test_a_keys_entry_rules_from_the_next_entry_of_its_own_batch(
     new_admin = wire.generate_key()
 
     def reporter() -> dict[str, Any]:
-        return {"reporter": kid(wire.generate_key()), "name": "gw", "operator": "Op",
-                "roles": ["facts"], "issued_at": issued()}
+        return registration(wire.generate_key(), operator="Op")
 
     results = await bureau.batch([
         wire.sign_payload(bureau.admin, "keys",

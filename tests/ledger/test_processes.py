@@ -6,7 +6,6 @@ import asyncio
 import json
 import random
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import asyncpg
@@ -14,8 +13,8 @@ import nacl.signing
 import pytest
 
 from reporters import wire
-from tests.processes import ProgressKiller, ServeProcess, bureau_env, run_cli
-from tests.support import fact_payload, issued
+from tests.processes import ProgressKiller, ServeProcess, bureau_env, post_batch, run_cli
+from tests.support import fact_payload, registration
 
 pytestmark = pytest.mark.slow
 
@@ -29,21 +28,9 @@ def _facts(rep: nacl.signing.SigningKey, n: int, prefix: str) -> list[bytes]:
 
 async def _register(url: str, admin: nacl.signing.SigningKey,
                     rep: nacl.signing.SigningKey) -> None:
-    env = wire.sign_payload(admin, "reporter", {
-        "reporter": wire.signing_key_id(rep), "name": "gw", "operator": "op",
-        "roles": ["facts"], "issued_at": issued()})
+    env = wire.sign_payload(admin, "reporter", registration(rep, operator="op"))
     async with aiohttp.ClientSession() as s, s.post(url + "/v1/evidence", json=env) as resp:
         assert resp.status in (200, 201), await resp.text()
-
-
-async def _post_batch(session: aiohttp.ClientSession, url: str,
-                      lines: list[bytes]) -> list[dict[str, Any]]:
-    async with session.post(url + "/v1/evidence/batch", data=b"\n".join(lines) + b"\n",
-                            headers={"Content-Type": "application/x-ndjson"},
-                            timeout=aiohttp.ClientTimeout(total=30)) as resp:
-        if resp.status != 200:
-            raise ConnectionError(f"status {resp.status}")
-        return [json.loads(x) for x in (await resp.text()).splitlines()]
 
 
 async def _chain_facts(database_url: str) -> tuple[list[int], int, int]:
@@ -69,7 +56,8 @@ async def test_two_processes_one_chain(database_url: str, tmp_path: Path) -> Non
         batches = [lines[i:i + 100] for i in range(0, 2000, 100)]
         async with aiohttp.ClientSession() as session:
             results = await asyncio.gather(*(
-                _post_batch(session, servers[i % 2].url, b) for i, b in enumerate(batches)))
+                post_batch(session, servers[i % 2].url, b, timeout=30)
+                for i, b in enumerate(batches)))
         assert all(r["status"] == "accepted" for batch in results for r in batch)
     finally:
         for s in servers:
@@ -104,7 +92,7 @@ async def test_kill_9_loses_nothing_and_duplicates_nothing(database_url: str,
             for n, batch in enumerate(batches):
                 while True:
                     try:
-                        results = await _post_batch(session, server.url, batch)
+                        results = await post_batch(session, server.url, batch, timeout=30)
                     except (aiohttp.ClientError, ConnectionError, TimeoutError):
                         await asyncio.sleep(0.05)
                         continue  # no answer: re-send the very same envelopes

@@ -16,7 +16,6 @@ from typing import Any
 
 import aiohttp
 import nacl.signing
-from aiohttp import web
 from opentelemetry.exporter.otlp.common.http import Compression
 from opentelemetry.exporter.otlp.json.http.trace_exporter import (
     OTLPSpanExporter as JsonSpanExporter,
@@ -30,6 +29,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from reporters import wire
 from reporters._internal.spool import DB_FILE
 from reporters.otlp import Receiver, from_mapping
+from tests.support import sample, scrape, serving
 
 
 @dataclass
@@ -41,15 +41,7 @@ class RunningReceiver:
 
     async def metric(self, name: str, **labels: str) -> float:
         """One sample of the ops listener's /metrics (0 when not exported yet)."""
-        from prometheus_client.parser import text_string_to_metric_families
-
-        async with self.session.get(self.ops_url + "/metrics") as resp:
-            text = await resp.text()
-        for family in text_string_to_metric_families(text):
-            for s in family.samples:
-                if s.name == name and s.labels == labels:
-                    return float(s.value)
-        return 0.0
+        return sample(await scrape(self.session, self.ops_url), name, **labels)
 
 
 @asynccontextmanager
@@ -60,21 +52,9 @@ async def running_receiver(tmp: Path, bureau_url: str, *,
     config = from_mapping({"bureau_url": bureau_url, "key_file": "unused.key",
                            "spool_dir": str(tmp / "spool"), **settings}, tmp)
     receiver = Receiver(config, key or wire.generate_key())
-    runner, ops_runner = receiver.runner(), web.AppRunner(receiver.ops_app())
-    await runner.setup()
-    await ops_runner.setup()
-    site, ops_site = web.TCPSite(runner, "127.0.0.1", 0), web.TCPSite(ops_runner, "127.0.0.1", 0)
-    await site.start()
-    await ops_site.start()
-    port = runner.addresses[0][1]
-    ops_port = ops_runner.addresses[0][1]
-    async with aiohttp.ClientSession() as session:
-        try:
-            yield RunningReceiver(f"http://127.0.0.1:{port}/v1/traces",
-                                  f"http://127.0.0.1:{ops_port}", receiver, session)
-        finally:
-            await runner.cleanup()
-            await ops_runner.cleanup()
+    async with serving(receiver.runner()) as url, serving(receiver.ops_app()) as ops_url, \
+            aiohttp.ClientSession() as session:
+        yield RunningReceiver(url + "/v1/traces", ops_url, receiver, session)
 
 
 def agent_spans(specs: Sequence[Mapping[str, Any]]) -> list[ReadableSpan]:

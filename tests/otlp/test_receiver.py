@@ -54,7 +54,7 @@ def _valid(fact: dict[str, Any]) -> dict[str, Any]:
 async def test_exported_agent_spans_become_facts(tmp_path: Path, encoding: str,
                                                  compressed: bool) -> None:
     spans = agent_spans(SPANS)
-    async with running_receiver(tmp_path, DEAD_URL, **TABLES) as r:
+    async with running_receiver(tmp_path, DEAD_URL, drain_seconds=0, **TABLES) as r:
         assert await export(r.url, spans, encoding, compressed) == SpanExportResult.SUCCESS
         assert await r.metric("bureau_otlp_spans_total", result="ignored") == 1
     facts = {f["interaction"]: _valid(f) for f in spooled_facts(tmp_path / "spool")}
@@ -119,7 +119,7 @@ async def test_the_same_export_twice_is_one_fact(bureau: BureauUnderTest,
 async def test_a_body_that_is_not_otlp_is_refused_with_a_reason(
         tmp_path: Path, body: bytes, headers: dict[str, str], status: int,
         reason: str) -> None:
-    async with running_receiver(tmp_path, DEAD_URL, max_body=4096, **TABLES) as r:
+    async with running_receiver(tmp_path, DEAD_URL, drain_seconds=0, max_body=4096, **TABLES) as r:
         async with r.session.post(r.url, data=body, headers=headers) as resp:
             assert resp.status == status
             answer = json.loads(await resp.read())
@@ -141,7 +141,7 @@ async def test_unmapped_agents_are_counted_in_partial_success_never_guessed(
     ])
     body = encode_spans(spans).SerializeToString()
     caplog.set_level(logging.WARNING, "reporters.otlp")
-    async with running_receiver(tmp_path, DEAD_URL, **TABLES) as r:
+    async with running_receiver(tmp_path, DEAD_URL, drain_seconds=0, **TABLES) as r:
         async with r.session.post(r.url, data=body,
                                   headers={"Content-Type": "application/x-protobuf"}) as resp:
             assert resp.status == 200
@@ -158,7 +158,7 @@ async def test_unmapped_agents_are_counted_in_partial_success_never_guessed(
 
 async def test_everything_mapped_answers_without_partial_success(tmp_path: Path) -> None:
     body = encode_spans(agent_spans(SPANS[:1])).SerializeToString()
-    async with running_receiver(tmp_path, DEAD_URL, **TABLES) as r:
+    async with running_receiver(tmp_path, DEAD_URL, drain_seconds=0, **TABLES) as r:
         async with r.session.post(r.url, data=body,
                                   headers={"Content-Type": "application/x-protobuf"}) as resp:
             answer = ExportTraceServiceResponse.FromString(await resp.read())
@@ -215,7 +215,7 @@ async def test_each_row_of_the_table(tmp_path: Path, attributes: dict[str, Any],
         **attributes, "server.address": "peer.agents.internal"}}
     if error is not None:
         spec["error"] = error
-    async with running_receiver(tmp_path, DEAD_URL, **TABLES) as r:
+    async with running_receiver(tmp_path, DEAD_URL, drain_seconds=0, **TABLES) as r:
         assert await export(r.url, agent_spans([spec])) == SpanExportResult.SUCCESS
     (fact,) = spooled_facts(tmp_path / "spool")
     assert (fact["answered"], fact["claimed"], fact["derived"]) == expected
@@ -228,7 +228,7 @@ async def test_each_row_of_the_table(tmp_path: Path, attributes: dict[str, Any],
      "gen_ai.operation.name": "invoke_agent"},
 ], ids=["older-net.peer.name", "agent-id-before-name"])
 async def test_the_subject_lookup(tmp_path: Path, attributes: dict[str, Any]) -> None:
-    async with running_receiver(tmp_path, DEAD_URL, **TABLES) as r:
+    async with running_receiver(tmp_path, DEAD_URL, drain_seconds=0, **TABLES) as r:
         await export(r.url, agent_spans([{"attributes": attributes}]))
     (fact,) = spooled_facts(tmp_path / "spool")
     assert fact["subject"] == (PEER if "net.peer.name" in attributes else TOOLS)
@@ -237,7 +237,7 @@ async def test_the_subject_lookup(tmp_path: Path, attributes: dict[str, Any]) ->
 async def test_latency_promises(tmp_path: Path) -> None:
     agents = {TUTOR: {"promises": [{"promise": "fast", "max_ms": 60_000},
                                    {"promise": "instant", "max_ms": 0}]}}
-    async with running_receiver(tmp_path, DEAD_URL, agents=agents, **TABLES) as r:
+    async with running_receiver(tmp_path, DEAD_URL, drain_seconds=0, agents=agents, **TABLES) as r:
         await export(r.url, agent_spans([{**SPANS[0], "name": "slow"}]))
     (fact,) = spooled_facts(tmp_path / "spool")
     kept = {p["promise"]: p["kept"] for p in fact["promises"]}

@@ -15,21 +15,13 @@ import aiohttp
 import asyncpg
 import nacl.signing
 from aiohttp import web
-from prometheus_client.parser import text_string_to_metric_families
 
 from reporters import wire
 from reporters.httpsig import sign_request_headers
 from reporters.proxy import INTERACTION_HEADER, DeliverableCheck, Proxy, from_mapping
-from tests.support import BureauUnderTest
+from tests.support import BureauUnderTest, scrape, serving
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-async def _port(runner: web.AppRunner, host: str = "127.0.0.1") -> tuple[web.TCPSite, int]:
-    site = web.TCPSite(runner, host, 0)
-    await site.start()
-    port: int = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    return site, port
 
 
 @asynccontextmanager
@@ -37,13 +29,8 @@ async def upstream(handler: Handler) -> AsyncIterator[str]:
     """An agent's HTTP endpoint on 127.0.0.1, port 0; yields its base URL."""
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    _, port = await _port(runner)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+    async with serving(app) as url:
+        yield url
 
 
 @dataclass
@@ -55,11 +42,7 @@ class RunningProxy:
 
     async def metrics(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
         """The ops listener's /metrics: (sample name, sorted labels) -> value."""
-        async with self.session.get(self.ops_url + "/metrics") as resp:
-            assert resp.status == 200
-            text = await resp.text()
-        return {(s.name, tuple(sorted(s.labels.items()))): s.value
-                for family in text_string_to_metric_families(text) for s in family.samples}
+        return await scrape(self.session, self.ops_url)
 
     async def call(self, method: str, path: str, body: Any = None,
                    signer: nacl.signing.SigningKey | None = None,
@@ -89,19 +72,9 @@ async def running_proxy(bureau: BureauUnderTest, tmp: Path, routes: list[dict[st
         "proxy_id": proxy_id, "settle_seconds": settle, "quiet_seconds": quiet,
         "routes": routes, "agents": dict(agents or {}), **settings}, tmp)
     proxy = Proxy(config, key, checks=checks)
-    runner = web.AppRunner(proxy.app())
-    ops_runner = web.AppRunner(proxy.ops_app())
-    await runner.setup()
-    await ops_runner.setup()
-    _, port = await _port(runner)
-    _, ops_port = await _port(ops_runner)
-    async with aiohttp.ClientSession() as session:
-        try:
-            yield RunningProxy(f"http://127.0.0.1:{port}", proxy, session,
-                               f"http://127.0.0.1:{ops_port}")
-        finally:
-            await runner.cleanup()
-            await ops_runner.cleanup()
+    async with serving(proxy.app()) as url, serving(proxy.ops_app()) as ops_url, \
+            aiohttp.ClientSession() as session:
+        yield RunningProxy(url, proxy, session, ops_url)
 
 
 async def ledger_facts(database_url: str, reporter: str) -> list[dict[str, Any]]:
@@ -124,11 +97,9 @@ async def stored_facts(database_url: str, reporter: str) -> dict[str, dict[str, 
 
 async def metric(session: aiohttp.ClientSession, ops_url: str, name: str) -> float:
     """One unlabelled sample of an ops listener's /metrics."""
-    async with session.get(ops_url + "/metrics") as resp:
-        for line in (await resp.text()).splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[1])
-    raise AssertionError(f"{name} not exported")
+    samples = await scrape(session, ops_url)
+    assert (name, ()) in samples, f"{name} not exported"
+    return samples[(name, ())]
 
 
 def new_agent() -> str:

@@ -26,7 +26,7 @@ from reporters.proxy import INTERACTION_HEADER
 from tests.client.helpers import DEAD_URL
 from tests.proxy.process import ProxyProcess
 from tests.proxy.support import ledger_facts, metric, new_agent, upstream
-from tests.support import BureauUnderTest, fresh_database, issued, start_bureau
+from tests.support import BureauUnderTest, fresh_database, registration, start_bureau
 
 pytestmark = pytest.mark.slow
 
@@ -266,9 +266,7 @@ async def test_kept_facts_are_sent_again_after_a_restore(
 
     async with fresh_database(pg_server_url) as url, \
             start_bureau(url, tmp_path / "restored") as restored:
-        await restored.accepted(restored.admin, "reporter", {
-            "reporter": reporters.key_id(key), "name": "gw", "operator": "Gateway Co",
-            "roles": ["facts"], "issued_at": issued()})
+        await restored.accepted(restored.admin, "reporter", registration(reporters.key_id(key)))
         done = await resend(restored.url)
         assert done.returncode == 0, done.stderr
         assert "3 facts sent again: 3 accepted" in done.stdout

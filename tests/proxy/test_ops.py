@@ -13,13 +13,8 @@ from reporters import wire
 from reporters.proxy import ConfigError, from_mapping
 from tests.client.helpers import DEAD_URL
 from tests.proxy.support import RunningProxy, new_agent, running_proxy, upstream
-from tests.support import BureauUnderTest
-
-Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
-
-
-def value(samples: Samples, name: str, **labels: str) -> float:
-    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+from tests.support import BureauUnderTest, Samples
+from tests.support import sample as value
 
 
 async def answer(request: web.Request) -> web.Response:

@@ -2,50 +2,32 @@
 
 from __future__ import annotations
 
-import datetime
 import json
 import secrets
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import nacl.signing
 import yarl
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from http_message_signatures import HTTPMessageSigner, MappingKeyResolver, algorithms
 
-from reporters import wire
 from reporters.httpsig import REQUIRED_COMPONENTS, signed_get
-from tests.support import BureauUnderTest, fact_payload, kid
+from tests import support
+from tests.support import BureauUnderTest, fact_payload, interaction_id, kid, lib_signed_headers
+from tests.support import attestation as attestation  # re-exported for these tests
 
 Key = nacl.signing.SigningKey
 ERROR_FIELDS = {"status", "code", "path", "detail"}
 
 
-@dataclass
-class _Req:
-    """The request shape http_message_signatures reads and writes headers into."""
-
-    method: str
-    url: str
-    headers: dict[str, str] = field(default_factory=dict)
-
-
 def lib_headers(key: Key, url: str, *, kid_: str | None = None, created: int | None = None,
                 nonce: str | None = None,
                 components: tuple[str, ...] = REQUIRED_COMPONENTS) -> dict[str, str]:
-    """Sign a GET with the library's own signer, not the project's wrapper."""
-    keyid = kid_ or kid(key)
-    resolver = MappingKeyResolver(
-        public_keys={}, private_keys={keyid: Ed25519PrivateKey.from_private_bytes(bytes(key))})
-    req = _Req("GET", url)
-    HTTPMessageSigner(signature_algorithm=algorithms.ED25519, key_resolver=resolver).sign(
-        req, key_id=keyid,
-        created=datetime.datetime.fromtimestamp(
-            created if created is not None else int(time.time()), tz=datetime.UTC),
-        nonce=nonce if nonce is not None else secrets.token_urlsafe(16),
-        covered_component_ids=components)
-    return req.headers
+    """Sign a GET with the library's own signer, not the project's wrapper: now, with a
+    fresh nonce, unless told otherwise."""
+    return lib_signed_headers(
+        key, url, keyid=kid_, components=components,
+        created=created if created is not None else int(time.time()),
+        nonce=nonce if nonce is not None else secrets.token_urlsafe(16))
 
 
 async def get_raw(bureau: BureauUnderTest, path_qs: str,
@@ -74,29 +56,20 @@ def assert_error(status: int, body: Any, expected_status: int, code: str,
 
 
 def enrollment(operator: str | None = None) -> dict[str, Any]:
-    tag = secrets.token_hex(4)
-    return {"name": f"agent {tag}", "anchor": {"kind": "domain", "value": f"{tag}.example"},
-            "operator": operator or f"operator {tag}", "promises": []}
+    return support.enrollment(operator=operator or None)
 
 
 async def enroll(bureau: BureauUnderTest, operator: str | None = None) -> Key:
-    key = wire.generate_key()
-    await bureau.accepted(key, "enrollment", enrollment(operator))
-    return key
+    return await support.enroll(bureau, enrollment(operator))
 
 
 async def fact(bureau: BureauUnderTest, reporter: Key, subject: Key,
                caller: Key | None = None) -> tuple[str, int]:
     """A new fact; returns (interaction, seq)."""
-    ia = "ia-" + secrets.token_hex(6)
+    ia = interaction_id()
     body = await bureau.accepted(reporter, "fact", fact_payload(
         ia, kid(subject), kid(caller) if caller else None))
     return ia, int(body["seq"])
-
-
-def attestation(reporter: Key, interaction: str, subject: Key) -> dict[str, Any]:
-    return {"reporter": kid(reporter), "interaction": interaction, "subject": kid(subject),
-            "outcome": "ACCEPTED", "corrections": 0}
 
 
 async def read_all(bureau: BureauUnderTest, reader: Key, base: str,

@@ -6,7 +6,6 @@ import base64
 import contextlib
 import datetime
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -16,7 +15,6 @@ import pytest
 from aiohttp import web
 from cryptography.exceptions import InvalidSignature as CryptoInvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import (
-    Ed25519PrivateKey,
     Ed25519PublicKey,
 )
 from http_message_signatures import (
@@ -36,19 +34,12 @@ from reporters.httpsig import (
     verify_request,
 )
 from reporters.wire import generate_key, key_id, signing_key_id
+from tests.support import SignedRequest as Req
+from tests.support import lib_signed_headers, serving
 
 NOW = 1_760_000_000
 URL = "https://bureau.example/v1/agents/abc/entries?after=1&limit=50"
 PATH_QS = "/v1/agents/abc/entries?after=1&limit=50"
-
-
-@dataclass
-class Req:
-    """The request shape http_message_signatures reads."""
-
-    method: str
-    url: str
-    headers: dict[str, str] = field(default_factory=dict)
 
 
 def lib_sign(
@@ -63,20 +54,8 @@ def lib_sign(
     label: str | None = None,
 ) -> dict[str, str]:
     """Sign with the library's own signer, not our wrapper."""
-    kid = kid or signing_key_id(key)
-    resolver = MappingKeyResolver(
-        public_keys={}, private_keys={kid: Ed25519PrivateKey.from_private_bytes(bytes(key))}
-    )
-    req = Req(method, url)
-    HTTPMessageSigner(signature_algorithm=algorithms.ED25519, key_resolver=resolver).sign(
-        req,
-        key_id=kid,
-        created=datetime.datetime.fromtimestamp(created, tz=datetime.UTC),
-        nonce=nonce,
-        label=label,
-        covered_component_ids=components,
-    )
-    return req.headers
+    return lib_signed_headers(key, url, method=method, keyid=kid, created=created,
+                              nonce=nonce, components=components, label=label)
 
 
 def raw_sign(key: nacl.signing.SigningKey, params: str, lines: list[str]) -> dict[str, str]:
@@ -405,13 +384,7 @@ async def test_over_real_http() -> None:
 
     app = web.Application()
     app.router.add_get("/{tail:.*}", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        port = runner.addresses[0][1]
-        base = f"http://127.0.0.1:{port}"
+    async with serving(app) as base:
         key = generate_key()
         kid = signing_key_id(key)
         async with aiohttp.ClientSession() as session:
@@ -446,5 +419,3 @@ async def test_over_real_http() -> None:
             async with session.get(base + "/v1/x") as resp:
                 assert resp.status == 401
         assert seen[1] == "/v1/agents/a%20b/explain?epoch=3&x=%2F+%7E"
-    finally:
-        await runner.cleanup()

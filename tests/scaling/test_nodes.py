@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 
 import aiohttp
@@ -19,7 +18,7 @@ import pytest
 from bureau import keyfiles
 from reporters import wire
 from tests.processes import ServeProcess, bureau_env, run_cli
-from tests.support import fact_payload, issued
+from tests.support import fact_payload, registration, until
 
 pytestmark = pytest.mark.slow
 
@@ -44,17 +43,6 @@ async def _leads_reports(node: ServeProcess) -> bool:
     return 'bureau_leading{role="reports"} 1.0' in text
 
 
-async def _until(what: str, check, timeout: float = DEADLINE):  # type: ignore[no-untyped-def]
-    """Poll ``check`` (an async callable) until it returns something truthy."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = await check()
-        if found:
-            return found
-        await asyncio.sleep(0.01)
-    raise TimeoutError(f"waited {timeout:g} s for {what}")
-
-
 async def test_the_elected_node_killed_mid_seal_hands_over(database_url: str,
                                                            tmp_path: Path) -> None:
     admin, rep = wire.generate_key(), wire.generate_key()
@@ -70,10 +58,8 @@ async def test_the_elected_node_killed_mid_seal_hands_over(database_url: str,
     conn = await asyncpg.connect(database_url)
     try:
         async with aiohttp.ClientSession() as session:
-            registration = wire.sign_payload(admin, "reporter", {
-                "reporter": wire.signing_key_id(rep), "name": "gw", "operator": "op",
-                "roles": ["facts"], "issued_at": issued()})
-            async with session.post(nodes[0].url + "/v1/evidence", json=registration) as r:
+            registered = wire.sign_payload(admin, "reporter", registration(rep, operator="op"))
+            async with session.post(nodes[0].url + "/v1/evidence", json=registered) as r:
                 assert r.status == 201, await r.text()
             killed = None
             for attempt in range(ATTEMPTS):
@@ -89,8 +75,8 @@ async def test_the_elected_node_killed_mid_seal_hands_over(database_url: str,
             epoch, victim = killed
             print(f"\nkill -9 of node {nodes.index(victim)} while it built epoch {epoch} "
                   f"(attempt {attempt + 1})")
-            await _until("another node to complete the epoch", lambda: conn.fetchval(
-                "SELECT true FROM checkpoints WHERE epoch = $1", epoch))
+            await until("another node to complete the epoch", lambda: conn.fetchval(
+                "SELECT true FROM checkpoints WHERE epoch = $1", epoch), timeout=DEADLINE)
             survivors = [n for n in nodes if n is not victim]
             leaders = [n for n in survivors if await _leads_reports(n)]
             assert len(leaders) == 1, "exactly one surviving node leads"
@@ -121,8 +107,9 @@ async def _one_attempt(session: aiohttp.ClientSession, conn: asyncpg.Connection,
                            for i, b in enumerate(batches)))
     last = await conn.fetchval("SELECT max(seq) FROM entries WHERE kind = 'fact'")
     # The seal of the epoch holding the round's last fact, not yet built.
-    epoch = await _until("the round's epoch to be sealed", lambda: conn.fetchval(
-        "SELECT epoch FROM seals WHERE last_seq >= $1 ORDER BY epoch LIMIT 1", last))
+    epoch = await until("the round's epoch to be sealed", lambda: conn.fetchval(
+        "SELECT epoch FROM seals WHERE last_seq >= $1 ORDER BY epoch LIMIT 1", last),
+        timeout=DEADLINE)
     if await conn.fetchval("SELECT true FROM checkpoints WHERE epoch = $1", epoch):
         return None
 
@@ -132,7 +119,7 @@ async def _one_attempt(session: aiohttp.ClientSession, conn: asyncpg.Connection,
                 return n
         return None
 
-    victim = await _until("a node to lead the report building", leader)
+    victim = await until("a node to lead the report building", leader, timeout=DEADLINE)
     victim.kill()
     # Nothing of the victim's can commit any more: if the checkpoint is absent now, the
     # kill landed before the build was stored.

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import asyncpg
 import pytest
-from prometheus_client import REGISTRY
 
 from bureau.http.keys import PUBLISHER, SETTLER
 from bureau.intake.genesis import StartRefused
@@ -20,7 +19,14 @@ from reporters import wire
 from tests.processes import free_port
 from tests.reads.support import get_raw, get_signed
 from tests.scaling.replication import Pair, wait_replayed
-from tests.support import BureauUnderTest, fact_payload, fresh_database, kid, start_bureau
+from tests.support import (
+    BureauUnderTest,
+    fact_payload,
+    fresh_database,
+    kid,
+    registry_sample,
+    start_bureau,
+)
 
 
 @pytest.fixture
@@ -52,8 +58,7 @@ async def bureau(urls: tuple[str, str], tmp_path: Path) -> AsyncIterator[BureauU
 
 
 def reads(database: str, reason: str) -> float:
-    return REGISTRY.get_sample_value(
-        "bureau_reads_total", {"database": database, "reason": reason}) or 0.0
+    return registry_sample("bureau_reads_total", database=database, reason=reason)
 
 
 class Counted:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import asyncpg
 
 from bureau.http.keys import PUBLISHER
@@ -24,9 +22,6 @@ async def get_text(bureau: BureauUnderTest, path: str) -> tuple[int, str, str]:
         return resp.status, resp.content_type, await resp.text()
 
 
-async def get_json(bureau: BureauUnderTest, path: str) -> tuple[int, Any]:
-    async with bureau.session.get(bureau.url + path) as resp:
-        return resp.status, await resp.json()
 
 
 async def checkpoint(bureau: BureauUnderTest) -> VerifiedCheckpoint:

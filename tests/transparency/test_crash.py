@@ -21,7 +21,7 @@ import pytest
 from bureau.transparency.tree import TreeCheck
 from reporters import VerifiedCheckpoint, verify_consistency, verify_note, wire
 from tests.processes import ProgressKiller, ServeProcess, bureau_env, run_cli
-from tests.support import fact_payload, issued
+from tests.support import fact_payload, registration
 from tests.transparency import reference
 
 pytestmark = pytest.mark.slow
@@ -93,10 +93,9 @@ async def test_heads_signed_before_a_crash_hold_after_it(database_url: str,
         async with aiohttp.ClientSession() as session:
             async with session.get(server.url + "/v1/bureau") as resp:
                 vkey = (await resp.json())["vkey"]
-            registration = json.dumps(wire.sign_payload(admin, "reporter", {
-                "reporter": wire.signing_key_id(rep), "name": "gw", "operator": "Gateway Co",
-                "roles": ["facts"], "issued_at": issued()})).encode()
-            assert await _send(session, server.url, [registration])
+            registered = json.dumps(
+                wire.sign_payload(admin, "reporter", registration(rep))).encode()
+            assert await _send(session, server.url, [registered])
             for n in range(BATCHES):
                 lines = [json.dumps(wire.sign_payload(rep, "fact", fact_payload(
                     f"ia-{n}-{i}", subjects[(n + i) % len(subjects)]))).encode()

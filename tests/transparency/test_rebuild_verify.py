@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import asyncpg
-import prometheus_client
 import pytest
 
 from bureau.transparency import heads
@@ -16,7 +15,7 @@ from bureau.transparency.heads import InconsistentHead
 from bureau.verify import BadTree, verify_database
 from bureau.views.rebuild import rebuild
 from reporters.tlog.merkle import leaf_hash
-from tests.support import BureauUnderTest, start_bureau
+from tests.support import BureauUnderTest, registry_sample, start_bureau
 from tests.transparency.service import publish
 from tests.views.support import World, next_epoch
 
@@ -100,13 +99,11 @@ async def test_a_signed_head_that_is_not_the_entries_is_found(
         result = await rebuild(conn, bureau.signing_key, bureau.log_key)
         assert f"tree_heads: size {size} was published with root" in "\n".join(
             result.differences)
-        before = prometheus_client.REGISTRY.get_sample_value(
-            "bureau_tree_head_refusals_total") or 0
+        before = registry_sample("bureau_tree_head_refusals_total")
         await World.make(bureau)  # one more entry: the next head would sign over it
         with pytest.raises(InconsistentHead):
             await heads.publish(conn, bureau.log_key)
-        assert (prometheus_client.REGISTRY.get_sample_value(
-            "bureau_tree_head_refusals_total") or 0) > before
+        assert registry_sample("bureau_tree_head_refusals_total") > before
     finally:
         await conn.close()
 

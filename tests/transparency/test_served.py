@@ -17,13 +17,12 @@ from bureau.transparency.tree import TreeCheck
 from reporters import TreeHead, verify_consistency, verify_inclusion, verify_note, wire
 from reporters.tlog.checkpoint import default_origin
 from reporters.tlog.merkle import EMPTY_ROOT
-from tests.support import BureauUnderTest, kid
+from tests.support import BureauUnderTest, get_json, kid
 from tests.transparency import reference
 from tests.transparency.service import (
     bureau_vkey,
     checkpoint,
     entry_ids,
-    get_json,
     get_text,
     publish,
 )

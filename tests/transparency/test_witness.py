@@ -13,7 +13,6 @@ import aiohttp
 import nacl.signing
 import pytest
 
-from bureau.simulate.loopback import serving
 from reporters.tlog import merkle, proofs
 from reporters.tlog.checkpoint import (
     Checkpoint,
@@ -37,6 +36,7 @@ from reporters.tlog.witness import (
     push_checkpoint,
     read_answer,
 )
+from tests.support import serving
 from tests.transparency.witness import TestWitness
 
 LOG_KEY = nacl.signing.SigningKey(bytes([3]) * 32)

@@ -6,7 +6,6 @@ forked history is refused by the witness and counted by the bureau."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -16,7 +15,6 @@ from pathlib import Path
 import aiohttp
 import asyncpg
 import nacl.signing
-import prometheus_client
 import pytest
 from aiohttp import web
 
@@ -27,7 +25,14 @@ from reporters.tlog.merkle import leaf_hash
 from reporters.tlog.note import Verifier
 from reporters.tlog.witness import Witness, parse_witnesses
 from tests.processes import ServeProcess, bureau_env
-from tests.support import BureauUnderTest, issued, serving, start_bureau
+from tests.support import (
+    BureauUnderTest,
+    registration,
+    registry_sample,
+    serving,
+    start_bureau,
+    until,
+)
 from tests.transparency.service import bureau_vkey, get_text
 from tests.transparency.witness import Cosigned, TestWitness
 from tests.views.support import World
@@ -62,17 +67,8 @@ async def witnessed(database_url: str, tmp_path: Path,
         yield bureau, witness
 
 
-async def until(what: str, check: Callable[[], Awaitable[bool]], timeout: float = 30) -> None:
-    """Wait for progress (a witness answer to land), never for a fixed time."""
-    deadline = time.monotonic() + timeout
-    while not await check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.01)
-
-
 def conflicts() -> float:
-    return prometheus_client.REGISTRY.get_sample_value(
-        "bureau_witness_conflicts_total", {"witness": WITNESS_NAME}) or 0.0
+    return registry_sample("bureau_witness_conflicts_total", witness=WITNESS_NAME)
 
 
 async def cosigned_sizes(bureau: BureauUnderTest) -> list[int]:
@@ -212,8 +208,7 @@ async def test_an_unreachable_witness_never_holds_up_publication(
     async with start_bureau(database_url, tmp_path, witnesses=(gone,),
                             checkpoint_interval=3600) as bureau:
         world = await World.make(bureau)
-        failures = prometheus_client.REGISTRY.get_sample_value(
-            "bureau_witness_failures_total", {"witness": "gone.test/w"}) or 0.0
+        failures = registry_sample("bureau_witness_failures_total", witness="gone.test/w")
         await world.agent("a")
         head = await bureau.app[PUBLISHER].tick()
         assert head is not None
@@ -221,8 +216,8 @@ async def test_an_unreachable_witness_never_holds_up_publication(
         assert status == 200 and verify_note(note, bureau.log_key.vkey).size == head.size
 
         async def failed() -> bool:
-            return (prometheus_client.REGISTRY.get_sample_value(
-                "bureau_witness_failures_total", {"witness": "gone.test/w"}) or 0) > failures
+            return registry_sample("bureau_witness_failures_total",
+                                   witness="gone.test/w") > failures
 
         await until("the failure to be counted", failed)
 
@@ -241,9 +236,7 @@ async def _latest(bureau: BureauUnderTest) -> Checkpoint:
 
 async def _register_reporter(url: str, admin: nacl.signing.SigningKey) -> None:
     """One more entry, through the bureau at ``url``."""
-    envelope = wire.sign_payload(admin, "reporter", {
-        "reporter": wire.signing_key_id(wire.generate_key()), "name": "gw",
-        "operator": "Gateway Co", "roles": ["facts"], "issued_at": issued()})
+    envelope = wire.sign_payload(admin, "reporter", registration(wire.generate_key()))
     async with aiohttp.ClientSession() as session, \
             session.post(url + "/v1/evidence", json=envelope) as resp:
         assert resp.status == 201, await resp.text()
@@ -329,8 +322,7 @@ async def test_a_cosignature_over_another_root_is_a_conflict(
             await world.agent("a")
 
             def counted() -> float:
-                return prometheus_client.REGISTRY.get_sample_value(
-                    "bureau_witness_conflicts_total", {"witness": name}) or 0.0
+                return registry_sample("bureau_witness_conflicts_total", witness=name)
 
             before = counted()
             head = await bureau.app[PUBLISHER].tick()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import json
-import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,16 +17,16 @@ from bureau.views.builder import ReportBuilder
 from bureau.views.rebuild import rebuild
 from bureau.views.store import seals
 from reporters import wire
-from tests.support import BureauUnderTest, fact_payload, kid
+from tests import support
+from tests.support import BureauUnderTest, attestation, fact_payload, kid
+from tests.support import get as get  # re-exported for these tests
 
 Key = nacl.signing.SigningKey
 EPOCH_SECONDS = 3600
 
 
 def enrollment(name: str) -> dict[str, Any]:
-    tag = secrets.token_hex(4)
-    return {"name": name, "anchor": {"kind": "domain", "value": f"{tag}.example"},
-            "operator": f"operator {tag}", "promises": []}
+    return support.enrollment(name)
 
 
 @dataclass
@@ -48,8 +47,7 @@ class World:
         return f"ia-{self.counter:05d}"
 
     async def agent(self, name: str) -> Key:
-        key = wire.generate_key()
-        await self.bureau.accepted(key, "enrollment", enrollment(name))
+        key = await support.enroll(self.bureau, enrollment(name))
         self.names[kid(key)] = name
         return key
 
@@ -63,9 +61,8 @@ class World:
 
     async def attest(self, evaluator: Key, ia: str, subject: Key, outcome: str,
                      corrections: int = 0) -> dict[str, Any]:
-        return await self.bureau.accepted(evaluator, "attestation", {
-            "reporter": kid(self.reporter), "interaction": ia, "subject": kid(subject),
-            "outcome": outcome, "corrections": corrections})
+        return await self.bureau.accepted(evaluator, "attestation", attestation(
+            self.reporter, ia, subject, outcome, corrections))
 
     async def probe(self, subject: Key | str, passed: bool, ia: str | None = None) -> str:
         ia = ia if ia is not None else self.interaction()
@@ -92,11 +89,6 @@ async def next_epoch(bureau: BureauUnderTest) -> list[int]:
     """Move the bureau's clock one epoch on, then settle."""
     bureau.clock.advance(EPOCH_SECONDS)
     return await settle(bureau)
-
-
-async def get(bureau: BureauUnderTest, path: str) -> tuple[int, bytes]:
-    async with bureau.session.get(bureau.url + path) as resp:
-        return resp.status, await resp.read()
 
 
 def open_envelope(body: bytes, bureau_key: str) -> dict[str, Any]:

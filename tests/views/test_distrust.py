@@ -9,7 +9,7 @@ from typing import Any
 import asyncpg
 import nacl.signing
 
-from tests.support import BureauUnderTest, issued, kid, now_text
+from tests.support import BureauUnderTest, kid, now_text, registration
 from tests.views.support import (
     World,
     assert_workers_and_rebuild_agree,
@@ -22,9 +22,9 @@ from tests.views.support import (
 
 async def _registration(bureau: BureauUnderTest, rogue: nacl.signing.SigningKey,
                         since: str | None) -> None:
-    await bureau.accepted(bureau.admin, "reporter", {
-        "reporter": kid(rogue), "name": "rogue gateway", "operator": "Rogue Co",
-        "roles": ["facts", "probes"], "issued_at": issued(), "distrusted_from": since})
+    await bureau.accepted(bureau.admin, "reporter", registration(
+        rogue, ["facts", "probes"], name="rogue gateway", operator="Rogue Co",
+        distrusted_from=since))
 
 
 async def test_distrust_from_its_seal_on_and_lifted_later(bureau: BureauUnderTest) -> None:

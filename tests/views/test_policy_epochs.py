@@ -15,9 +15,8 @@ from bureau.views.evidence import load_evidence
 from bureau.views.files import load_files
 from bureau.views.store import seals
 from reporters import wire
-from tests.support import BureauUnderTest, issued, kid
+from tests.support import BureauUnderTest, current_epoch, issued, kid
 from tests.views.support import (
-    EPOCH_SECONDS,
     World,
     assert_workers_and_rebuild_agree,
     get,
@@ -34,10 +33,6 @@ async def _sybils(w: World, subject: nacl.signing.SigningKey, n: int) -> None:
         await w.attest(e, await w.fact(subject, e), subject, "ACCEPTED")
 
 
-def _current_epoch(bureau: BureauUnderTest) -> int:
-    return int(bureau.clock().timestamp()) // EPOCH_SECONDS
-
-
 async def _stored(conn: asyncpg.Connection) -> dict[tuple[int, str], bytes]:
     return {(r["epoch"], r["agent"]): bytes(r["envelope"]) for r in await conn.fetch(
         "SELECT epoch, agent, envelope FROM reports")}
@@ -49,7 +44,7 @@ async def test_a_policy_change_applies_from_its_epoch_and_never_before(
     w = await World.make(bureau)
     a = await w.agent("alpha")
     await _sybils(w, a, 8)
-    start = _current_epoch(bureau)
+    start = current_epoch(bureau)
     await bureau.accepted(bureau.admin, "policy", {
         "policy": V2, "from_epoch": start + 2, "issued_at": issued()})
     assert json.loads((await get(bureau, "/v1/bureau"))[1])["policy"] == V1

@@ -18,7 +18,7 @@ import nacl.signing
 
 from reporters import wire
 from tests.processes import BUREAU, ServeProcess, bureau_env
-from tests.support import fact_payload, issued, kid
+from tests.support import fact_payload, kid, registration
 
 RUNS = 3
 
@@ -33,9 +33,7 @@ async def _feed(url: str, admin: nacl.signing.SigningKey) -> None:
                     key, name, payload)) as resp:
                 assert resp.status in (200, 201), await resp.text()
 
-        await post(admin, "reporter", {"reporter": kid(rep), "name": "gw",
-                                       "operator": "gw co", "roles": ["facts"],
-                                       "issued_at": issued()})
+        await post(admin, "reporter", registration(rep, operator="gw co"))
         n = 0
         while True:
             n += 1

@@ -16,7 +16,7 @@ from bureau.http.keys import SETTLER
 from bureau.intake.ledger import epoch_of
 from reporters import wire
 from tests.processes import ServeProcess, bureau_env
-from tests.support import BureauUnderTest, fact_payload, issued, kid, start_bureau
+from tests.support import BureauUnderTest, fact_payload, kid, registration, start_bureau
 from tests.transparency.reference import mth
 from tests.views.support import (
     EPOCH_SECONDS,
@@ -167,9 +167,7 @@ async def test_two_serve_processes_seal_each_epoch_once(database_url: str,
                                         json=wire.sign_payload(key, name, payload)) as resp:
                     assert resp.status in (200, 201), await resp.text()
 
-            await post(procs[0].url, admin, "reporter", {
-                "reporter": kid(rep), "name": "gw", "operator": "gw co", "roles": ["facts"],
-                "issued_at": issued()})
+            await post(procs[0].url, admin, "reporter", registration(rep, operator="gw co"))
             subject = kid(wire.generate_key())
             deadline, n = time.monotonic() + 4.5, 0
             while time.monotonic() < deadline:
