@@ -40,8 +40,6 @@ import gc
 from collections.abc import AsyncGenerator, Iterable, Iterator
 from typing import Any
 
-import asyncpg
-
 from bureau.scoring import (
     build_report_payload,
     evaluator_table,
@@ -72,6 +70,8 @@ from bureau.scoring.inputs import (
 from bureau.scoring.outcomes import build_units, resolve_by_reporter, resolve_rest, verdicts_of
 from bureau.scoring.policy import Policy
 from bureau.scoring.truth import InteractionKey, Truth, graded_truth, truth_index
+from bureau.storage import db
+from bureau.storage.reports import Seal
 from bureau.views.evidence import (
     LedgerEvidence,
     load_evidence,
@@ -91,7 +91,6 @@ from bureau.views.parts import (
     shared,
 )
 from bureau.views.policies import policy_of_epoch
-from bureau.views.store import Seal
 from reporters import wire
 from reporters.tlog.evidence import evidence_root
 
@@ -394,7 +393,7 @@ def long_lived_objects() -> Iterator[None]:
         gc.freeze()
 
 
-async def feed(conn: asyncpg.Connection, deriver: Deriver, upto: int, *,
+async def feed(conn: db.Connection, deriver: Deriver, upto: int, *,
                shard: tuple[int, int] | None = None) -> int:
     """Apply every entry after the deriver's seq up to ``upto`` (only those of one
     shard of the agents, with ``shard=(i, n)``), and the files they add to; return how
@@ -423,7 +422,7 @@ async def feed(conn: asyncpg.Connection, deriver: Deriver, upto: int, *,
     return count
 
 
-async def advance(conn: asyncpg.Connection, deriver: Deriver, upto: int) -> int:
+async def advance(conn: db.Connection, deriver: Deriver, upto: int) -> int:
     """Feed the deriver everything up to ``upto`` and settle it."""
     count = await feed(conn, deriver, upto)
     with long_lived_objects():
@@ -458,7 +457,7 @@ def reference_payloads(ev_items: LedgerEvidence, epoch: int, seq: int, head: str
     return payloads
 
 
-async def reference_reports(conn: asyncpg.Connection, seal: Seal) -> list[tuple[str, bytes]]:
+async def reference_reports(conn: db.Connection, seal: Seal) -> list[tuple[str, bytes]]:
     """An epoch's reports by the reference path, under the epoch's policy."""
     policy, policy_hash = await policy_of_epoch(conn, seal.epoch, seal.last_seq)
     ev = await load_evidence(conn, seal.last_seq)

@@ -37,16 +37,15 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-import asyncpg
 import nacl.signing
 
 from bureau.errors import InternalError
 from bureau.scoring.evaluators import EvaluatorBook
 from bureau.scoring.policy import policy_by_hash
-from bureau.storage import db
+from bureau.storage import db, locks
+from bureau.storage.reports import insert_reports
 from bureau.views.derive import Deriver, feed, long_lived_objects
 from bureau.views.sign import REPORT_TYPE, sign_many
-from bureau.views.store import insert_reports
 
 log = logging.getLogger(__name__)
 
@@ -212,8 +211,8 @@ def _worker_main(pipe: Connection, dsn: str, shard: int, shards: int, seed: byte
     asyncio.run(_serve(pipe, dsn, shard, shards, nacl.signing.SigningKey(seed), policy))
 
 
-async def _connected(conn: asyncpg.Connection | None, dsn: str,
-                     link: db.Link) -> asyncpg.Connection:
+async def _connected(conn: db.Connection | None, dsn: str,
+                     link: db.Link) -> db.Connection:
     """The worker's connection, checked before each message (a worker idles between
     seals, and its server may have gone meanwhile: a failover), or a new one. The
     deriver's state does not depend on the connection, and a message that fails half
@@ -221,7 +220,7 @@ async def _connected(conn: asyncpg.Connection | None, dsn: str,
     loses nothing."""
     if conn is not None:
         try:
-            await conn.execute("SELECT 1")
+            await locks.ping(conn)
             return conn
         except Exception as exc:
             # Nothing about data can fail this: whatever it says (a connection whose
@@ -229,14 +228,14 @@ async def _connected(conn: asyncpg.Connection | None, dsn: str,
             # with a protocol error rather than a closed connection), it is gone.
             link.lost(exc)
             conn.terminate()
-    return await link.connect(lambda: asyncpg.connect(dsn))
+    return await link.connect(lambda: db.connect(dsn))
 
 
 async def _serve(pipe: Connection, dsn: str, shard: int, shards: int,
                  key: nacl.signing.SigningKey, policy: str) -> None:
     deriver = Deriver(policy_by_hash(policy)[0], policy)
     link = db.Link(f"report worker {shard}")
-    conn: asyncpg.Connection | None = None
+    conn: db.Connection | None = None
     try:
         while True:
             try:

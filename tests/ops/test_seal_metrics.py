@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bureau import __version__
 from bureau.http.keys import SETTLER
-from bureau.views.store import SealStatus
+from bureau.storage.reports import SealStatus
 from tests.support import BureauUnderTest
 
 

@@ -14,9 +14,9 @@ import asyncpg
 import nacl.signing
 
 from bureau.http.keys import SETTLER
+from bureau.storage.reports import seals
 from bureau.views.builder import ReportBuilder
 from bureau.views.rebuild import rebuild
-from bureau.views.store import seals
 from reporters import wire
 from tests.support import BureauUnderTest, fact_payload, kid
 

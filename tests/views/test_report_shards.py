@@ -10,9 +10,9 @@ import asyncpg
 import pytest
 
 from bureau.http.keys import SETTLER
+from bureau.storage.reports import Seal, seals
 from bureau.views.builder import ReportBuilder
 from bureau.views.shards import ShardFailed
-from bureau.views.store import Seal, seals
 from tests.support import BureauUnderTest
 from tests.views.test_rebuild import busy_ledger
 
