@@ -307,10 +307,13 @@ def _fact_evidence(seq: int, entry_id: str, signer: str, p: dict[str, Any],
         units=tuple((u["unit"], u["quantity"]) for u in eng.get("units", ())),
         concluded=eng.get("concluded"))
     return Fact(
-        seq, entry_id, _intern(signer), _intern(p["interaction"]), _intern(p["subject"]),
-        _opt_key(p.get("caller")), p["answered"], p.get("latency_ms"), p.get("well_formed"),
-        _promises(p.get("promises")), p.get("claimed"), p.get("check"), p.get("derived"),
-        engagement, epoch, p["observed_at"])
+        seq=seq, entry_id=entry_id, reporter=_intern(signer),
+        interaction=_intern(p["interaction"]), subject=_intern(p["subject"]),
+        caller=_opt_key(p.get("caller")), answered=p["answered"],
+        latency_ms=p.get("latency_ms"), well_formed=p.get("well_formed"),
+        promises=_promises(p.get("promises")), claimed=p.get("claimed"),
+        check=p.get("check"), derived=p.get("derived"), engagement=engagement,
+        epoch=epoch, observed_at=p["observed_at"])
 
 
 def _probe_evidence(seq: int, entry_id: str, signer: str, p: dict[str, Any],

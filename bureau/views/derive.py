@@ -301,11 +301,11 @@ class Deriver:
             if not verdicts:
                 home.fixed += (fixed_of(fixed or resolve_rest(unit, policy)),)
                 continue
-            chain: Chain = shared((tuple(shared(v) for v in verdicts),
-                                   fixed_of(resolve_rest(unit, policy))))
+            chain: Chain = shared(Chain(verdicts=tuple(shared(v) for v in verdicts),
+                                        rest=fixed_of(resolve_rest(unit, policy))))
             home.chains += (chain,)
             for v in verdicts:
-                self._judged.setdefault(v[2], set()).add(agent)
+                self._judged.setdefault(v.evaluator, set()).add(agent)
         for cl in clusters:
             if aside and any(x.entry_id in aside for x in cl.facts + cl.probes):
                 cl.counted_facts = tuple(f for f in cl.facts if f.entry_id not in aside)
