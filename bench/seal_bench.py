@@ -62,7 +62,7 @@ from bureau.storage import db
 from bureau.storage.reports import seals
 from bureau.transparency.heads import LogKey
 from bureau.views.builder import ReportBuilder
-from bureau.views.settle import seal_elapsed
+from bureau.views.seal import seal_elapsed
 from reporters import wire
 from reporters.models import parse_timestamp
 

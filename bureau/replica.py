@@ -2,9 +2,9 @@
 ``BUREAU_READ_DATABASE_URL`` (docs/scaling.md, "Read replicas").
 
 Intake, admission state, everything under the ledger head lock, read nonces, the
-settler, the report builder and the tree-head publisher use the primary, always. The
+sealer, the report builder and the tree-head publisher use the primary, always. The
 public documents (reports, checkpoints, tree heads, proofs, policies, the pages) and
-the parties' own files are read through :class:`Reads`, which sends them to the
+the parties' own files are read through :class:`ReadRouter`, which sends them to the
 replica when there is one, under three rules:
 
 1. **A party sees its own writes.** A file (``GET /v1/agents/{agent}/entries``,
@@ -122,7 +122,7 @@ def absent(value: object) -> bool:
 ReadFn = Callable[[db.Connection], Awaitable[T]]
 
 
-class Reads:
+class ReadRouter:
     """Runs reads on the replica when there is one (see the module docstring), else on
     the primary. ``wait``: ``BUREAU_READ_WAIT``."""
 

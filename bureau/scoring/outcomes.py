@@ -151,7 +151,7 @@ class Resolution:
     """How one unit was scored. ``value``/``weight`` are ``None``/0 when unscored.
 
     ``weight`` is the verdict's weight before settling (SPEC §7.1 steps c-d, see
-    :mod:`bureau.scoring.settle`); ``passed_over`` the codes of verdicts of weight 0
+    :func:`bureau.scoring.score.cap_terms`); ``passed_over`` the codes of verdicts of weight 0
     that resolved nothing under v2 (step b): the report lists them under ``unscored``."""
 
     unit: Unit

@@ -2,7 +2,7 @@
 and refusals, and the entry ranges the report builder's evidence roots read.
 
 Which kinds an entry comes into a file by is the kinds table's business (a layer
-above): :class:`FileQueries` is made from it once (``bureau.views.files``), one SQL
+above): :class:`FileQueries` is made from it once (``bureau.reads.files``), one SQL
 branch per link, and holds the statements built from them.
 """
 

@@ -9,7 +9,7 @@ A report payload is made of three kinds of parts:
   weights of its evaluators change;
 * **seal** — epoch and ledger: the same for every agent of an epoch;
 * **evidence** — the root of the agent's own file (SPEC §8 r2), kept by
-  :class:`bureau.views.files.FileRoots` and re-encoded when the file grows.
+  :class:`bureau.reads.files.FileRoots` and re-encoded when the file grows.
 
 The payload bytes are spliced from the canonical bytes of each part, as
 :mod:`reporters.wire` writes them: RFC 8785 writes an object's members in sorted key

@@ -7,7 +7,7 @@ by their key (``SHARD_OF_ENTRY`` in :mod:`bureau.views.evidence`, computed by Po
 the ``subject`` column), and each worker process:
 
 1. **advance** — reads the new entries about its agents on its own connection, applies
-   them and re-resolves what changed (:meth:`~bureau.views.derive.Deriver.settle_local`),
+   them and re-resolves what changed (:meth:`~bureau.views.derive.Deriver.reweigh_local`),
    then sends back its part of the sums of every evaluator whose sums moved;
 2. **sign** — takes every evaluator whose (weight, offset) changed anywhere, which this
    process works out from all the parts, re-scores its agents
@@ -20,7 +20,7 @@ The bytes are those of one :class:`~bureau.views.derive.Deriver` over every agen
 and ``tests/reports/test_report_shards.py`` the processes equal to one process.
 
 Workers live as long as the builder; if one dies, the builder fails the epoch, the
-settler resets it (which stops the others) and the next pass starts fresh workers from
+sealer resets it (which stops the others) and the next pass starts fresh workers from
 the entries. A worker exits when its pipe closes, so it never outlives this process.
 """
 
@@ -60,7 +60,7 @@ class ShardFailed(InternalError):
 
 
 class ShardUnreachable(ShardFailed, ConnectionError):
-    """A worker could not reach the database: a connection error to the settler (it
+    """A worker could not reach the database: a connection error to the sealer (it
     logs "database unreachable", and the next pass starts workers afresh)."""
 
 
@@ -252,7 +252,7 @@ async def _serve(pipe: Connection, dsn: str, shard: int, shards: int,
                     await feed(conn, deriver, message[1], shard=(shard, shards))
                     t1 = time.perf_counter()
                     with long_lived_objects():
-                        reply = deriver.settle_local()
+                        reply = deriver.reweigh_local()
                 else:
                     _, changed, epoch, upto, head, store = message
                     with long_lived_objects():

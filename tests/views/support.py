@@ -13,7 +13,7 @@ import aiohttp
 import asyncpg
 import nacl.signing
 
-from bureau.http.keys import SETTLER
+from bureau.http.keys import SEALER
 from bureau.storage.reports import seals
 from bureau.views.builder import ReportBuilder
 from bureau.views.rebuild import rebuild
@@ -83,9 +83,9 @@ def now_text(delta_seconds: float = 0) -> str:
 
 
 async def settle(bureau: BureauUnderTest) -> list[int]:
-    """Run one settler pass now (seal what elapsed, build reports) and return the epochs
+    """Run one sealer pass now (seal what elapsed, build reports) and return the epochs
     whose reports it built."""
-    return await bureau.app[SETTLER].settle_once()
+    return await bureau.app[SEALER].seal_once()
 
 
 async def next_epoch(bureau: BureauUnderTest) -> list[int]:

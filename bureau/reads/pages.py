@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from bureau.intake.ledger import format_timestamp
+from bureau.reads.files import QUERIES
 from bureau.storage import db
 from bureau.storage import files as stored_files
-from bureau.views.files import QUERIES
 
 #: Stop filling a page (entries, and separately refusals) once this many stored bytes
 #: have been collected.

@@ -7,7 +7,7 @@ module turns each link into one SQL branch over the ledger and its index tables,
 the branches into the two questions asked of files:
 
 * **one agent's file after a seq** — ``GET /v1/agents/{agent}/entries``
-  (:attr:`QUERIES`, used by :mod:`bureau.views.reads`), each branch limited on its
+  (:attr:`QUERIES`, used by :mod:`bureau.reads.pages`), each branch limited on its
   own index so a page costs ``O(limit)``;
 * **every file an entry range adds to** — the report builder's evidence roots
   (:func:`read_files`, :class:`FileRoots`), a chunk of seqs at a time, or only the agents

@@ -1,4 +1,4 @@
-"""Epochs and seals (SPEC §8), and the settler: the background task that seals elapsed
+"""Epochs and seals (SPEC §8), and the sealer: the background task that seals elapsed
 epochs and has their reports built.
 
 **Sealing** happens under the ledger head lock (:meth:`bureau.intake.ledger.Ledger.run_locked`),
@@ -21,7 +21,7 @@ transaction, is a second guard: a duplicate seal could not commit.
 **Report building** is derived work, done outside the lock: only the process holding
 the builder advisory lock (one per database) does it, so one process keeps the
 incremental state warm and the others keep no copy of it. If that process dies its
-session ends, the lock is free, and the next settler to tick takes over.
+session ends, the lock is free, and the next sealer to tick takes over.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ async def seal_due(conn: db.Connection, current_epoch: int) -> bool:
     return await reports.seal_due(conn, current_epoch, SEAL.name)
 
 
-class Settler:
+class Sealer:
     """Seals elapsed epochs every ``config.settle_interval`` seconds (and at once when
     an admin ``seal`` is admitted), then builds the reports of sealed epochs."""
 
@@ -83,15 +83,15 @@ class Settler:
         self.config = config
         self.clock = clock
         self._wake = asyncio.Event()
-        self._loop: asyncio.AbstractEventLoop | None = None  # the settler's, see wake
+        self._loop: asyncio.AbstractEventLoop | None = None  # the sealer's, see wake
         self._task: asyncio.Task[None] | None = None
         self._leader = Leadership(pool, BUILDER_LOCK, "builds the reports", "reports")
-        self._lock = asyncio.Lock()  # one settle pass at a time in this process
-        self.retired = ledger_keys.Retired("settler")
+        self._lock = asyncio.Lock()  # one pass at a time in this process
+        self.retired = ledger_keys.Retired("sealer")
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self._task = asyncio.create_task(self._run(), name="settler")
+        self._task = asyncio.create_task(self._run(), name="sealer")
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -132,7 +132,7 @@ class Settler:
         sealed: list[int] = await self.ledger.run_locked(seal_elapsed)
         return sealed
 
-    async def settle_once(self, *, force: bool = False) -> list[int]:
+    async def seal_once(self, *, force: bool = False) -> list[int]:
         """One pass: seal if due (or ``force``), then build pending reports if this
         process is the builder. Returns the epochs whose reports it built."""
         async with self._lock:
@@ -162,4 +162,4 @@ class Settler:
 
     async def _run(self) -> None:
         await every(self.config.settle_interval, self._wake,
-                    lambda woken: self.settle_once(force=woken), "settler")
+                    lambda woken: self.seal_once(force=woken), "sealer")
