@@ -33,6 +33,7 @@ import multiprocessing
 import signal
 import time
 import traceback
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
@@ -40,7 +41,7 @@ from typing import Any
 import nacl.signing
 
 from bureau.errors import InternalError
-from bureau.scoring.evaluators import EvaluatorBook
+from bureau.scoring.evaluators import EvaluatorBook, Weighing
 from bureau.scoring.policy import policy_by_hash
 from bureau.storage import db, locks
 from bureau.storage.reports import insert_reports
@@ -53,6 +54,63 @@ log = logging.getLogger(__name__)
 # forked child would inherit their locks in whatever state they were in.
 _CONTEXT = multiprocessing.get_context("spawn")
 _STOP_TIMEOUT = 5.0
+
+
+# ----------------------------------------------------------------- the pipe's messages
+
+
+@dataclass(frozen=True, slots=True)
+class Advance:
+    """To a worker: read, apply and re-resolve the entries of its shard up to ``upto``;
+    it answers with its part of the sums of every evaluator whose sums moved."""
+
+    upto: int
+
+
+@dataclass(frozen=True, slots=True)
+class Sign:
+    """To a worker: take the evaluators whose weighing ``changed`` anywhere, re-score its
+    agents, sign their reports of ``epoch`` (sealed at ``upto``, id ``head``) and insert
+    them (``store``: it answers how many) or send them back ((agent, envelope) pairs)."""
+
+    changed: dict[str, Weighing | None]
+    epoch: int
+    upto: int
+    head: str
+    store: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """To a worker: exit."""
+
+
+Request = Advance | Sign | Stop
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """From a worker: the answer to a request, and the seconds its two phases took."""
+
+    value: Any
+    phases: tuple[float, float]
+
+
+@dataclass(frozen=True, slots=True)
+class Unreachable:
+    """From a worker: it lost the database (its error, said)."""
+
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """From a worker: the request failed (its traceback)."""
+
+    traceback: str
+
+
+Reply = Done | Unreachable | Failed
 
 
 class ShardFailed(InternalError):
@@ -100,7 +158,7 @@ class ShardPool:
             self._workers.append((proc, mine))
         log.info("started %d report worker processes", self.shards)
 
-    async def _ask(self, message: tuple[Any, ...]) -> list[Any]:
+    async def _ask(self, message: Request) -> list[Done]:
         """Send ``message`` to every worker; their replies, in shard order."""
         for proc, pipe in self._workers:
             try:
@@ -113,10 +171,12 @@ class ShardPool:
         replies = await asyncio.gather(
             *(asyncio.to_thread(_reply, proc, pipe) for proc, pipe in self._workers),
             return_exceptions=True)
+        done: list[Done] = []
         for reply in replies:
             if isinstance(reply, BaseException):
                 raise reply
-        return replies
+            done.append(reply)
+        return done
 
     async def sign_epoch(self, upto: int, epoch: int, head: str, policy: str,
                          ) -> tuple[list[str], list[bytes]]:
@@ -141,18 +201,19 @@ class ShardPool:
         self._start(policy)
         assert self._book is not None
         t0 = time.perf_counter()
-        advanced = await self._ask(("advance", upto))
+        advanced = await self._ask(Advance(upto=upto))
         t1 = time.perf_counter()
-        changed = self._book.update((i, sums) for i, (sums, _) in enumerate(advanced))
+        changed = self._book.update((i, done.value) for i, done in enumerate(advanced))
         t2 = time.perf_counter()
-        signed = await self._ask(("sign", changed, epoch, upto, head, store))
+        signed = await self._ask(Sign(changed=changed, epoch=epoch, upto=upto, head=head,
+                                      store=store))
         t3 = time.perf_counter()
         self.seq = upto
         log.info("epoch %d: read and resolve %.2f s (workers: %s), evaluators %.2f s, "
                  "score and sign%s %.2f s (workers: %s), %d evaluators moved", epoch,
                  t1 - t0, _phases(advanced), t2 - t1, " and store" if store else "",
                  t3 - t2, _phases(signed), len(changed))
-        return [part for part, _ in signed]
+        return [done.value for done in signed]
 
     @property
     def book(self) -> EvaluatorBook:
@@ -171,7 +232,7 @@ class ShardPool:
         workers, self._workers = self._workers, []
         for _, pipe in workers:
             with contextlib.suppress(OSError):
-                pipe.send(("stop",))
+                pipe.send(Stop())
             pipe.close()
         for proc, _ in workers:
             proc.join(_STOP_TIMEOUT)
@@ -180,21 +241,22 @@ class ShardPool:
                 proc.join()
 
 
-def _phases(replies: list[tuple[Any, tuple[float, float]]]) -> str:
-    return ", ".join(f"{a:.2f} + {b:.2f}" for _, (a, b) in replies)
+def _phases(replies: list[Done]) -> str:
+    return ", ".join(f"{a:.2f} + {b:.2f}" for a, b in (r.phases for r in replies))
 
 
-def _reply(proc: BaseProcess, pipe: Connection) -> Any:
+def _reply(proc: BaseProcess, pipe: Connection) -> Done:
     try:
-        status, value = pipe.recv()
+        reply: Reply = pipe.recv()
     except (EOFError, OSError) as exc:
         raise ShardFailed(f"report worker {proc.name} died (exit code "
                           f"{proc.exitcode})") from exc
-    if status == "unreachable":
-        raise ShardUnreachable(f"report worker {proc.name} lost the database: {value}")
-    if status != "ok":
-        raise ShardFailed(f"report worker {proc.name} failed:\n{value}")
-    return value
+    if isinstance(reply, Unreachable):
+        raise ShardUnreachable(f"report worker {proc.name} lost the database: "
+                               f"{reply.detail}")
+    if isinstance(reply, Failed):
+        raise ShardFailed(f"report worker {proc.name} failed:\n{reply.traceback}")
+    return reply
 
 
 # --------------------------------------------------------------------------- worker
@@ -239,44 +301,44 @@ async def _serve(pipe: Connection, dsn: str, shard: int, shards: int,
     try:
         while True:
             try:
-                message = pipe.recv()  # blocking: this process has nothing else to do
+                message: Request = pipe.recv()  # blocking: nothing else to do
             except EOFError:
                 return  # the parent is gone
             try:
-                if message[0] == "stop":
+                if isinstance(message, Stop):
                     return
                 conn = await _connected(conn, dsn, link)
                 t0 = time.perf_counter()
-                reply: Any
-                if message[0] == "advance":
-                    await feed(conn, deriver, message[1], shard=(shard, shards))
+                value: Any
+                if isinstance(message, Advance):
+                    await feed(conn, deriver, message.upto, shard=(shard, shards))
                     t1 = time.perf_counter()
                     with long_lived_objects():
-                        reply = deriver.reweigh_local()
+                        value = deriver.reweigh_local()
                 else:
-                    _, changed, epoch, upto, head, store = message
                     with long_lived_objects():
-                        deriver.finish(changed)
+                        deriver.finish(message.changed)
                     t1 = time.perf_counter()
                     agents, bodies = [], []
-                    for agent, body in deriver.payloads(epoch, upto, head):
+                    for agent, body in deriver.payloads(message.epoch, message.upto,
+                                                        message.head):
                         agents.append(agent)
                         bodies.append(body)
                     envelopes = sign_many(key, REPORT_TYPE, bodies)
-                    if store:
+                    if message.store:
                         async with db.transaction(conn, "store_reports"):
-                            await insert_reports(conn, epoch, agents, envelopes)
-                        reply = len(agents)
+                            await insert_reports(conn, message.epoch, agents, envelopes)
+                        value = len(agents)
                     else:
-                        reply = list(zip(agents, envelopes, strict=True))
-                reply = (reply, (t1 - t0, time.perf_counter() - t1))
+                        value = list(zip(agents, envelopes, strict=True))
+                reply: Reply = Done(value=value, phases=(t1 - t0, time.perf_counter() - t1))
             except Exception as exc:
                 if db.is_connection_error(exc):
-                    pipe.send(("unreachable", str(exc) or type(exc).__name__))
+                    pipe.send(Unreachable(detail=str(exc) or type(exc).__name__))
                 else:
-                    pipe.send(("error", traceback.format_exc()))
+                    pipe.send(Failed(traceback=traceback.format_exc()))
                 return
-            pipe.send(("ok", reply))
+            pipe.send(reply)
     finally:
         if conn is not None:
             with contextlib.suppress(Exception):  # it may be gone with its server
