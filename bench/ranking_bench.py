@@ -1,4 +1,4 @@
-"""The home page's ranked list (bureau.views.ranking) over one epoch of N reports: the
+"""The home page's ranked list (bureau.reads.ranking) over one epoch of N reports: the
 first view of an epoch decodes every report of it in PostgreSQL and ranks them; later
 views and searches scan that list in memory. Prints the time of the first read, then of
 the first page, a name search and a key search from memory.
@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bureau.reads.ranking import Ranking
 from bureau.storage import db
-from bureau.views.ranking import Ranking
 from reporters import wire
 
 

@@ -59,10 +59,10 @@ from bureau.intake.state import GroupState
 from bureau.kinds import GENESIS
 from bureau.scoring.policy import DEFAULT_POLICY_NAME, KNOWN_POLICIES, policy_hash
 from bureau.storage import db
+from bureau.storage.reports import seals
 from bureau.transparency.heads import LogKey
 from bureau.views.builder import ReportBuilder
-from bureau.views.settle import seal_elapsed
-from bureau.views.store import seals
+from bureau.views.seal import seal_elapsed
 from reporters import wire
 from reporters.models import parse_timestamp
 

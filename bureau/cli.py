@@ -481,7 +481,7 @@ cmd_rebuild = read_only(_rebuild_checked)
 async def _report(args: argparse.Namespace, url: str) -> int:
     """Print an agent's signed report."""
     from bureau.intake import genesis
-    from bureau.views.store import report_envelope
+    from bureau.storage.reports import report_envelope
 
     agent, epoch = args.agent, args.epoch
 

@@ -55,7 +55,7 @@ from reporters.models import (
 class FileLink(enum.StrEnum):
     """How an entry comes to be in an agent's own file (SPEC §9: what
     ``GET /v1/agents/{agent}/entries`` returns, and what a report's evidence root is
-    computed over). ``bureau.views.files`` turns each link into SQL."""
+    computed over). ``bureau.reads.files`` turns each link into SQL."""
 
     SIGNER = "signer"  # every entry the agent signed
     SUBJECT = "subject"  # every entry with the agent as subject
@@ -307,10 +307,13 @@ def _fact_evidence(seq: int, entry_id: str, signer: str, p: dict[str, Any],
         units=tuple((u["unit"], u["quantity"]) for u in eng.get("units", ())),
         concluded=eng.get("concluded"))
     return Fact(
-        seq, entry_id, _intern(signer), _intern(p["interaction"]), _intern(p["subject"]),
-        _opt_key(p.get("caller")), p["answered"], p.get("latency_ms"), p.get("well_formed"),
-        _promises(p.get("promises")), p.get("claimed"), p.get("check"), p.get("derived"),
-        engagement, epoch, p["observed_at"])
+        seq=seq, entry_id=entry_id, reporter=_intern(signer),
+        interaction=_intern(p["interaction"]), subject=_intern(p["subject"]),
+        caller=_opt_key(p.get("caller")), answered=p["answered"],
+        latency_ms=p.get("latency_ms"), well_formed=p.get("well_formed"),
+        promises=_promises(p.get("promises")), claimed=p.get("claimed"),
+        check=p.get("check"), derived=p.get("derived"), engagement=engagement,
+        epoch=epoch, observed_at=p["observed_at"])
 
 
 def _probe_evidence(seq: int, entry_id: str, signer: str, p: dict[str, Any],
@@ -397,7 +400,7 @@ SEAL_REQUEST = Kind("seal-request", "seal", Signer.ADMIN)
 #: the entry it excludes (bureau.intake.ledger writes its index row).
 EXCLUSION = Kind("exclusion", None, Signer.BUREAU, index="exclusions",
                  evidence=_exclusion_evidence, files=(FileLink.TARGET,))
-#: Written by the bureau: ``{"epoch", "seq", "head"}`` (bureau.views.settle writes its row).
+#: Written by the bureau: ``{"epoch", "seq", "head"}`` (bureau.views.seal writes its row).
 SEAL = Kind("seal", None, Signer.BUREAU, index="seals", files=())
 #: An admin's choice of the scoring policy from an epoch on (SPEC §3, §7.1).
 POLICY = Kind("policy", "policy", Signer.ADMIN, needs=_policy_needs, index="policies")
@@ -429,7 +432,7 @@ def in_files_of(kind: Kind, *, signer: str | None, subject: str | None,
     """The agents whose own file holds an entry of ``kind``: its ``signer``, its
     ``subject``, a fact's ``caller``, for an exclusion the signer, subject and caller of
     its ``target``, for a resolution the ``disputer`` — as far as the kind's links say.
-    The one definition of a file in Python terms; ``bureau.views.files`` is the same
+    The one definition of a file in Python terms; ``bureau.reads.files`` is the same
     in SQL (a test holds the two equal)."""
     by_link = {FileLink.SIGNER: (signer,), FileLink.SUBJECT: (subject,),
                FileLink.CALLER: (caller,), FileLink.TARGET: target,

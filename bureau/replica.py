@@ -2,9 +2,9 @@
 ``BUREAU_READ_DATABASE_URL`` (docs/scaling.md, "Read replicas").
 
 Intake, admission state, everything under the ledger head lock, read nonces, the
-settler, the report builder and the tree-head publisher use the primary, always. The
+sealer, the report builder and the tree-head publisher use the primary, always. The
 public documents (reports, checkpoints, tree heads, proofs, policies, the pages) and
-the parties' own files are read through :class:`Reads`, which sends them to the
+the parties' own files are read through :class:`ReadRouter`, which sends them to the
 replica when there is one, under three rules:
 
 1. **A party sees its own writes.** A file (``GET /v1/agents/{agent}/entries``,
@@ -41,11 +41,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
-import asyncpg
-
 from bureau import metrics
 from bureau.intake.genesis import StartRefused
-from bureau.storage import db
+from bureau.storage import db, replicas
 
 log = logging.getLogger(__name__)
 
@@ -59,21 +57,6 @@ RETRY_SECONDS = 5.0
 #: how long a connection to the replica may take to open, in seconds
 CONNECT_TIMEOUT = 2.0
 
-# The latest entry and refusal each of the keys signed, on the primary: a backward scan
-# of entries_signer and refusals_signer per key.
-_WATERMARK_SQL = """
-    SELECT coalesce(max(s.seq), 0) AS seq, coalesce(max(s.ref), 0) AS ref
-    FROM unnest($1::text[]) AS k(key), LATERAL (SELECT
-        (SELECT max(seq) FROM entries WHERE signer = k.key) AS seq,
-        (SELECT max(ref) FROM refusals WHERE signer = k.key) AS ref) AS s
-"""
-
-_REPLAYED_SQL = """
-    SELECT ($1 = 0 OR EXISTS (SELECT 1 FROM entries WHERE seq = $1))
-       AND ($2 = 0 OR EXISTS (SELECT 1 FROM refusals WHERE ref = $2))
-"""
-
-
 @dataclass(frozen=True, slots=True)
 class Watermark:
     """A party's latest write, as the primary knows it: entry ``seq`` and refusal
@@ -83,29 +66,28 @@ class Watermark:
     ref: int
 
 
-async def watermark(conn: asyncpg.Connection, keys: Iterable[str]) -> Watermark:
-    row = await conn.fetchrow(_WATERMARK_SQL, sorted(set(keys)))
-    assert row is not None
-    return Watermark(row["seq"], row["ref"])
+async def watermark(conn: db.Connection, keys: Iterable[str]) -> Watermark:
+    seq, ref = await replicas.latest_writes(conn, sorted(set(keys)))
+    return Watermark(seq, ref)
 
 
-async def replayed(conn: asyncpg.Connection, mark: Watermark) -> bool:
+async def replayed(conn: db.Connection, mark: Watermark) -> bool:
     """Does the database behind ``conn`` hold the writes ``mark`` names?"""
-    return bool(await conn.fetchval(_REPLAYED_SQL, mark.seq, mark.ref))
+    return await replicas.replayed(conn, mark.seq, mark.ref)
 
 
 def _replica_trouble(exc: BaseException) -> bool:
     """The replica cannot answer now (not: the query is wrong). A query on a hot standby
     can be cancelled when replay must remove rows it still sees (SQLSTATE 40001)."""
     return db.is_connection_error(exc) or isinstance(
-        exc, asyncpg.SerializationError | asyncpg.CannotConnectNowError)
+        exc, replicas.REPLICA_ERRORS)
 
 
 def _count(where: str, why: str) -> None:
     metrics.READS_TOTAL.labels(database=where, reason=why).inc()
 
 
-async def open_replica(url: str, primary: asyncpg.Pool) -> asyncpg.Pool:
+async def open_replica(url: str, primary: db.Pool) -> db.Pool:
     """The replica's pool. It opens no connection until a read needs one, so a replica
     that is down when the bureau starts holds nothing up (its reads go to the primary);
     one that answers must hold this ledger: its genesis entry, once replayed, is the
@@ -114,12 +96,9 @@ async def open_replica(url: str, primary: asyncpg.Pool) -> asyncpg.Pool:
                                 link="replica pool")
     try:
         async with primary.acquire() as conn:
-            ours = await conn.fetchval("SELECT id FROM entries WHERE seq = 1")
+            ours = await replicas.genesis_id(conn)
         async with pool.acquire() as conn:
-            theirs = await conn.fetchval(
-                "SELECT id FROM entries WHERE seq = 1"
-                if await conn.fetchval("SELECT to_regclass('entries') IS NOT NULL") else
-                "SELECT NULL::text")
+            theirs = await replicas.genesis_id_if_any(conn)
     except Exception as exc:
         if not _replica_trouble(exc):
             await pool.close()
@@ -140,21 +119,21 @@ def absent(value: object) -> bool:
     return value is None
 
 
-ReadFn = Callable[[asyncpg.Connection], Awaitable[T]]
+ReadFn = Callable[[db.Connection], Awaitable[T]]
 
 
-class Reads:
+class ReadRouter:
     """Runs reads on the replica when there is one (see the module docstring), else on
     the primary. ``wait``: ``BUREAU_READ_WAIT``."""
 
-    def __init__(self, primary: asyncpg.Pool, replica: asyncpg.Pool | None,
+    def __init__(self, primary: db.Pool, replica: db.Pool | None,
                  wait: float) -> None:
         self.primary = primary
         self.replica = replica
         self.wait = wait
         self._resting_until = 0.0  # monotonic time until which the replica is passed over
 
-    def _replica_now(self) -> asyncpg.Pool | None:
+    def _replica_now(self) -> db.Pool | None:
         """The replica's pool, unless there is none or it is resting after a failure."""
         if self.replica is None or time.monotonic() < self._resting_until:
             return None
@@ -216,7 +195,7 @@ class Reads:
     def _why_not(self) -> str:
         return "no_replica" if self.replica is None else "replica_unavailable"
 
-    async def _caught_up(self, conn: asyncpg.Connection, mark: Watermark) -> bool:
+    async def _caught_up(self, conn: db.Connection, mark: Watermark) -> bool:
         """Has the replica behind ``conn`` replayed ``mark``, or does it within
         ``wait``? (Polled: a standby can neither LISTEN nor be notified.)"""
         deadline = time.monotonic() + self.wait

@@ -23,7 +23,7 @@ from bureau.scoring.policy import policy_name_of
 from bureau.storage import db, locks, overview
 from bureau.storage import heads as head_rows
 from bureau.transparency.publisher import PUBLISHER_LOCK
-from bureau.views.settle import BUILDER_LOCK
+from bureau.views.seal import BUILDER_LOCK
 from reporters._internal.wording import count
 from reporters.check.bureau import Bureau
 

@@ -31,21 +31,21 @@ from bureau.http.keys import (
     PUBLISHER,
     RANKING,
     READS,
+    SEALER,
     SERVICE,
-    SETTLER,
     SIGNING_KEY,
 )
 from bureau.http.routes import ops
 from bureau.intake import genesis
 from bureau.intake.ledger import Clock, Ledger, utcnow
 from bureau.intake.pipeline import MAX_BATCH_BYTES, Intake
-from bureau.replica import Reads, open_replica
+from bureau.reads.ranking import Ranking
+from bureau.replica import ReadRouter, open_replica
 from bureau.storage import db
 from bureau.transparency.heads import LogKey
 from bureau.transparency.publisher import Publisher
 from bureau.views.builder import ReportBuilder
-from bureau.views.ranking import Ranking
-from bureau.views.settle import Settler
+from bureau.views.seal import Sealer
 
 #: What the ``Server`` header says, instead of aiohttp's default that names the Python and
 #: aiohttp versions (an attacker's shopping list). aiohttp has no setting for it, and its
@@ -85,7 +85,7 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
             await pool.close()
             raise
         app[CONFIG], app[LOG_KEY] = settled, log_key
-        reads = Reads(pool, replica, config.read_wait)
+        reads = ReadRouter(pool, replica, config.read_wait)
         ledger = Ledger(database_url, settled, clock)
         await ledger.start()
         intake = Intake(ledger)
@@ -112,21 +112,21 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
             await publisher.stop()
 
     async def settling(app: web.Application) -> AsyncIterator[None]:
-        """After the pool and the ledger exist: the settler, which seals epochs and has
+        """After the pool and the ledger exist: the sealer, which seals epochs and has
         their reports built; the ledger calls its seal hook when an admin ``seal`` is
         admitted. Stopped before the ledger and the pool go."""
         ledger, settled = app[LEDGER], app[CONFIG]
         builder = ReportBuilder(signing_key, app[LOG_KEY], workers=settled.report_workers,
                                 dsn=database_url)
-        settler = Settler(app[DB_POOL], ledger, builder, settled, ledger.clock)
-        ledger.seal_hook = settler.on_seal_request
-        app[SETTLER] = settler
-        await settler.start()
+        sealer = Sealer(app[DB_POOL], ledger, builder, settled, ledger.clock)
+        ledger.seal_hook = sealer.on_seal_request
+        app[SEALER] = sealer
+        await sealer.start()
         try:
             yield
         finally:
             ledger.seal_hook = None
-            await settler.stop()
+            await sealer.stop()
 
     app.cleanup_ctx.append(resources)
     app.cleanup_ctx.append(publishing)

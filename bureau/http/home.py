@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from bureau.http.pages import badge, epoch_dates, escape, layout, stale_notice
-from bureau.views.ranking import PAGE_SIZE, Ranked, RankedPage
+from bureau.reads.ranking import PAGE_SIZE, Ranked, RankedPage
 
 
 def _short(key: str) -> str:

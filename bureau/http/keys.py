@@ -9,19 +9,19 @@ from aiohttp import web
 from bureau.config import Config
 from bureau.intake.ledger import Ledger
 from bureau.intake.pipeline import Intake
-from bureau.replica import Reads
+from bureau.reads.ranking import Ranking
+from bureau.replica import ReadRouter
 from bureau.storage import db
 from bureau.transparency.heads import LogKey
 from bureau.transparency.publisher import Publisher
-from bureau.views.ranking import Ranking
-from bureau.views.settle import Settler
+from bureau.views.seal import Sealer
 from reporters.httpsig import NonceStore
 
 CONFIG = web.AppKey("config", Config)
 DB_POOL = web.AppKey("pool", db.Pool)
 # Where the public documents and the parties' files are read: the primary, or a
 # streaming replica (BUREAU_READ_DATABASE_URL; bureau.replica).
-READS = web.AppKey("reads", Reads)
+READS = web.AppKey("reads", ReadRouter)
 LEDGER = web.AppKey("ledger", Ledger)
 INTAKE = web.AppKey("intake", Intake)
 SIGNING_KEY = web.AppKey("signing_key", nacl.signing.SigningKey)
@@ -31,8 +31,8 @@ DATABASE_URL = web.AppKey("database_url", str)
 NONCES = web.AppKey("nonces", NonceStore)
 # GET /openapi.json: the document, built once when the app starts (bureau.http.openapi).
 OPENAPI = web.AppKey("openapi", bytes)
-# The settler: seals elapsed epochs and has their reports built (bureau.views.settle).
-SETTLER = web.AppKey("settler", Settler)
+# The sealer: seals elapsed epochs and has their reports built (bureau.views.seal).
+SEALER = web.AppKey("sealer", Sealer)
 # The bureau's key as the log's (origin, note signer, vkey): bureau.transparency.heads.
 LOG_KEY = web.AppKey("log_key", LogKey)
 # Signs a tree head every few seconds and pushes it to the witnesses (one process leads).

@@ -296,7 +296,7 @@ class Ledger:
         #: says in the log when the committer lost the database and where it reconnected
         self._link = db.Link("committer")
         #: run under the lock, before the flush, in a group that admitted an admin
-        #: ``seal`` (SPEC §3: it closes every elapsed epoch); set by bureau.views.settle
+        #: ``seal`` (SPEC §3: it closes every elapsed epoch); set by bureau.views.seal
         self.seal_hook: LockedWork | None = None
         #: the Merkle tree's frontier after this process's last commit: the next group
         #: uses it if no other process appended since (GroupState.load checks)

@@ -7,37 +7,25 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import asyncpg
-
+from bureau.storage import db, reports
+from bureau.storage.interop import linked_envelopes
 from reporters import wire
 
-# The filter runs in PostgreSQL (the payload decoded from the stored envelope), so only
-# the reports of linked agents cross the wire; containment on the links array.
-_LINKED_SQL = """
-SELECT agent, envelope FROM reports
-WHERE epoch = $1
-  AND (convert_from(decode(convert_from(envelope, 'UTF8')::jsonb ->> 'payload', 'base64'),
-                    'UTF8')::jsonb -> 'links') @> $2::jsonb
-ORDER BY agent
-"""
 
-
-async def complete_epoch(conn: asyncpg.Connection, epoch: int | None) -> int | None:
+async def complete_epoch(conn: db.Connection, epoch: int | None) -> int | None:
     """``epoch`` if its reports are complete (it has a checkpoint), or the latest such
     epoch when None; None when there is none."""
     if epoch is None:
-        value: int | None = await conn.fetchval("SELECT max(epoch) FROM checkpoints")
-        return value
-    found = await conn.fetchval("SELECT epoch FROM checkpoints WHERE epoch = $1", epoch)
-    return None if found is None else epoch
+        return await reports.latest_epoch(conn)
+    return epoch if await reports.has_checkpoint(conn, epoch) else None
 
 
-async def linked_reports(conn: asyncpg.Connection, kind: str, epoch: int
+async def linked_reports(conn: db.Connection, kind: str, epoch: int
                          ) -> list[tuple[dict[str, Any], bytes]]:
     """The report payloads (and envelopes) of ``epoch`` that carry a link of ``kind``,
     by agent key id."""
-    rows = await conn.fetch(_LINKED_SQL, epoch, json.dumps([{"kind": kind}]))
-    return [(_payload(bytes(r["envelope"])), bytes(r["envelope"])) for r in rows]
+    envelopes = await linked_envelopes(conn, epoch, json.dumps([{"kind": kind}]))
+    return [(_payload(e), e) for e in envelopes]
 
 
 def _payload(envelope: bytes) -> dict[str, Any]:

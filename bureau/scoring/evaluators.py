@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import chain, repeat
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from bureau.scoring.inputs import Attestation, Evidence, ValueJudgment
 from bureau.scoring.policy import PolarityConstantRater, Policy
@@ -24,10 +24,14 @@ from bureau.scoring.truth import graded_truth, set_aside, truth_index
 #: What one standing verdict adds to its evaluator's record (see :func:`contribution`):
 #: (outcome, value, the ground truth it is graded against or None).
 Contribution = tuple[str, float, bool | None]
-#: What weighs an evaluator's verdicts: (w_e, recentring offset of its positive
-#: verdicts, of its negative ones, provisional). Under v1 both offsets are the one
-#: offset and nobody is provisional.
-Weighing = tuple[float, float, float, bool]
+class Weighing(NamedTuple):
+    """What weighs an evaluator's verdicts. Under v1 both offsets are the one offset and
+    nobody is provisional."""
+
+    weight: float  # w_e
+    offset_positive: float  # the recentring offset of its positive verdicts
+    offset_negative: float  # of its negative ones
+    provisional: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +61,8 @@ class EvaluatorStats:
 
     @property
     def weighing(self) -> Weighing:
-        return self.weight, self.offset_positive, self.offset_negative, self.provisional
+        return Weighing(weight=self.weight, offset_positive=self.offset_positive,
+                        offset_negative=self.offset_negative, provisional=self.provisional)
 
 
 @dataclass(slots=True)
@@ -227,7 +232,9 @@ def evaluator_stats(evaluator: str, acc: EvaluatorRecord, policy: Policy) -> Eva
 def default_weighing(policy: Policy) -> Weighing:
     """How a key with no record weighs: the policy's default, no offset; provisional
     whenever the policy has provisional evaluators at all."""
-    return policy.evaluators.default_weight, 0.0, 0.0, policy.evaluators.calibration_samples > 0
+    return Weighing(weight=policy.evaluators.default_weight, offset_positive=0.0,
+                    offset_negative=0.0,
+                    provisional=policy.evaluators.calibration_samples > 0)
 
 
 def evaluator_weight(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from bureau.scoring.evaluators import EvaluatorStats, Weighing, default_weighing
 from bureau.scoring.inputs import (
@@ -150,7 +151,7 @@ class Resolution:
     """How one unit was scored. ``value``/``weight`` are ``None``/0 when unscored.
 
     ``weight`` is the verdict's weight before settling (SPEC §7.1 steps c-d, see
-    :mod:`bureau.scoring.settle`); ``passed_over`` the codes of verdicts of weight 0
+    :func:`bureau.scoring.score.cap_terms`); ``passed_over`` the codes of verdicts of weight 0
     that resolved nothing under v2 (step b): the report lists them under ``unscored``."""
 
     unit: Unit
@@ -167,10 +168,15 @@ class Resolution:
     passed_over: tuple[str, ...] = ()
 
 
-#: An evaluator's verdict that may decide a unit (rules 3 and 4): (code, rule,
-#: evaluator, raw value — None for an unscored code, spent — for a value judgment).
-#: The incremental deriver keeps these (shared tuples) instead of Resolutions.
-Verdict = tuple[str, int, str, "float | None", "int | None"]
+class Verdict(NamedTuple):
+    """An evaluator's verdict that may decide a unit (rules 3 and 4). The incremental
+    deriver keeps these (shared) instead of Resolutions."""
+
+    code: str
+    rule: int
+    evaluator: str
+    raw: float | None  # the raw value; None for an unscored code
+    spent: int | None  # for a value judgment
 
 
 def unchecked_admission(unit: Unit, policy: Policy) -> bool:
@@ -192,17 +198,20 @@ def verdicts_of(unit: Unit, policy: Policy) -> tuple[Verdict, ...]:
     if unchecked_admission(unit, policy):
         admitted = policy.outcome_value("FAILED_ADMITTED")
         if att is not None:
-            out.append(("FAILED_ADMITTED", 2, att.evaluator, admitted, None))
+            out.append(Verdict(code="FAILED_ADMITTED", rule=2, evaluator=att.evaluator,
+                               raw=admitted, spent=None))
         if vj is not None:
-            out.append(("FAILED_ADMITTED", 2, vj.evaluator, admitted, vj.spent))
+            out.append(Verdict(code="FAILED_ADMITTED", rule=2, evaluator=vj.evaluator,
+                               raw=admitted, spent=vj.spent))
         return tuple(out)
     if att is not None:
         raw = None if policy.is_unscored(att.outcome) else policy.outcome_value(
             att.outcome, att.corrections)
-        out.append((att.outcome, 3, att.evaluator, raw, None))
+        out.append(Verdict(code=att.outcome, rule=3, evaluator=att.evaluator, raw=raw,
+                           spent=None))
     if vj is not None:
-        out.append((vj.judgment, 4, vj.evaluator, policy.outcome_value(vj.judgment),
-                    vj.spent))
+        out.append(Verdict(code=vj.judgment, rule=4, evaluator=vj.evaluator,
+                           raw=policy.outcome_value(vj.judgment), spent=vj.spent))
     return tuple(out)
 
 
@@ -234,9 +243,9 @@ def decide(verdicts: tuple[Verdict, ...], weighings: Callable[[str], Weighing],
     passed: tuple[str, ...] = ()
     falls_through = policy.settling is not None
     for i, verdict in enumerate(verdicts):
-        weight, value, offset = verdict_term(verdict, weighings(verdict[2]), policy)
+        weight, value, offset = verdict_term(verdict, weighings(verdict.evaluator), policy)
         if weight == 0 and falls_through:
-            passed += (verdict[0],)
+            passed += (verdict.code,)
             continue
         return i, weight, value, offset, passed
     return -1, 0.0, None, 0.0, passed
@@ -262,7 +271,7 @@ def resolve(unit: Unit, policy: Policy, evaluators: Mapping[str, EvaluatorStats]
     return Resolution(unit, rule, code, value is not None, value, raw,
                       weight if value is not None else 0.0, offset, evaluator,
                       _VERDICT_SOURCE[rule],
-                      weighings(evaluator)[3], passed)
+                      weighings(evaluator).provisional, passed)
 
 
 _VERDICT_SOURCE = {2: "claim", 3: "attestation", 4: "value_judgment"}

@@ -18,7 +18,7 @@ from bureau.scoring.evaluators import EvaluatorStats
 from bureau.scoring.inputs import EXCLUSION_REASONS, REPORTER_ROW_MIN, Evidence, Fact, Probe
 from bureau.scoring.outcomes import RULE_NAMES, Resolution, resolve_all
 from bureau.scoring.policy import Policy
-from bureau.scoring.score import SCORE_REASON_TEXT, Score, Term, score_terms, settle
+from bureau.scoring.score import SCORE_REASON_TEXT, Score, Term, cap_terms, score_terms
 from bureau.scoring.truth import set_aside
 
 #: The rules whose resolutions a ``reporters`` row scores: reporter evidence that
@@ -87,7 +87,7 @@ def score_agent(
 
     terms = [resolution_term(r) for r in resolutions if r.scored]
     scored: Score = score_terms(terms, policy)
-    weights = iter(t[0] for t in settle(terms, policy))
+    weights = iter(t[0] for t in cap_terms(terms, policy))
     settled = tuple(next(weights) if r.scored else 0.0 for r in resolutions)
 
     kinds: dict[str, tuple[int, str]] = {}

@@ -56,7 +56,7 @@ def wilson_interval(p: float, n: float, z: float) -> tuple[float, float]:
     return max(0.0, (centre - half) / denom), min(1.0, (centre + half) / denom)
 
 
-def settle(terms: list[Term], policy: Policy) -> list[Term]:
+def cap_terms(terms: list[Term], policy: Policy) -> list[Term]:
     """SPEC §7.1 steps (c) and (d), for one subject; v1 has no settling.
 
     (c) an evaluator with ``m > K`` verdicts here has each multiplied by ``K/m`` (under
@@ -89,7 +89,7 @@ def settle(terms: list[Term], policy: Policy) -> list[Term]:
 
 def score_terms(terms: Iterable[Term], policy: Policy) -> Score:
     """The score of an agent whose scored units gave ``terms`` (before settling)."""
-    terms = settle([t for t in terms if t[3]], policy)
+    terms = cap_terms([t for t in terms if t[3]], policy)
     if not terms:
         return Score(None, NO_SCORED_EVIDENCE, 0.0)
     # One pass: every weight and weighted value, repeated as many times as units share

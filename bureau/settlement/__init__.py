@@ -7,8 +7,8 @@
 * :mod:`~bureau.settlement.document` — the allocation rows, their Merkle root (§8.1
   hashing), the public document and each evaluator's inclusion proof.
 
-Then the one module that touches the database, :mod:`~bureau.settlement.store`: the
-inputs of an epoch's settlement, read from the entries up to its seal, and the signed
-document and rows the report builder writes beside the epoch's checkpoint.
+Then :mod:`~bureau.settlement.store`: the inputs of an epoch's settlement, read from
+the entries up to its seal, and the signed document and rows the report builder writes
+beside the epoch's checkpoint, through :mod:`bureau.storage.settlement` (the SQL).
 docs/settlement.md describes the rule for people.
 """

@@ -11,22 +11,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import asyncpg
-
 from bureau.settlement.document import rows_root
-from bureau.settlement.store import pool_of_epoch
+from bureau.storage import db
+from bureau.storage.settlement import pool_of_epoch, settlement_rows, stored_settlements
 from reporters import wire
 
 
-async def settlement_problems(conn: asyncpg.Connection) -> list[str]:
+async def settlement_problems(conn: db.Connection) -> list[str]:
     """One line per settlement that does not add up; empty when all do."""
     problems = []
-    for s in await conn.fetch(
-            "SELECT t.epoch, t.envelope, s.last_seq FROM settlements t JOIN seals s"
-            " USING (epoch) ORDER BY t.epoch"):
+    for s in await stored_settlements(conn):
         epoch = s["epoch"]
-        rows = [bytes(r["row"]) for r in await conn.fetch(
-            "SELECT row FROM settlement_rows WHERE epoch = $1 ORDER BY leaf", epoch)]
+        rows = await settlement_rows(conn, epoch)
         envelope = json.loads(bytes(s["envelope"]))
         doc: dict[str, Any] = json.loads(wire.b64decode_canonical(envelope["payload"]))
         parsed = [json.loads(r) for r in rows]

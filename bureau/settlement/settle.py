@@ -11,38 +11,34 @@ from __future__ import annotations
 import logging
 import time
 
-import asyncpg
 import nacl.signing
 
 from bureau import metrics
 from bureau.scoring.policy import Policy
 from bureau.settlement.document import SETTLEMENT_TYPE, Allocation, allocate
 from bureau.settlement.earn import Records, earnings, matched_blind
-from bureau.settlement.store import (
-    epoch_inputs,
-    pool_of_epoch,
-    previous_last_seq,
-    store_settlement,
-)
-from bureau.views.store import Seal
+from bureau.settlement.store import epoch_inputs, store_settlement
+from bureau.storage import db
+from bureau.storage.reports import Seal
+from bureau.storage.settlement import pool_of_epoch, previous_last_seq
 from reporters import wire
 
 log = logging.getLogger(__name__)
 
 
-async def allocation_of(conn: asyncpg.Connection, seal: Seal, policy: Policy,
+async def allocation_of(conn: db.Connection, seal: Seal, policy: Policy,
                         records: Records) -> Allocation | None:
     """The epoch's allocation, None when its pool is 0 (no settlement)."""
     pool = await pool_of_epoch(conn, seal.epoch, seal.last_seq)
     if pool == 0:
         return None
-    lo = await previous_last_seq(conn, seal)
+    lo = await previous_last_seq(conn, seal.epoch)
     evidence = await epoch_inputs(conn, lo, seal.last_seq)
     g = matched_blind(evidence, policy, lo, seal.last_seq)
     return allocate(seal.epoch, pool, earnings(g, records, policy))
 
 
-async def settle_epoch(conn: asyncpg.Connection, key: nacl.signing.SigningKey, seal: Seal,
+async def settle_epoch(conn: db.Connection, key: nacl.signing.SigningKey, seal: Seal,
                        policy: Policy, records: Records) -> None:
     """Compute, sign and store the epoch's settlement, if it has a pool."""
     start = time.perf_counter()

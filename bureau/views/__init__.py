@@ -1,2 +1,4 @@
-"""Views: everything derived from the ledger (SPEC §1.4, §8, §9) — reports and their
-signatures, the settler that seals epochs, rebuild, explanations, a party's file."""
+"""The seal and report-building path (SPEC §8): sealing elapsed epochs, deriving every
+report incrementally (in report worker processes or in this one), signing and storing
+them, and rebuilding every derived table from the entries. What readers ask beyond the
+reports is :mod:`bureau.reads`."""

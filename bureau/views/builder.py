@@ -21,13 +21,13 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import asyncpg
 import nacl.signing
 
 from bureau import ledger_keys, metrics
 from bureau.scoring.policy import Policy
 from bureau.settlement.settle import settle_epoch
 from bureau.storage import db
+from bureau.storage.reports import AlreadyStored, Seal, seals, store_checkpoint, store_epoch
 from bureau.transparency import heads
 from bureau.transparency.heads import LogKey
 from bureau.transparency.tree import root_at
@@ -35,7 +35,6 @@ from bureau.views.derive import Deriver, advance
 from bureau.views.policies import policy_of_epoch
 from bureau.views.shards import ShardPool
 from bureau.views.sign import REPORT_TYPE, sign_checkpoint, sign_many
-from bureau.views.store import Seal, seals, store_checkpoint, store_epoch
 
 log = logging.getLogger(__name__)
 
@@ -81,16 +80,16 @@ class ReportBuilder:
             d = self.deriver = Deriver(policy, digest)
         return d
 
-    async def _checkpoint(self, conn: asyncpg.Connection, seal: Seal) -> bytes:
+    async def _checkpoint(self, conn: db.Connection, seal: Seal) -> bytes:
         root = await root_at(conn, seal.last_seq)
         return sign_checkpoint(self.key, seal.epoch, seal.last_seq, seal.head, root)
 
-    async def _store_note(self, conn: asyncpg.Connection, seal: Seal) -> None:
+    async def _store_note(self, conn: db.Connection, seal: Seal) -> None:
         """The epoch's checkpoint as a signed note (SPEC §8.1), kept with every other
         tree head, in the transaction that stores the checkpoint."""
         await heads.store(conn, self.log_key, seal.last_seq, await root_at(conn, seal.last_seq))
 
-    async def sign_epoch(self, conn: asyncpg.Connection,
+    async def sign_epoch(self, conn: db.Connection,
                          seal: Seal) -> tuple[list[str], list[bytes], bytes]:
         """Agents, their signed report envelopes, and the checkpoint envelope."""
         checkpoint = await self._checkpoint(conn, seal)
@@ -119,7 +118,7 @@ class ReportBuilder:
 
         return await asyncio.to_thread(sign)
 
-    async def build(self, conn: asyncpg.Connection, seal: Seal) -> int:
+    async def build(self, conn: db.Connection, seal: Seal) -> int:
         """Build and store one sealed epoch; return the number of reports. Only with the
         key in force at the seal's position (SPEC §3 r3; else
         :class:`~bureau.ledger_keys.NotInForce`, nothing signed)."""
@@ -147,7 +146,7 @@ class ReportBuilder:
                     await settle_epoch(conn, self.key, seal, self.deriver.policy,
                                        self.deriver.book)
                     await store_epoch(conn, seal.epoch, agents, envelopes, checkpoint)
-            except asyncpg.UniqueViolationError:
+            except AlreadyStored:
                 log.info("epoch %d: already stored by another writer", seal.epoch)
         elapsed = time.perf_counter() - start
         metrics.REPORT_BUILD_SECONDS.observe(elapsed)
@@ -155,7 +154,7 @@ class ReportBuilder:
                  elapsed)
         return count
 
-    async def build_pending(self, conn: asyncpg.Connection) -> list[int]:
+    async def build_pending(self, conn: db.Connection) -> list[int]:
         """Build every sealed epoch that has no checkpoint yet, oldest first."""
         built = []
         for seal in await seals(conn, pending_only=True):

@@ -21,7 +21,7 @@ changed since the previous one:
   and for agents judged by an evaluator whose weight or offset moved (by the library's
   :func:`~bureau.scoring.score.score_terms`); every report's bytes are spliced from
   cached canonical parts.
-* **Files** (:mod:`bureau.views.files`): each agent's own file is a Merkle accumulator
+* **Files** (:mod:`bureau.reads.files`): each agent's own file is a Merkle accumulator
   fed the entries it gained since the last seal; its root is the report's
   ``evidence.root`` (SPEC §8 r2). Its entries are read apart from the evidence items:
   an entry is in several files (an attestation is in its evaluator's and its subject's),
@@ -40,8 +40,7 @@ import gc
 from collections.abc import AsyncGenerator, Iterable, Iterator
 from typing import Any
 
-import asyncpg
-
+from bureau.reads.files import FileRoots, Membership, load_files, read_files
 from bureau.scoring import (
     build_report_payload,
     evaluator_table,
@@ -72,12 +71,13 @@ from bureau.scoring.inputs import (
 from bureau.scoring.outcomes import build_units, resolve_by_reporter, resolve_rest, verdicts_of
 from bureau.scoring.policy import Policy
 from bureau.scoring.truth import InteractionKey, Truth, graded_truth, truth_index
+from bureau.storage import db
+from bureau.storage.reports import Seal
 from bureau.views.evidence import (
     LedgerEvidence,
     load_evidence,
     read_with_targets,
 )
-from bureau.views.files import FileRoots, Membership, load_files, read_files
 from bureau.views.parts import (
     AgentState,
     Chain,
@@ -91,7 +91,6 @@ from bureau.views.parts import (
     shared,
 )
 from bureau.views.policies import policy_of_epoch
-from bureau.views.store import Seal
 from reporters import wire
 from reporters.tlog.evidence import evidence_root
 
@@ -100,7 +99,7 @@ _KIND_LABEL = {Fact: "fact", Probe: "probe", Attestation: "attestation",
 
 
 class Deriver:
-    """Reports as of ``self.seq``, advanced by :meth:`apply` and :meth:`settle`."""
+    """Reports as of ``self.seq``, advanced by :meth:`apply` and :meth:`reweigh`."""
 
     def __init__(self, policy: Policy, policy_hash: str) -> None:
         self.policy = policy
@@ -123,7 +122,7 @@ class Deriver:
         self._judged: dict[str, set[str]] = {}  # evaluator -> agents it decided units of
         #: every key's own file, as a Merkle accumulator (its report's evidence root)
         self.files = FileRoots()
-        # pending work, cleared by settle()
+        # pending work, cleared by reweigh()
         self._dirty_clusters: dict[str, set[ClusterKey]] = {}
         self._dirty_agents: set[str] = set()
         self._touched: set[str] = set()  # evaluators whose sums changed
@@ -223,14 +222,14 @@ class Deriver:
         st.excluded[ex.target] = (seq, _KIND_LABEL[type(item)])
         self._touch(item.subject, self.cluster_key(item))
 
-    # ----------------------------------------------------------------- settle
+    # ----------------------------------------------------------------- reweigh
 
-    def settle(self) -> None:
+    def reweigh(self) -> None:
         """Bring clusters, evaluators and agents up to date with everything applied."""
-        self.finish(self.book.update([(0, self.settle_local())]))
+        self.finish(self.book.update([(0, self.reweigh_local())]))
 
-    def settle_local(self) -> dict[str, EvaluatorPart | None]:
-        """The first half of :meth:`settle`: re-resolve what changed and return this
+    def reweigh_local(self) -> dict[str, EvaluatorPart | None]:
+        """The first half of :meth:`reweigh`: re-resolve what changed and return this
         deriver's sums for every evaluator whose contributions moved (None: it has none
         left here). A deriver that holds one shard of the agents hands these to the
         :class:`EvaluatorBook` that sums all shards."""
@@ -249,7 +248,7 @@ class Deriver:
         return sums
 
     def finish(self, changed: dict[str, Weighing | None]) -> None:
-        """The second half of :meth:`settle`: take the evaluators whose weighing changed,
+        """The second half of :meth:`reweigh`: take the evaluators whose weighing changed,
         everywhere, and re-encode and re-score the agents that depend on them."""
         rescore: set[str] = set(self._dirty_agents)
         for evaluator, weighs in changed.items():
@@ -302,11 +301,11 @@ class Deriver:
             if not verdicts:
                 home.fixed += (fixed_of(fixed or resolve_rest(unit, policy)),)
                 continue
-            chain: Chain = shared((tuple(shared(v) for v in verdicts),
-                                   fixed_of(resolve_rest(unit, policy))))
+            chain: Chain = shared(Chain(verdicts=tuple(shared(v) for v in verdicts),
+                                        rest=fixed_of(resolve_rest(unit, policy))))
             home.chains += (chain,)
             for v in verdicts:
-                self._judged.setdefault(v[2], set()).add(agent)
+                self._judged.setdefault(v.evaluator, set()).add(agent)
         for cl in clusters:
             if aside and any(x.entry_id in aside for x in cl.facts + cl.probes):
                 cl.counted_facts = tuple(f for f in cl.facts if f.entry_id not in aside)
@@ -394,11 +393,11 @@ def long_lived_objects() -> Iterator[None]:
         gc.freeze()
 
 
-async def feed(conn: asyncpg.Connection, deriver: Deriver, upto: int, *,
+async def feed(conn: db.Connection, deriver: Deriver, upto: int, *,
                shard: tuple[int, int] | None = None) -> int:
     """Apply every entry after the deriver's seq up to ``upto`` (only those of one
     shard of the agents, with ``shard=(i, n)``), and the files they add to; return how
-    many evidence items that was. The caller settles.
+    many evidence items that was. The caller reweighs.
 
     The next chunk is fetched (PostgreSQL decodes its payloads, in its own process)
     while this one is applied in a worker thread, and the event loop keeps serving."""
@@ -423,11 +422,11 @@ async def feed(conn: asyncpg.Connection, deriver: Deriver, upto: int, *,
     return count
 
 
-async def advance(conn: asyncpg.Connection, deriver: Deriver, upto: int) -> int:
-    """Feed the deriver everything up to ``upto`` and settle it."""
+async def advance(conn: db.Connection, deriver: Deriver, upto: int) -> int:
+    """Feed the deriver everything up to ``upto`` and reweigh it."""
     count = await feed(conn, deriver, upto)
     with long_lived_objects():
-        await asyncio.to_thread(deriver.settle)
+        await asyncio.to_thread(deriver.reweigh)
     return count
 
 
@@ -458,7 +457,7 @@ def reference_payloads(ev_items: LedgerEvidence, epoch: int, seq: int, head: str
     return payloads
 
 
-async def reference_reports(conn: asyncpg.Connection, seal: Seal) -> list[tuple[str, bytes]]:
+async def reference_reports(conn: db.Connection, seal: Seal) -> list[tuple[str, bytes]]:
     """An epoch's reports by the reference path, under the epoch's policy."""
     policy, policy_hash = await policy_of_epoch(conn, seal.epoch, seal.last_seq)
     ev = await load_evidence(conn, seal.last_seq)

@@ -18,7 +18,6 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import asyncpg
 import orjson
 
 from bureau.kinds import BY_NAME, EVIDENCE_KINDS, EXCLUSION, REPORTER
@@ -33,6 +32,7 @@ from bureau.scoring.inputs import (
     ReporterUpdate,
     ValueJudgment,
 )
+from bureau.storage import db, entries
 
 CHUNK = 20_000
 
@@ -69,35 +69,8 @@ def decode_entry(seq: int, entry_id: str, kind: str, signer: str | None,
     return k.evidence(seq, entry_id, signer, payload_of(raw), epoch)
 
 
-# The entries of a seq range that derivation reads, in seq order, as stored. For an
-# exclusion PostgreSQL also looks up the seq of the entry it names (exclusions are rare;
-# the builder names entries by seq). The payloads are decoded here, in Python: parsing
-# ~300 bytes of JSON costs PostgreSQL's jsonb about four times what orjson costs, and
-# at a seal every core is busy anyway.
-_RAW_SQL = r"""
-SELECT seq, id, kind, signer, entry, epoch,
-  CASE WHEN kind = '{exclusion}' THEN (SELECT t.seq FROM entries t WHERE t.id =
-    convert_from(e.entry, 'UTF8')::jsonb->'body'->>'entry') END AS target_seq
-FROM entries e WHERE seq > $1 AND seq <= $2
-  AND kind IN ({kinds}) {shard}
-ORDER BY seq
-"""
-
-def shard_of(agent: str) -> str:
-    """The report shard, of ``$4``, of the agent key the SQL expression ``agent`` gives
-    (see bureau.views.shards): every reader of a shard's entries uses this."""
-    return f"(hashtext({agent}) & 2147483647) % $4"
-
-
-#: An entry's shard of ``$4``: by its ``subject`` column, which for every entry a report
-#: reads is the agent it is about — for an exclusion, its target's subject; for an
-#: enrollment or amendment, the agent itself.
-SHARD_OF_ENTRY = shard_of("coalesce(subject, '')")
-_KINDS_SQL = ", ".join(f"'{k}'" for k in EVIDENCE_KINDS)  # names from the kinds table
-_ALL_SQL = _RAW_SQL.format(kinds=_KINDS_SQL, exclusion=EXCLUSION.name, shard="")
-# Reporter updates are about no agent: every shard reads them (distrust is the ledger's).
-_SHARD_SQL = _RAW_SQL.format(kinds=_KINDS_SQL, exclusion=EXCLUSION.name,
-                             shard=f"AND (kind = '{REPORTER.name}' OR {SHARD_OF_ENTRY} = $3)")
+#: reads the entries of the kinds scoring takes (names from the kinds table)
+_EVIDENCE = entries.EvidenceEntries(EVIDENCE_KINDS, EXCLUSION.name, REPORTER.name)
 
 
 def seq_ref(seq: int) -> str:
@@ -105,7 +78,7 @@ def seq_ref(seq: int) -> str:
     return f"#{seq}"
 
 
-def _from_row(r: asyncpg.Record, short: bool) -> Item | None:
+def _from_row(r: db.Row, short: bool) -> Item | None:
     seq = r["seq"]
     item = decode_entry(seq, seq_ref(seq) if short else r["id"], r["kind"], r["signer"],
                         r["entry"], r["epoch"])
@@ -114,7 +87,7 @@ def _from_row(r: asyncpg.Record, short: bool) -> Item | None:
     return item
 
 
-async def read_items(conn: asyncpg.Connection, after: int, upto: int, chunk: int = CHUNK,
+async def read_items(conn: db.Connection, after: int, upto: int, chunk: int = CHUNK,
                      *, short_ids: bool = False, shard: tuple[int, int] | None = None,
                      ) -> AsyncIterator[list[tuple[int, Item]]]:
     """Decoded items of the entries with ``after < seq <= upto``, in seq order, a chunk
@@ -127,8 +100,7 @@ async def read_items(conn: asyncpg.Connection, after: int, upto: int, chunk: int
     With ``shard=(i, n)``, only the entries about agents of shard ``i`` of ``n``."""
     bounds = [(low, min(upto, low + chunk)) for low in range(after, upto, chunk)]
     for low, high in bounds:
-        rows = await (conn.fetch(_ALL_SQL, low, high) if shard is None
-                      else conn.fetch(_SHARD_SQL, low, high, *shard))
+        rows = await _EVIDENCE.in_range(conn, low, high, shard)
         out: list[tuple[int, Item]] = []
         for r in rows:
             item = _from_row(r, short_ids)
@@ -138,7 +110,7 @@ async def read_items(conn: asyncpg.Connection, after: int, upto: int, chunk: int
         yield out
 
 
-async def _targets(conn: asyncpg.Connection,
+async def _targets(conn: db.Connection,
                    items: Iterable[tuple[int, Item]]) -> dict[str, tuple[int, Item | None]]:
     """The entries the exclusions in ``items`` name (by :func:`seq_ref`), decoded.
     Exclusions are rare; a target that is not an entry of this ledger names nothing."""
@@ -146,14 +118,13 @@ async def _targets(conn: asyncpg.Connection,
                    if isinstance(i, Exclusion) and i.target.startswith("#")})
     if not seqs:
         return {}
-    rows = await conn.fetch("SELECT seq, kind, signer, entry, epoch FROM entries"
-                            " WHERE seq = ANY($1::bigint[])", seqs)
+    rows = await entries.by_seqs(conn, seqs)
     return {seq_ref(r["seq"]): (r["seq"], decode_entry(
         r["seq"], seq_ref(r["seq"]), r["kind"], r["signer"], r["entry"], r["epoch"]))
         for r in rows}
 
 
-async def read_with_targets(conn: asyncpg.Connection, after: int, upto: int,
+async def read_with_targets(conn: db.Connection, after: int, upto: int,
                             shard: tuple[int, int] | None,
                             ) -> AsyncIterator[tuple[list[tuple[int, Item]],
                                                      dict[str, tuple[int, Item | None]]]]:
@@ -212,7 +183,7 @@ class LedgerEvidence:
         return sorted(seen)
 
 
-async def load_evidence(conn: asyncpg.Connection, upto: int) -> LedgerEvidence:
+async def load_evidence(conn: db.Connection, upto: int) -> LedgerEvidence:
     """Whole-ledger evidence as of entry ``upto``: the reference (non-incremental) path."""
     ev = LedgerEvidence()
     async for chunk in read_items(conn, 0, upto):

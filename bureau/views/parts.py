@@ -9,7 +9,7 @@ A report payload is made of three kinds of parts:
   weights of its evaluators change;
 * **seal** — epoch and ledger: the same for every agent of an epoch;
 * **evidence** — the root of the agent's own file (SPEC §8 r2), kept by
-  :class:`bureau.views.files.FileRoots` and re-encoded when the file grows.
+  :class:`bureau.reads.files.FileRoots` and re-encoded when the file grows.
 
 The payload bytes are spliced from the canonical bytes of each part, as
 :mod:`reporters.wire` writes them: RFC 8785 writes an object's members in sorted key
@@ -29,7 +29,7 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from bureau.scoring.evaluators import Weighing, default_weighing
 from bureau.scoring.inputs import (
@@ -84,14 +84,26 @@ def _unodd(value: Any) -> Any:
 
 
 ClusterKey = tuple[str, str, str, str]  # ("i"|"e", reporter, interaction|engagement, subject)
-#: What a resolution by reporter evidence (rules 1-2, 5-8) adds to the report: (code,
-#: scored, weight, value, rule, reporter). There are a few hundred distinct ones, so they
-#: are shared instead of keeping ~0.2 KiB of Resolution and Unit per interaction.
-Fixed = tuple[str | None, bool, float, float, int, str]
-#: A unit that an evaluator's verdict may decide (rules 3-4): its candidate verdicts
-#: and what decides it if none does (rules 5-8). Which one decides, and with what
-#: weight, follows the evaluators' current weighings, so it is worked out at rescore.
-Chain = tuple[tuple[Verdict, ...], Fixed]
+class Fixed(NamedTuple):
+    """What a resolution by reporter evidence (rules 1-2, 5-8) adds to the report.
+    There are a few hundred distinct ones, so they are shared instead of keeping
+    ~0.2 KiB of Resolution and Unit per interaction."""
+
+    code: str | None
+    scored: bool
+    weight: float
+    value: float
+    rule: int
+    reporter: str
+
+
+class Chain(NamedTuple):
+    """A unit that an evaluator's verdict may decide (rules 3-4). Which verdict decides,
+    and with what weight, follows the evaluators' current weighings, so it is worked out
+    at rescore."""
+
+    verdicts: tuple[Verdict, ...]  # its candidate verdicts, in rule order
+    rest: Fixed  # what decides it if no verdict does (rules 5-8)
 _SHARED: dict[tuple[Any, ...], Any] = {}
 
 
@@ -101,8 +113,9 @@ def shared(value: Any) -> Any:
 
 
 def fixed_of(r: Resolution) -> Fixed:
-    f: Fixed = (r.code, r.scored, r.weight, r.value if r.value is not None else 0.0, r.rule,
-                r.unit.reporter)
+    f = Fixed(code=r.code, scored=r.scored, weight=r.weight,
+              value=r.value if r.value is not None else 0.0, rule=r.rule,
+              reporter=r.unit.reporter)
     return shared(f)  # type: ignore[no-any-return]
 
 
@@ -203,7 +216,7 @@ class AgentState:
             self._count_fixed(fixed, sign)
         for chain in cl.chains:
             self.chains[chain] += sign
-            self.rep_units[chain[1][5]] += sign
+            self.rep_units[chain.rest.reporter] += sign
         self.distrusted += sign * cl.distrusted
         for p in cl.counted_probes:
             self.probe_counts[0 if p.passed else 1] += sign
@@ -325,7 +338,8 @@ class AgentState:
                 w, v, rule, evaluator, provisional = term
                 terms.append((w, v, rule, n, evaluator, provisional))
             if rep_value is not None:
-                extra.append((rep_value[0], rep_value[1], n))
+                reporter, reported = rep_value
+                extra.append((reporter, reported, n))
         result = score_terms(terms, policy)
         score, number, rnd = result.score, wire.canonical_number, policy.round
         if score is None:
@@ -391,12 +405,23 @@ class _Base:
         self.reporters = reporters
 
 
-#: What a chain comes to (see :class:`Decisions`): the code it adds to ``outcomes``, the
-#: codes it adds to ``unscored``, its score term (weight, value, rule, evaluator,
-#: provisional) and its (reporter, value) for the ``reporters`` rows.
-Decided = tuple["str | None", tuple[str, ...],
-                "tuple[float, float, int, str | None, bool] | None",
-                "tuple[str, float] | None"]
+class ChainTerm(NamedTuple):
+    """The score term a decided chain gives."""
+
+    weight: float
+    value: float
+    rule: int
+    evaluator: str | None  # None: decided by reporter evidence
+    provisional: bool
+
+
+class Decided(NamedTuple):
+    """What a chain comes to (see :class:`Decisions`)."""
+
+    listed: str | None  # the code it adds to ``outcomes``
+    unlisted: tuple[str, ...]  # the codes it adds to ``unscored``
+    term: ChainTerm | None  # its score term
+    reporter_value: tuple[str, float] | None  # (reporter, value) for the ``reporters`` rows
 
 
 class Decisions:
@@ -422,20 +447,30 @@ class Decisions:
         verdicts, rest = chain
         index, weight, value, _, passed = decide(verdicts, self.weighing, self.policy)
         if index >= 0:
-            code, rule, evaluator, _, _ = verdicts[index]
+            verdict = verdicts[index]
+            code, rule = verdict.code, verdict.rule
             if value is None:  # an unscored code (DECLINED): it decides, unscored
-                return None, (*passed, code), None, None
-            term = (weight, value, rule, evaluator, self.weighing(evaluator)[3])
+                return Decided(listed=None, unlisted=(*passed, code), term=None,
+                               reporter_value=None)
+            term = ChainTerm(weight=weight, value=value, rule=rule,
+                             evaluator=verdict.evaluator,
+                             provisional=self.weighing(verdict.evaluator).provisional)
             # a v3 admission weighed by a verdict is still the reporter's evidence
-            rep = (rest[5], value) if rule in REPORTER_RULES else None
+            rep = (rest.reporter, value) if rule in REPORTER_RULES else None
             # a verdict of weight 0 that still decides (v1) is listed under unscored
-            return (code, passed, term, rep) if weight > 0 else (
-                None, (*passed, code), term, rep)
-        rest_code, scored, w, v, rest_rule, reporter = rest
-        listed = rest_code if rest_code is not None and scored and w > 0 else None
-        unlisted = passed if rest_code is None or listed is not None else (*passed, rest_code)
-        return (listed, unlisted, (w, v, rest_rule, None, False) if scored else None,
-                (reporter, v) if scored and rest_rule in REPORTER_RULES else None)
+            if weight > 0:
+                return Decided(listed=code, unlisted=passed, term=term, reporter_value=rep)
+            return Decided(listed=None, unlisted=(*passed, code), term=term,
+                           reporter_value=rep)
+        scored = rest.scored
+        listed = rest.code if rest.code is not None and scored and rest.weight > 0 else None
+        unlisted = passed if rest.code is None or listed is not None else (*passed, rest.code)
+        return Decided(
+            listed=listed, unlisted=unlisted,
+            term=ChainTerm(weight=rest.weight, value=rest.value, rule=rest.rule,
+                           evaluator=None, provisional=False) if scored else None,
+            reporter_value=(rest.reporter, rest.value)
+            if scored and rest.rule in REPORTER_RULES else None)
 
 
 def evidence_part(root: bytes) -> bytes:

@@ -19,8 +19,6 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import asyncpg
-
 from bureau.intake.ledger import epoch_of
 from bureau.kinds import GENESIS, POLICY
 from bureau.scoring.policy import (
@@ -30,6 +28,8 @@ from bureau.scoring.policy import (
     policy_by_hash,
     policy_hash,
 )
+from bureau.storage import db
+from bureau.storage.policies import PolicyEntries
 from bureau.views.evidence import payload_of
 
 
@@ -65,16 +65,13 @@ def policy_for(genesis: str, choices: Sequence[PolicyChoice], epoch: int,
     return genesis if best is None else best.policy
 
 
-#: The kinds as literals, not parameters: a generic plan could not prove that ``$1`` and
-#: ``$2`` are the kinds of the partial index entries_policy_kinds (migration 0010), and
-#: would scan the ledger.
-_POLICY_ENTRIES_SQL = (f"SELECT seq, kind, entry FROM entries WHERE kind IN"
-                       f" ('{GENESIS.name}', '{POLICY.name}') ORDER BY seq")
+#: the genesis and policy entries (their kinds from the kinds table)
+_POLICY_ENTRIES = PolicyEntries(GENESIS.name, POLICY.name)
 
 
-async def ledger_policies(conn: asyncpg.Connection) -> LedgerPolicies:
+async def ledger_policies(conn: db.Connection) -> LedgerPolicies:
     """The ledger's genesis policy and its ``policy`` entries."""
-    rows = await conn.fetch(_POLICY_ENTRIES_SQL)
+    rows = await _POLICY_ENTRIES.rows(conn)
     genesis = policy_hash(KNOWN_POLICIES[DEFAULT_POLICY_NAME])
     choices: list[PolicyChoice] = []
     for r in rows:
@@ -86,7 +83,7 @@ async def ledger_policies(conn: asyncpg.Connection) -> LedgerPolicies:
     return LedgerPolicies(genesis, tuple(choices))
 
 
-async def policy_of_epoch(conn: asyncpg.Connection, epoch: int,
+async def policy_of_epoch(conn: db.Connection, epoch: int,
                           upto_seq: int | None) -> tuple[Policy, str]:
     """The policy that scores ``epoch`` (see :meth:`LedgerPolicies.policy_for`), parsed,
     and its hash. Admission only takes known policies, so the hash is always known."""
@@ -94,7 +91,7 @@ async def policy_of_epoch(conn: asyncpg.Connection, epoch: int,
     return policy_by_hash(digest)[0], digest
 
 
-async def current_policy(conn: asyncpg.Connection, now: dt.datetime, epoch_seconds: int) -> str:
+async def current_policy(conn: db.Connection, now: dt.datetime, epoch_seconds: int) -> str:
     """The hash of the policy that scores the epoch ``now`` falls in (``GET /v1/policy``,
     ``/v1/bureau``): every entry so far counts."""
     return (await ledger_policies(conn)).policy_for(epoch_of(now, epoch_seconds))

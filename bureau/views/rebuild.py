@@ -30,7 +30,6 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import asyncpg
 import nacl.signing
 
 from bureau.intake.envelope import decode_payload, parse_envelope
@@ -39,16 +38,12 @@ from bureau.intake.ledger import GroupTx, flush
 from bureau.intake.state import GroupState, Submission
 from bureau.kinds import EXCLUSION, GENESIS, SEAL, SUBMITTED, subject_of
 from bureau.ledger_keys import NotInForce
-from bureau.storage import db
+from bureau.storage import db, derived, entries, reports
+from bureau.storage.derived import DERIVED_TABLES
 from bureau.transparency.heads import InconsistentHead, LogKey
 from bureau.transparency.tree import TreeCheck
 from bureau.views.builder import ReportBuilder
-from bureau.views.store import seals
 
-INDEX_TABLES = ("reporters", "facts", "probes", "agents", "verdicts", "exclusions",
-                "disputes", "resolutions", "policies", "pools", "ledger_keys")
-DERIVED_TABLES = (*INDEX_TABLES, "tree_nodes", "seals", "reports", "checkpoints",
-                  "settlements", "settlement_rows")
 _CHUNK = 5000
 
 
@@ -71,17 +66,13 @@ class RebuildResult:
         return not self.differences
 
 
-async def _recompute_tree(conn: asyncpg.Connection) -> list[str]:
+async def _recompute_tree(conn: db.Connection) -> list[str]:
     """Step 3: the tree's nodes from the entry ids; the signed heads it contradicts."""
-    published = {r["size"]: bytes(r["root"])
-                 for r in await conn.fetch("SELECT size, root FROM tree_heads")}
+    published = await derived.published_roots(conn)
     tree = TreeCheck(frozenset(published))
     after = 0
-    while rows := await conn.fetch(
-            "SELECT seq, id FROM entries WHERE seq > $1 ORDER BY seq LIMIT $2", after, _CHUNK):
-        nodes = tree.extend([r["id"] for r in rows])
-        await conn.copy_records_to_table("tree_nodes", records=nodes,
-                                         columns=("level", "idx", "hash"))
+    while rows := await entries.ids_after(conn, after, _CHUNK):
+        await derived.copy_tree_nodes(conn, tree.extend([r["id"] for r in rows]))
         after = rows[-1]["seq"]
     differences = []
     for size, root in sorted(published.items()):
@@ -95,13 +86,11 @@ async def _recompute_tree(conn: asyncpg.Connection) -> list[str]:
     return differences
 
 
-async def _replay_indexes(conn: asyncpg.Connection, head: asyncpg.Record) -> int:
+async def _replay_indexes(conn: db.Connection, head: db.Row) -> int:
     """Step 4: admission indexes and seals, from the entries, in seq order."""
     after, total = 0, 0
     while True:
-        rows = await conn.fetch(
-            "SELECT seq, id, kind, entry FROM entries WHERE seq > $1 ORDER BY seq LIMIT $2",
-            after, _CHUNK)
+        rows = await entries.stored_after(conn, after, _CHUNK)
         if not rows:
             return total
         docs = [json.loads(r["entry"]) for r in rows]
@@ -128,75 +117,35 @@ async def _replay_indexes(conn: asyncpg.Connection, head: asyncpg.Record) -> int
                 tx.writes.ledger_keys.append((1, 1, body["key"], body["admins"], None))
             elif r["kind"] == SEAL.name:
                 body = doc["body"]
-                await conn.execute(
-                    "INSERT INTO seals (epoch, seq, last_seq, head) VALUES ($1, $2, $3, $4)",
-                    body["epoch"], r["seq"], body["seq"], body["head"])
+                await reports.insert_seal(conn, body["epoch"], r["seq"], body["seq"],
+                                          body["head"])
         # No entry is written: flush() writes the index rows and rewrites the head row
         # with the values it already has.
         await flush(tx)
         after, total = rows[-1]["seq"], total + len(rows)
 
 
-async def _keep_signed(conn: asyncpg.Connection, epoch: int) -> None:
-    """Put back an epoch's reports and checkpoint as the service had signed them."""
-    for table in ("reports", "checkpoints"):
-        await conn.execute(f"INSERT INTO {table} SELECT * FROM old_{table} WHERE epoch = $1",
-                           epoch)
-
-
-async def _first_difference(conn: asyncpg.Connection, table: str,
-                            unfinished: list[int]) -> str | None:
-    if table in ("reports", "checkpoints"):
-        keys = "epoch, agent" if table == "reports" else "epoch"
-        row = await conn.fetchrow(
-            f"SELECT {keys}, o.envelope IS NULL AS added, n.envelope IS NULL AS dropped"
-            f" FROM old_{table} o FULL JOIN {table} n USING ({keys})"
-            f" WHERE o.envelope IS DISTINCT FROM n.envelope"
-            f" AND epoch <> ALL($1::bigint[]) ORDER BY {keys} LIMIT 1", unfinished)
-        if row is None:
-            return None
-        what = ("only in the rebuild" if row["added"] else "missing from the rebuild"
-                if row["dropped"] else "different bytes")
-        where = ", ".join(f"{k}={row[k]}" for k in keys.split(", "))
-        return f"{table}: {where}: {what}"
-    row = await conn.fetchrow(
-        f"(SELECT 'missing from the rebuild' AS what, o::text AS r FROM"
-        f" (SELECT * FROM old_{table} EXCEPT ALL SELECT * FROM {table}) o)"
-        f" UNION ALL (SELECT 'only in the rebuild', n::text FROM"
-        f" (SELECT * FROM {table} EXCEPT ALL SELECT * FROM old_{table}) n)"
-        f" ORDER BY 2 LIMIT 1")
-    return None if row is None else f"{table}: {row['what']}: {row['r']}"
-
-
-async def rebuild(conn: asyncpg.Connection, signing_key: nacl.signing.SigningKey,
+async def rebuild(conn: db.Connection, signing_key: nacl.signing.SigningKey,
                   log_key: LogKey, progress: Callable[[str], None] = lambda _: None,
                   ) -> RebuildResult:
     """Re-derive every view from the entries; commit; say what, if anything, changed."""
     result = RebuildResult()
     async with db.transaction(conn, "rebuild_views"):
-        head = await conn.fetchrow("SELECT seq, head, recorded_at FROM ledger_head FOR UPDATE")
-        assert head is not None
-        # A live service's report builder writes outside the ledger lock: wait for a
-        # build in flight to commit, then keep it out until this rebuild has, so that
-        # the copies below are one consistent picture of what the service finished.
-        await conn.execute(f"LOCK TABLE {', '.join(DERIVED_TABLES)} IN ACCESS EXCLUSIVE MODE")
-        for table in DERIVED_TABLES:
-            await conn.execute(f"CREATE TEMP TABLE old_{table} ON COMMIT DROP AS"
-                               f" SELECT * FROM {table}")
-        # An epoch is finished once its checkpoint is stored (bureau.views.builder: the
+        head = await derived.lock_head(conn)
+        # A live service's report builder writes outside the ledger lock: the derived
+        # tables are locked (a build in flight commits first), set aside and emptied, so
+        # the copies are one consistent picture of what the service finished. An epoch
+        # is finished once its checkpoint is stored (bureau.views.builder: the
         # checkpoint goes last). A sealed epoch without one is still being built by the
         # service: re-derived here, but there is nothing finished to compare it with.
-        result.unfinished = [r["epoch"] for r in await conn.fetch(
-            "SELECT epoch FROM old_seals WHERE epoch NOT IN"
-            " (SELECT epoch FROM old_checkpoints) ORDER BY epoch")]
-        await conn.execute(f"TRUNCATE {', '.join(DERIVED_TABLES)}")
+        result.unfinished = await derived.set_aside(conn)
         progress("recomputing the Merkle tree from the entry ids")
         tree_differences = await _recompute_tree(conn)
         progress("replaying entries into the admission indexes")
         result.entries = await _replay_indexes(conn, head)
         builder = ReportBuilder(signing_key, log_key)
         try:
-            for seal in await seals(conn):
+            for seal in await reports.seals(conn):
                 progress(f"deriving and signing the reports of epoch {seal.epoch}")
                 try:
                     result.reports += await builder.build(conn, seal)
@@ -204,7 +153,7 @@ async def rebuild(conn: asyncpg.Connection, signing_key: nacl.signing.SigningKey
                     tree_differences.append(f"checkpoints: epoch {seal.epoch}: {exc.detail}")
                     continue
                 except NotInForce:  # signed by an earlier key, which this run has not
-                    await _keep_signed(conn, seal.epoch)
+                    await derived.keep_signed(conn, seal.epoch)
                     result.kept.append(seal.epoch)
                     continue
                 result.epochs += 1
@@ -212,7 +161,7 @@ async def rebuild(conn: asyncpg.Connection, signing_key: nacl.signing.SigningKey
             builder.close()
         result.differences.extend(tree_differences)
         for table in DERIVED_TABLES:
-            diff = await _first_difference(conn, table, result.unfinished)
+            diff = await derived.first_difference(conn, table, result.unfinished)
             if diff is not None:
                 result.differences.append(diff)
     return result

@@ -7,7 +7,7 @@ by their key (``SHARD_OF_ENTRY`` in :mod:`bureau.views.evidence`, computed by Po
 the ``subject`` column), and each worker process:
 
 1. **advance** — reads the new entries about its agents on its own connection, applies
-   them and re-resolves what changed (:meth:`~bureau.views.derive.Deriver.settle_local`),
+   them and re-resolves what changed (:meth:`~bureau.views.derive.Deriver.reweigh_local`),
    then sends back its part of the sums of every evaluator whose sums moved;
 2. **sign** — takes every evaluator whose (weight, offset) changed anywhere, which this
    process works out from all the parts, re-scores its agents
@@ -20,7 +20,7 @@ The bytes are those of one :class:`~bureau.views.derive.Deriver` over every agen
 and ``tests/reports/test_report_shards.py`` the processes equal to one process.
 
 Workers live as long as the builder; if one dies, the builder fails the epoch, the
-settler resets it (which stops the others) and the next pass starts fresh workers from
+sealer resets it (which stops the others) and the next pass starts fresh workers from
 the entries. A worker exits when its pipe closes, so it never outlives this process.
 """
 
@@ -33,20 +33,20 @@ import multiprocessing
 import signal
 import time
 import traceback
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-import asyncpg
 import nacl.signing
 
 from bureau.errors import InternalError
-from bureau.scoring.evaluators import EvaluatorBook
+from bureau.scoring.evaluators import EvaluatorBook, Weighing
 from bureau.scoring.policy import policy_by_hash
-from bureau.storage import db
+from bureau.storage import db, locks
+from bureau.storage.reports import insert_reports
 from bureau.views.derive import Deriver, feed, long_lived_objects
 from bureau.views.sign import REPORT_TYPE, sign_many
-from bureau.views.store import insert_reports
 
 log = logging.getLogger(__name__)
 
@@ -56,12 +56,69 @@ _CONTEXT = multiprocessing.get_context("spawn")
 _STOP_TIMEOUT = 5.0
 
 
+# ----------------------------------------------------------------- the pipe's messages
+
+
+@dataclass(frozen=True, slots=True)
+class Advance:
+    """To a worker: read, apply and re-resolve the entries of its shard up to ``upto``;
+    it answers with its part of the sums of every evaluator whose sums moved."""
+
+    upto: int
+
+
+@dataclass(frozen=True, slots=True)
+class Sign:
+    """To a worker: take the evaluators whose weighing ``changed`` anywhere, re-score its
+    agents, sign their reports of ``epoch`` (sealed at ``upto``, id ``head``) and insert
+    them (``store``: it answers how many) or send them back ((agent, envelope) pairs)."""
+
+    changed: dict[str, Weighing | None]
+    epoch: int
+    upto: int
+    head: str
+    store: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """To a worker: exit."""
+
+
+Request = Advance | Sign | Stop
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """From a worker: the answer to a request, and the seconds its two phases took."""
+
+    value: Any
+    phases: tuple[float, float]
+
+
+@dataclass(frozen=True, slots=True)
+class Unreachable:
+    """From a worker: it lost the database (its error, said)."""
+
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """From a worker: the request failed (its traceback)."""
+
+    traceback: str
+
+
+Reply = Done | Unreachable | Failed
+
+
 class ShardFailed(InternalError):
     """A worker process failed or died; the builder's state is no longer trusted."""
 
 
 class ShardUnreachable(ShardFailed, ConnectionError):
-    """A worker could not reach the database: a connection error to the settler (it
+    """A worker could not reach the database: a connection error to the sealer (it
     logs "database unreachable", and the next pass starts workers afresh)."""
 
 
@@ -101,7 +158,7 @@ class ShardPool:
             self._workers.append((proc, mine))
         log.info("started %d report worker processes", self.shards)
 
-    async def _ask(self, message: tuple[Any, ...]) -> list[Any]:
+    async def _ask(self, message: Request) -> list[Done]:
         """Send ``message`` to every worker; their replies, in shard order."""
         for proc, pipe in self._workers:
             try:
@@ -114,10 +171,12 @@ class ShardPool:
         replies = await asyncio.gather(
             *(asyncio.to_thread(_reply, proc, pipe) for proc, pipe in self._workers),
             return_exceptions=True)
+        done: list[Done] = []
         for reply in replies:
             if isinstance(reply, BaseException):
                 raise reply
-        return replies
+            done.append(reply)
+        return done
 
     async def sign_epoch(self, upto: int, epoch: int, head: str, policy: str,
                          ) -> tuple[list[str], list[bytes]]:
@@ -142,18 +201,19 @@ class ShardPool:
         self._start(policy)
         assert self._book is not None
         t0 = time.perf_counter()
-        advanced = await self._ask(("advance", upto))
+        advanced = await self._ask(Advance(upto=upto))
         t1 = time.perf_counter()
-        changed = self._book.update((i, sums) for i, (sums, _) in enumerate(advanced))
+        changed = self._book.update((i, done.value) for i, done in enumerate(advanced))
         t2 = time.perf_counter()
-        signed = await self._ask(("sign", changed, epoch, upto, head, store))
+        signed = await self._ask(Sign(changed=changed, epoch=epoch, upto=upto, head=head,
+                                      store=store))
         t3 = time.perf_counter()
         self.seq = upto
         log.info("epoch %d: read and resolve %.2f s (workers: %s), evaluators %.2f s, "
                  "score and sign%s %.2f s (workers: %s), %d evaluators moved", epoch,
                  t1 - t0, _phases(advanced), t2 - t1, " and store" if store else "",
                  t3 - t2, _phases(signed), len(changed))
-        return [part for part, _ in signed]
+        return [done.value for done in signed]
 
     @property
     def book(self) -> EvaluatorBook:
@@ -172,7 +232,7 @@ class ShardPool:
         workers, self._workers = self._workers, []
         for _, pipe in workers:
             with contextlib.suppress(OSError):
-                pipe.send(("stop",))
+                pipe.send(Stop())
             pipe.close()
         for proc, _ in workers:
             proc.join(_STOP_TIMEOUT)
@@ -181,21 +241,22 @@ class ShardPool:
                 proc.join()
 
 
-def _phases(replies: list[tuple[Any, tuple[float, float]]]) -> str:
-    return ", ".join(f"{a:.2f} + {b:.2f}" for _, (a, b) in replies)
+def _phases(replies: list[Done]) -> str:
+    return ", ".join(f"{a:.2f} + {b:.2f}" for a, b in (r.phases for r in replies))
 
 
-def _reply(proc: BaseProcess, pipe: Connection) -> Any:
+def _reply(proc: BaseProcess, pipe: Connection) -> Done:
     try:
-        status, value = pipe.recv()
+        reply: Reply = pipe.recv()
     except (EOFError, OSError) as exc:
         raise ShardFailed(f"report worker {proc.name} died (exit code "
                           f"{proc.exitcode})") from exc
-    if status == "unreachable":
-        raise ShardUnreachable(f"report worker {proc.name} lost the database: {value}")
-    if status != "ok":
-        raise ShardFailed(f"report worker {proc.name} failed:\n{value}")
-    return value
+    if isinstance(reply, Unreachable):
+        raise ShardUnreachable(f"report worker {proc.name} lost the database: "
+                               f"{reply.detail}")
+    if isinstance(reply, Failed):
+        raise ShardFailed(f"report worker {proc.name} failed:\n{reply.traceback}")
+    return reply
 
 
 # --------------------------------------------------------------------------- worker
@@ -212,8 +273,8 @@ def _worker_main(pipe: Connection, dsn: str, shard: int, shards: int, seed: byte
     asyncio.run(_serve(pipe, dsn, shard, shards, nacl.signing.SigningKey(seed), policy))
 
 
-async def _connected(conn: asyncpg.Connection | None, dsn: str,
-                     link: db.Link) -> asyncpg.Connection:
+async def _connected(conn: db.Connection | None, dsn: str,
+                     link: db.Link) -> db.Connection:
     """The worker's connection, checked before each message (a worker idles between
     seals, and its server may have gone meanwhile: a failover), or a new one. The
     deriver's state does not depend on the connection, and a message that fails half
@@ -221,7 +282,7 @@ async def _connected(conn: asyncpg.Connection | None, dsn: str,
     loses nothing."""
     if conn is not None:
         try:
-            await conn.execute("SELECT 1")
+            await locks.ping(conn)
             return conn
         except Exception as exc:
             # Nothing about data can fail this: whatever it says (a connection whose
@@ -229,55 +290,55 @@ async def _connected(conn: asyncpg.Connection | None, dsn: str,
             # with a protocol error rather than a closed connection), it is gone.
             link.lost(exc)
             conn.terminate()
-    return await link.connect(lambda: asyncpg.connect(dsn))
+    return await link.connect(lambda: db.connect(dsn))
 
 
 async def _serve(pipe: Connection, dsn: str, shard: int, shards: int,
                  key: nacl.signing.SigningKey, policy: str) -> None:
     deriver = Deriver(policy_by_hash(policy)[0], policy)
     link = db.Link(f"report worker {shard}")
-    conn: asyncpg.Connection | None = None
+    conn: db.Connection | None = None
     try:
         while True:
             try:
-                message = pipe.recv()  # blocking: this process has nothing else to do
+                message: Request = pipe.recv()  # blocking: nothing else to do
             except EOFError:
                 return  # the parent is gone
             try:
-                if message[0] == "stop":
+                if isinstance(message, Stop):
                     return
                 conn = await _connected(conn, dsn, link)
                 t0 = time.perf_counter()
-                reply: Any
-                if message[0] == "advance":
-                    await feed(conn, deriver, message[1], shard=(shard, shards))
+                value: Any
+                if isinstance(message, Advance):
+                    await feed(conn, deriver, message.upto, shard=(shard, shards))
                     t1 = time.perf_counter()
                     with long_lived_objects():
-                        reply = deriver.settle_local()
+                        value = deriver.reweigh_local()
                 else:
-                    _, changed, epoch, upto, head, store = message
                     with long_lived_objects():
-                        deriver.finish(changed)
+                        deriver.finish(message.changed)
                     t1 = time.perf_counter()
                     agents, bodies = [], []
-                    for agent, body in deriver.payloads(epoch, upto, head):
+                    for agent, body in deriver.payloads(message.epoch, message.upto,
+                                                        message.head):
                         agents.append(agent)
                         bodies.append(body)
                     envelopes = sign_many(key, REPORT_TYPE, bodies)
-                    if store:
+                    if message.store:
                         async with db.transaction(conn, "store_reports"):
-                            await insert_reports(conn, epoch, agents, envelopes)
-                        reply = len(agents)
+                            await insert_reports(conn, message.epoch, agents, envelopes)
+                        value = len(agents)
                     else:
-                        reply = list(zip(agents, envelopes, strict=True))
-                reply = (reply, (t1 - t0, time.perf_counter() - t1))
+                        value = list(zip(agents, envelopes, strict=True))
+                reply: Reply = Done(value=value, phases=(t1 - t0, time.perf_counter() - t1))
             except Exception as exc:
                 if db.is_connection_error(exc):
-                    pipe.send(("unreachable", str(exc) or type(exc).__name__))
+                    pipe.send(Unreachable(detail=str(exc) or type(exc).__name__))
                 else:
-                    pipe.send(("error", traceback.format_exc()))
+                    pipe.send(Failed(traceback=traceback.format_exc()))
                 return
-            pipe.send(("ok", reply))
+            pipe.send(reply)
     finally:
         if conn is not None:
             with contextlib.suppress(Exception):  # it may be gone with its server

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from bureau.http.keys import SETTLER
+from bureau.http.keys import SEALER
 from reporters import verify_report, wire
 from tests.agents.support import StoredEntry, attestation, enrollment, stored_entries
 from tests.support import BureauUnderTest, fact_payload, kid
@@ -56,7 +56,7 @@ async def test_a_confident_failure_is_on_record_for_the_next_buyer(
     # The epoch ends; the bureau seals it and signs every report. The next buyer reads the
     # seller's report, as anyone may, and checks the bureau's signature before using it.
     bureau.clock.advance(bureau.config.epoch_seconds)
-    assert await bureau.app[SETTLER].settle_once()
+    assert await bureau.app[SEALER].seal_once()
     async with bureau.session.get(f"{bureau.url}/v1/bureau") as resp:
         bureau_key = (await resp.json())["key"]
     async with bureau.session.get(f"{bureau.url}/v1/agents/{kid(seller)}/report") as resp:

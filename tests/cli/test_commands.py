@@ -17,7 +17,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from bureau.http.keys import SETTLER
+from bureau.http.keys import SEALER
 from reporters import wire
 from reporters.models import PAYLOAD_MODELS
 from tests.processes import ServeProcess, bureau_env
@@ -96,7 +96,7 @@ async def _agent_with_a_report(bureau: BureauUnderTest) -> str:
     for i in range(3):
         await bureau.accepted(rep, "fact", fact_payload(f"cli-{i}", kid(agent), check="PASS"))
     bureau.clock.advance(bureau.config.epoch_seconds)
-    assert await bureau.app[SETTLER].settle_once()
+    assert await bureau.app[SEALER].seal_once()
     return kid(agent)
 
 

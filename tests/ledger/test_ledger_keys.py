@@ -20,7 +20,7 @@ import asyncpg
 import pytest
 
 from bureau import keyfiles
-from bureau.http.keys import PUBLISHER, SETTLER
+from bureau.http.keys import PUBLISHER, SEALER
 from bureau.intake.genesis import StartRefused
 from bureau.verify import BadTree, verify_database
 from bureau.views.rebuild import rebuild
@@ -108,9 +108,9 @@ async def test_a_rotation_retires_the_old_key_and_the_new_one_takes_over(
                             admin_key=admin) as bureau:
         world = await World.make(bureau)
         await world.fact(await world.agent("a"))
-        await bureau.app[SETTLER].seal_now()  # nothing elapsed: no seal yet
+        await bureau.app[SEALER].seal_now()  # nothing elapsed: no seal yet
         bureau.clock.advance(bureau.config.epoch_seconds)
-        assert await bureau.app[SETTLER].settle_once()  # an epoch sealed, signed by old
+        assert await bureau.app[SEALER].seal_once()  # an epoch sealed, signed by old
         async with Admin(admin, bureau.url) as client:
             receipt = await client.set_keys(kid(new_key), [kid(admin)])
         assert await _ready(bureau) == 503  # this process's key is no longer in force
@@ -122,7 +122,7 @@ async def test_a_rotation_retires_the_old_key_and_the_new_one_takes_over(
         heads_before = await _sizes(database_url)
         assert await bureau.app[PUBLISHER].tick() is None  # signs nothing...
         bureau.clock.advance(bureau.config.epoch_seconds)
-        assert await bureau.app[SETTLER].settle_once() == []  # ...seals nothing
+        assert await bureau.app[SEALER].seal_once() == []  # ...seals nothing
         assert await _sizes(database_url) == heads_before
     with pytest.raises(StartRefused, match=kid(new_key)):  # the old key may not start
         async with start_bureau(database_url, tmp_path / "b", signing_key=old_key,
@@ -132,7 +132,7 @@ async def test_a_rotation_retires_the_old_key_and_the_new_one_takes_over(
                             admin_key=admin) as bureau:
         assert await _ready(bureau) == 200
         bureau.clock.advance(2 * bureau.config.epoch_seconds)
-        assert await bureau.app[SETTLER].settle_once()  # sealed and signed by the new key
+        assert await bureau.app[SEALER].seal_once()  # sealed and signed by the new key
         await bureau.app[PUBLISHER].tick()
         log_key = bureau.log_key
     # every note, checkpoint and report checked against the key in force where it stands
@@ -161,7 +161,7 @@ async def test_verify_finds_a_checkpoint_signed_by_a_key_never_in_force(
     world = await World.make(bureau)
     await world.fact(await world.agent("a"))
     bureau.clock.advance(bureau.config.epoch_seconds)
-    assert await bureau.app[SETTLER].settle_once()
+    assert await bureau.app[SEALER].seal_once()
     conn = await asyncpg.connect(bureau.database_url)
     try:
         epoch, raw = await conn.fetchrow("SELECT epoch, envelope FROM checkpoints LIMIT 1")
@@ -216,7 +216,7 @@ async def test_a_second_node_serves_the_ledgers_key(bureau: BureauUnderTest,
     async with start_bureau(bureau.database_url, tmp_path / "second",
                             signing_key=bureau.signing_key, admin_keys=frozenset()) as second:
         assert (await _info(second))["keys"] == (await _info(bureau))["keys"]
-        assert second.app[SETTLER].config.admin_keys == frozenset({kid(bureau.admin)})
+        assert second.app[SEALER].config.admin_keys == frozenset({kid(bureau.admin)})
     async with aiohttp.ClientSession() as session, \
             session.get(bureau.url + "/v1/bureau") as resp:
         assert (await resp.json())["admins"] == [kid(bureau.admin)]

@@ -10,8 +10,8 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from bureau import __version__
-from bureau.http.keys import SETTLER
-from bureau.views.store import SealStatus
+from bureau.http.keys import SEALER
+from bureau.storage.reports import SealStatus
 from tests.support import BureauUnderTest
 
 
@@ -46,7 +46,7 @@ async def test_scrape_shows_build_info_and_the_seal_gauges(bureau: BureauUnderTe
     late = await _scrape(bureau)
     assert late["bureau_seal_lag_seconds"][0][1] >= 7
 
-    assert await bureau.app[SETTLER].settle_once()
+    assert await bureau.app[SEALER].seal_once()
     after = await _scrape(bureau)
     assert after["bureau_seal_lag_seconds"] == [({}, 0.0)]
     (_, sealed_at), = after["bureau_last_seal_timestamp_seconds"]

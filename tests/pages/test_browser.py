@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bureau.http.keys import SETTLER
+from bureau.http.keys import SEALER
 from reporters import wire
 from tests.support import BureauUnderTest, fact_payload, kid, now_text
 
@@ -51,7 +51,7 @@ async def _agent_with_a_report(bureau: BureauUnderTest) -> str:
                                          "probe": "known-1", "passed": True,
                                          "observed_at": now_text()})
     bureau.clock.advance(bureau.config.epoch_seconds)
-    assert await bureau.app[SETTLER].settle_once()
+    assert await bureau.app[SEALER].seal_once()
     return kid(agent)
 
 
@@ -113,7 +113,7 @@ async def _ranked_agents(bureau: BureauUnderTest) -> dict[str, str]:
                                                             check=check))
         keys[name] = kid(agent)
     bureau.clock.advance(bureau.config.epoch_seconds)
-    assert await bureau.app[SETTLER].settle_once()
+    assert await bureau.app[SEALER].seal_once()
     return keys
 
 
@@ -248,7 +248,7 @@ async def _sealed_next(bureau: BureauUnderTest, keys: dict[str, str]) -> None:
         await bureau.accepted(rep, "fact", fact_payload(f"again-{name[:4]}", agent,
                                                         check="PASS"))
     bureau.clock.advance(bureau.config.epoch_seconds)
-    assert await bureau.app[SETTLER].settle_once()
+    assert await bureau.app[SEALER].seal_once()
 
 
 async def test_no_activity_since_when_the_latest_seal_is_old(bureau: BureauUnderTest) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import aiohttp
 import nacl.signing
 
-from bureau.http.keys import SETTLER
+from bureau.http.keys import SEALER
 from reporters import wire
 from tests.support import BureauUnderTest, fact_payload, kid
 
@@ -27,7 +27,7 @@ async def _seen(bureau: BureauUnderTest, rep: nacl.signing.SigningKey, agent: st
 
 async def _seal(bureau: BureauUnderTest) -> None:
     bureau.clock.advance(bureau.config.epoch_seconds)
-    assert await bureau.app[SETTLER].settle_once()
+    assert await bureau.app[SEALER].seal_once()
 
 
 async def test_the_list_follows_each_sealed_epoch(bureau: BureauUnderTest) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from bureau.http.home import index_page, not_found_page
 from bureau.http.pages import agent_page, outcome_chart
-from bureau.views.ranking import Ranked, RankedPage
+from bureau.reads.ranking import Ranked, RankedPage
 
 HOURS_6 = 21600
 

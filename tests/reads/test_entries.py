@@ -11,7 +11,7 @@ import asyncpg
 import pytest
 
 from bureau.http.shapes import EntriesPage
-from bureau.views import reads
+from bureau.reads import pages
 from reporters import wire
 from tests.reads.support import (
     Key,
@@ -153,7 +153,7 @@ async def test_pages_add_up_to_the_whole_file(bureau: BureauUnderTest, world: Wo
 
 async def test_a_page_stops_at_its_byte_budget(bureau: BureauUnderTest, world: World,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(reads, "MAX_PAGE_BYTES", 1)
+    monkeypatch.setattr(pages, "MAX_PAGE_BYTES", 1)
     base = f"/v1/agents/{kid(world.a)}/entries"
     _, first = await get_signed(bureau, world.a, base + "?limit=1000")
     assert len(first["entries"]) == 1

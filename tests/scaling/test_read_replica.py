@@ -13,7 +13,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from bureau.http.keys import PUBLISHER, SETTLER
+from bureau.http.keys import PUBLISHER, SEALER
 from bureau.intake.genesis import StartRefused
 from reporters import wire
 from tests.processes import free_port
@@ -211,7 +211,7 @@ async def test_a_report_the_replica_has_not_replayed_is_served_from_the_primary(
     await _paused(replica_url, True)
     try:
         bureau.clock.advance(bureau.config.epoch_seconds)
-        assert await bureau.app[SETTLER].settle_once()  # sealed and built on the primary
+        assert await bureau.app[SEALER].seal_once()  # sealed and built on the primary
         counted = Counted()
         status, report = await get_raw(bureau, f"/v1/agents/{agent}/report")
         assert status == 200 and report["payloadType"].endswith("report.v1+json"), report

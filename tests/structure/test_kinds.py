@@ -6,7 +6,7 @@ from __future__ import annotations
 from bureau import kinds
 from bureau.intake import index, rules
 from bureau.kinds import BY_MODEL, KINDS, SUBMITTED, Signer
-from bureau.views.rebuild import INDEX_TABLES
+from bureau.storage.derived import INDEX_TABLES
 from reporters.models import PAYLOAD_MODELS
 
 

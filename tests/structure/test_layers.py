@@ -37,7 +37,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("kinds", ("bureau.records", "bureau.kinds")),
     ("intake", ("bureau.intake.*",)),
     ("views", (
-        "bureau.views.*", "bureau.settlement.*", "bureau.interop.*", "bureau.replica",
+        "bureau.views.*", "bureau.reads.*", "bureau.settlement.*", "bureau.interop.*",
+        "bureau.replica",
     )),
     ("http", ("bureau.http.*",)),
     ("composition root", ("bureau.http.app",)),

@@ -12,10 +12,10 @@ import aiohttp
 import asyncpg
 import nacl.signing
 
-from bureau.http.keys import SETTLER
+from bureau.http.keys import SEALER
+from bureau.storage.reports import seals
 from bureau.views.builder import ReportBuilder
 from bureau.views.rebuild import rebuild
-from bureau.views.store import seals
 from reporters import wire
 from tests import support
 from tests.support import BureauUnderTest, attestation, fact_payload, kid
@@ -80,9 +80,9 @@ def now_text(delta_seconds: float = 0) -> str:
 
 
 async def settle(bureau: BureauUnderTest) -> list[int]:
-    """Run one settler pass now (seal what elapsed, build reports) and return the epochs
+    """Run one sealer pass now (seal what elapsed, build reports) and return the epochs
     whose reports it built."""
-    return await bureau.app[SETTLER].settle_once()
+    return await bureau.app[SEALER].seal_once()
 
 
 async def next_epoch(bureau: BureauUnderTest) -> list[int]:

@@ -273,7 +273,7 @@ def test_incremental_equals_reference_at_every_seal(seed: int, policy: str,
         deriver.add_files(rows[:cut])
         deriver.apply(batch[cut:], targets)
         deriver.add_files(rows[cut:])
-        deriver.settle()
+        deriver.reweigh()
         got = list(deriver.payloads(epoch, int(head, 16), head))
         assert_same(got, expected(ledger, epoch, head, files, POLICIES[policy]),
                     f"seed {seed}, epoch {epoch}")
@@ -312,7 +312,7 @@ def test_agents_split_over_shards_equal_reference(seed: int, shards: int,
                      if isinstance(item, ReporterUpdate)
                      or shard(_subject_of(item, targets)) == i], targets)
             d.add_files([row for row in rows if shard(row[0]) == i])
-        changed = book.update([(i, d.settle_local()) for i, d in enumerate(derivers)])
+        changed = book.update([(i, d.reweigh_local()) for i, d in enumerate(derivers)])
         for d in derivers:
             d.finish(changed)
         got = sorted(p for d in derivers for p in d.payloads(epoch, int(head, 16), head))
@@ -352,7 +352,7 @@ def test_report_parts_take_the_slow_encoder_when_they_must() -> None:
     batch: Batch = [(f.seq, f) for f in facts]
     deriver = Deriver(policy_v1(), policy_hash())
     deriver.apply(batch, {})
-    deriver.settle()
+    deriver.reweigh()
     ledger = LedgerEvidence()
     ledger.add(batch)
     head = f"{20_001:064x}"
@@ -384,7 +384,7 @@ def test_a_policy_change_between_seals_starts_the_deriver_again(seed: int) -> No
         seen_rows += rows
         deriver.apply(batch, targets)
         deriver.add_files(rows)
-        deriver.settle()
+        deriver.reweigh()
         got = list(deriver.payloads(epoch, int(head, 16), head))
         assert_same(got, expected(ledger, epoch, head, files, POLICIES[name]),
                     f"seed {seed}, epoch {epoch} ({name})")

@@ -1,4 +1,4 @@
-"""An agent's own file, defined once (bureau.views.files from bureau.kinds): the read
+"""An agent's own file, defined once (bureau.reads.files from bureau.kinds): the read
 route's SQL, the report builder's SQL and the kinds table's Python definition
 (``in_files_of``) agree entry for entry over a real ledger with every kind of entry, and
 every report's ``evidence.root`` is the root of the file its agent reads."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncpg
 
 from bureau.kinds import BY_NAME, in_files_of
-from bureau.views import reads
-from bureau.views.files import load_files
+from bureau.reads import pages
+from bureau.reads.files import load_files
 from reporters.tlog.evidence import evidence_root
 from tests.agents.support import StoredEntry, attestation, enroll, stored_entries, witness
 from tests.agents.test_disputes import dispute, resolution
@@ -66,7 +66,7 @@ async def read_route_file(bureau: BureauUnderTest, agent: str) -> list[int]:
     try:
         while True:
             async with pool.acquire() as conn:
-                page = await reads.agent_page(conn, agent, after=after, limit=2,
+                page = await pages.agent_page(conn, agent, after=after, limit=2,
                                               refusals_after=0)
             seqs += [e["seq"] for e in page.entries]
             if page.next_after is None:

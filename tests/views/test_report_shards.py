@@ -9,10 +9,10 @@ import signal
 import asyncpg
 import pytest
 
-from bureau.http.keys import SETTLER
+from bureau.http.keys import SEALER
+from bureau.storage.reports import Seal, seals
 from bureau.views.builder import ReportBuilder
 from bureau.views.shards import ShardFailed
-from bureau.views.store import Seal, seals
 from tests.support import BureauUnderTest
 from tests.views.test_rebuild import busy_ledger
 
@@ -78,7 +78,7 @@ async def test_workers_store_the_reports_and_the_checkpoint_makes_them_visible(
     last. A build that died between the two (some reports in, no checkpoint) is
     finished by the next one, with the same bytes."""
     await busy_ledger(bureau)
-    await bureau.app[SETTLER].stop()  # the app's own builder stays out of this
+    await bureau.app[SEALER].stop()  # the app's own builder stays out of this
     conn = await asyncpg.connect(bureau.database_url)
     many = ReportBuilder(bureau.signing_key, bureau.log_key, workers=2, dsn=bureau.database_url)
     try:

@@ -12,7 +12,7 @@ import aiohttp
 import asyncpg
 import nacl.signing
 
-from bureau.http.keys import SETTLER
+from bureau.http.keys import SEALER
 from bureau.intake.ledger import epoch_of
 from reporters import wire
 from tests.processes import ServeProcess, bureau_env
@@ -91,9 +91,9 @@ async def test_admin_seal_envelope_closes_elapsed_epochs(bureau: BureauUnderTest
     bureau.clock.advance(EPOCH_SECONDS)  # two epochs have elapsed, both busy
     assert await seal_counts(bureau.database_url) == {}
     await bureau.accepted(bureau.admin, "seal", {"requested_at": now_text()})
-    # The seals are in the same commit as the admin's envelope: no settler involved.
+    # The seals are in the same commit as the admin's envelope: no sealer involved.
     assert await seal_counts(bureau.database_url) == {first: 1, first + 1: 1}
-    body = await wait_for_checkpoint(bureau, first + 1)  # the settler was woken
+    body = await wait_for_checkpoint(bureau, first + 1)  # the sealer was woken
     assert open_envelope(body, await bureau_key(bureau))["epoch"] == first + 1
     # Sealing again closes nothing new: the admin's own entry lies in the open epoch.
     await bureau.accepted(bureau.admin, "seal", {"requested_at": now_text(1)})
@@ -137,8 +137,8 @@ async def test_two_apps_on_one_database_seal_each_epoch_once(
             await w2.fact(kid(a))
             b1.clock.advance(EPOCH_SECONDS)
             b2.clock.advance(EPOCH_SECONDS)
-            # both settlers race for the same epochs, several times over
-            await asyncio.gather(*(b.app[SETTLER].settle_once(force=True)
+            # both sealers race for the same epochs, several times over
+            await asyncio.gather(*(b.app[SEALER].seal_once(force=True)
                                    for b in (b1, b2, b1, b2)))
         counts = await seal_counts(database_url)
         assert len(counts) == 3 and set(counts.values()) == {1}
@@ -151,7 +151,7 @@ async def test_two_apps_on_one_database_seal_each_epoch_once(
 
 async def test_two_serve_processes_seal_each_epoch_once(database_url: str,
                                                          tmp_path: Path) -> None:
-    """Real ``bureau serve`` processes, one-second epochs, settlers ticking every 50 ms."""
+    """Real ``bureau serve`` processes, one-second epochs, sealers ticking every 50 ms."""
     admin = wire.generate_key()
     env = bureau_env(database_url, tmp_path, kid(admin), BUREAU_EPOCH_SECONDS="1",
                      BUREAU_SETTLE_INTERVAL="0.05")
@@ -180,7 +180,7 @@ async def test_two_serve_processes_seal_each_epoch_once(database_url: str,
                 "SELECT DISTINCT epoch FROM entries WHERE kind <> 'seal'")}
         finally:
             await conn.close()
-        # Wait on progress, not a fixed time: the last busy epoch elapses, then a settler
+        # Wait on progress, not a fixed time: the last busy epoch elapses, then a sealer
         # seals it (however long this machine takes to get there).
         deadline = time.monotonic() + 60
         while max(busy) not in (counts := await seal_counts(database_url)):

@@ -27,7 +27,7 @@ from bureau.http.params import KEY_ID
 from bureau.interop import mcp_view
 from bureau.interop.linked import complete_epoch, linked_reports
 from bureau.replica import absent
-from bureau.views.store import report_envelope
+from bureau.storage.reports import report_envelope
 from reporters.identity_links import McpLink
 from reporters.interop import card_extension
 

@@ -21,7 +21,7 @@ from bureau import metrics as bureau_metrics
 from bureau.errors import BureauError, Code, Pushback
 from bureau.http.keys import CONFIG, DB_POOL, LEDGER, LOG_KEY, SERVICE
 from bureau.storage import db
-from bureau.views.store import seal_status
+from bureau.storage.reports import seal_status
 
 log = logging.getLogger("bureau.ops")
 

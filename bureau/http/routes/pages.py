@@ -19,11 +19,11 @@ from bureau.http.keys import CONFIG, DB_POOL, LEDGER, RANKING, READS, SIGNING_KE
 from bureau.http.pages import agent_page, payload_of
 from bureau.http.params import KEY_ID, number
 from bureau.http.settlement_page import SHOWN, settlements_section
+from bureau.reads.ranking import MAX_QUERY
 from bureau.replica import absent
-from bureau.settlement.store import published_settlements
+from bureau.storage.reports import checkpoint_envelope, report_envelope
+from bureau.storage.settlement import published_settlements
 from bureau.views.policies import current_policy
-from bureau.views.ranking import MAX_QUERY
-from bureau.views.store import checkpoint_envelope, report_envelope
 from reporters import wire
 
 routes = web.RouteTableDef()

@@ -28,12 +28,12 @@ from bureau.http.auth import require_party
 from bureau.http.errors import error_response
 from bureau.http.keys import CONFIG, DB_POOL, LEDGER, LOG_KEY, OPENAPI, READS
 from bureau.http.params import KEY_ID, is_hex64, number
+from bureau.reads import pages
+from bureau.reads.evaluator import evaluator_record
+from bureau.reads.explain import explain
 from bureau.replica import absent
 from bureau.scoring.policy import KNOWN_POLICIES, policy_bytes, policy_name_of
 from bureau.storage import db
-from bureau.views import reads
-from bureau.views.evaluator import evaluator_record
-from bureau.views.explain import explain
 from bureau.views.policies import current_policy
 from reporters import wire
 from reporters.tlog.note import ED25519, Verifier
@@ -90,7 +90,7 @@ async def _party(request: web.Request, name: str) -> tuple[str, str]:
 
 class Reader(Protocol):
     def __call__(self, conn: db.Connection, party: str, /, *, after: int, limit: int,
-                 refusals_after: int) -> Awaitable[reads.Page]: ...
+                 refusals_after: int) -> Awaitable[pages.Page]: ...
 
 
 async def _file(request: web.Request, name: str, read: Reader) -> web.Response:
@@ -113,13 +113,13 @@ async def _file(request: web.Request, name: str, read: Reader) -> web.Response:
 @routes.get(f"/v1/agents/{{agent:{KEY_ID}}}/entries")
 async def agent_entries(request: web.Request) -> web.Response:
     """Every entry about the agent, and its refusals (that agent or an admin)."""
-    return await _file(request, "agent", reads.agent_page)
+    return await _file(request, "agent", pages.agent_page)
 
 
 @routes.get(f"/v1/reporters/{{reporter:{KEY_ID}}}/entries")
 async def reporter_entries(request: web.Request) -> web.Response:
     """What the reporter submitted, and its refusals (that reporter or an admin)."""
-    return await _file(request, "reporter", reads.reporter_page)
+    return await _file(request, "reporter", pages.reporter_page)
 
 
 #: (connection, agent, epoch or None) -> the body, or None when there is nothing to show

@@ -18,7 +18,7 @@ from bureau.http.errors import error_response
 from bureau.http.keys import READS
 from bureau.http.params import EPOCH, KEY_ID, number
 from bureau.replica import absent
-from bureau.views.store import checkpoint_envelope, report_envelope
+from bureau.storage.reports import checkpoint_envelope, report_envelope
 from reporters import wire
 
 routes = web.RouteTableDef()

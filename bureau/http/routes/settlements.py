@@ -24,8 +24,8 @@ from bureau.http.routes.reads import _party, epoch_query
 from bureau.http.routes.reports import _IMMUTABLE, _document
 from bureau.replica import absent
 from bureau.settlement.document import row_proof
-from bureau.settlement.store import settlement_envelope, settlement_rows
 from bureau.storage import db
+from bureau.storage.settlement import settlement_envelope, settlement_rows
 
 routes = web.RouteTableDef()
 _PRIVATE = {"Cache-Control": "private, no-store"}

@@ -21,54 +21,16 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import asyncpg
-
 from bureau.intake.ledger import format_timestamp
+from bureau.reads.files import QUERIES
 from bureau.storage import db
-from bureau.views.files import agent_seqs_sql
+from bureau.storage import files as stored_files
 
 #: Stop filling a page (entries, and separately refusals) once this many stored bytes
 #: have been collected.
 MAX_PAGE_BYTES = 4 * 1024 * 1024
 
 JsonObject = dict[str, Any]
-
-# Candidate seqs, in the order of the chain. $1 = party key, $2 = after, $3 = limit + 1.
-# An agent's file is defined once, with the evidence roots of its reports
-# (bureau.views.files); each branch is limited on its own index before the union, so a
-# page costs O(limit).
-_AGENT_SEQS = agent_seqs_sql()
-
-_REPORTER_SEQS = """
-    SELECT seq FROM entries WHERE signer = $1 AND seq > $2 ORDER BY seq LIMIT $3
-"""
-
-# $4 = byte budget. `before` is the size of the page's entries ahead of this one.
-_PAGE_SQL = """
-    WITH cand AS ({seqs}),
-    picked AS (
-        SELECT e.seq, e.id, e.entry, octet_length(e.entry) AS size
-        FROM entries e JOIN (SELECT seq FROM cand ORDER BY seq LIMIT $3) c USING (seq)),
-    sized AS (
-        SELECT seq, id, entry, count(*) OVER () AS candidates,
-               sum(size) OVER (ORDER BY seq) - size AS before
-        FROM picked)
-    SELECT seq, id, entry, candidates FROM sized WHERE before < $4 ORDER BY seq
-"""
-
-_REFUSALS_SQL = """
-    WITH picked AS (
-        SELECT ref, content_key, kind, code, path, detail, refused_at, envelope,
-               coalesce(octet_length(envelope), 0) AS size
-        FROM refusals WHERE signer = $1 AND ref > $2 ORDER BY ref LIMIT $3),
-    sized AS (
-        SELECT *, count(*) OVER () AS candidates,
-               sum(size) OVER (ORDER BY ref) - size AS before
-        FROM picked)
-    SELECT ref, content_key, kind, code, path, detail, refused_at, envelope, candidates
-    FROM sized WHERE before < $4 ORDER BY ref
-"""
-
 
 @dataclass(frozen=True, slots=True)
 class Page:
@@ -91,7 +53,7 @@ def entry_document(entry_id: str, stored: bytes) -> JsonObject:
     return {"seq": doc["seq"], "id": entry_id, **doc}
 
 
-def _cut(rows: list[asyncpg.Record], limit: int) -> tuple[list[asyncpg.Record], bool]:
+def _cut(rows: list[db.Row], limit: int) -> tuple[list[db.Row], bool]:
     """The rows that fit the page, and whether more follow them."""
     if not rows:
         return [], False
@@ -99,18 +61,15 @@ def _cut(rows: list[asyncpg.Record], limit: int) -> tuple[list[asyncpg.Record], 
     return rows[:limit], more
 
 
-async def _entries(conn: asyncpg.Connection, seqs_sql: str, party: str, after: int,
-                   limit: int) -> tuple[list[JsonObject], int | None]:
-    rows = await conn.fetch(_PAGE_SQL.format(seqs=seqs_sql), party, after, limit + 1,
-                            MAX_PAGE_BYTES)
+def _entries(rows: list[db.Row], limit: int) -> tuple[list[JsonObject], int | None]:
     kept, more = _cut(rows, limit)
     entries = [entry_document(r["id"], r["entry"]) for r in kept]
     return entries, (kept[-1]["seq"] if more else None)
 
 
-async def _refusals(conn: asyncpg.Connection, signer: str, after: int,
+async def _refusals(conn: db.Connection, signer: str, after: int,
                     limit: int) -> tuple[list[JsonObject], int | None]:
-    rows = await conn.fetch(_REFUSALS_SQL, signer, after, limit + 1, MAX_PAGE_BYTES)
+    rows = await stored_files.refusals_page(conn, signer, after, limit + 1, MAX_PAGE_BYTES)
     kept, more = _cut(rows, limit)
     refusals = [{"ref": r["ref"], "content_key": r["content_key"], "kind": r["kind"],
                  "code": r["code"], "path": r["path"], "detail": r["detail"],
@@ -120,25 +79,30 @@ async def _refusals(conn: asyncpg.Connection, signer: str, after: int,
     return refusals, (kept[-1]["ref"] if more else None)
 
 
-async def _page(conn: asyncpg.Connection, name: str, seqs_sql: str, party: str, after: int,
-                limit: int, refusals_after: int) -> Page:
-    async with db.transaction(conn, name, isolation="repeatable_read", readonly=True):
-        entries, next_after = await _entries(conn, seqs_sql, party, after, limit)
-        refusals, next_ref = await _refusals(conn, party, refusals_after, limit)
-    return Page(entries, next_after, refusals, next_ref)
-
-
-async def agent_page(conn: asyncpg.Connection, agent: str, *, after: int, limit: int,
+async def agent_page(conn: db.Connection, agent: str, *, after: int, limit: int,
                      refusals_after: int) -> Page:
     """Every entry about ``agent`` after seq ``after``: as subject, as signer, as the
     caller of a fact, an exclusion of an entry in its file, and the resolution of a
     dispute it raised; plus refusals of envelopes it signed."""
-    return await _page(conn, "read_agent_entries", _AGENT_SEQS, agent, after, limit,
-                       refusals_after)
+    async with db.transaction(conn, "read_agent_entries", isolation="repeatable_read",
+                              readonly=True):
+        rows = await QUERIES.agent_entries(conn, agent, after, limit + 1, MAX_PAGE_BYTES)
+        return await _page(conn, rows, agent, limit, refusals_after)
 
 
-async def reporter_page(conn: asyncpg.Connection, reporter: str, *, after: int, limit: int,
+async def reporter_page(conn: db.Connection, reporter: str, *, after: int, limit: int,
                         refusals_after: int) -> Page:
     """Every entry ``reporter`` signed after seq ``after``, plus its refusals."""
-    return await _page(conn, "read_reporter_entries", _REPORTER_SEQS, reporter, after,
-                       limit, refusals_after)
+    async with db.transaction(conn, "read_reporter_entries", isolation="repeatable_read",
+                              readonly=True):
+        rows = await QUERIES.reporter_entries(conn, reporter, after, limit + 1,
+                                              MAX_PAGE_BYTES)
+        return await _page(conn, rows, reporter, limit, refusals_after)
+
+
+async def _page(conn: db.Connection, rows: list[db.Row], party: str, limit: int,
+                refusals_after: int) -> Page:
+    """Within the page's transaction: its entries (read) and its refusals."""
+    entries, next_after = _entries(rows, limit)
+    refusals, next_ref = await _refusals(conn, party, refusals_after, limit)
+    return Page(entries, next_after, refusals, next_ref)

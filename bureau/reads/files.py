@@ -7,7 +7,7 @@ module turns each link into one SQL branch over the ledger and its index tables,
 the branches into the two questions asked of files:
 
 * **one agent's file after a seq** — ``GET /v1/agents/{agent}/entries``
-  (:func:`agent_seqs_sql`, used by :mod:`bureau.views.reads`), each branch limited on its
+  (:attr:`QUERIES`, used by :mod:`bureau.reads.pages`), each branch limited on its
   own index so a page costs ``O(limit)``;
 * **every file an entry range adds to** — the report builder's evidence roots
   (:func:`read_files`, :class:`FileRoots`), a chunk of seqs at a time, or only the agents
@@ -21,98 +21,39 @@ cannot drift apart. ``tests/views/test_files.py`` holds the SQL equal to
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass
-
-import asyncpg
 
 from bureau.kinds import KINDS, FileLink
-from bureau.views.evidence import CHUNK, shard_of
+from bureau.storage import db, files
+from bureau.views.evidence import CHUNK
 from reporters.tlog.merkle import RootAccumulator, entry_leaf_hash
 
-
-@dataclass(frozen=True)
-class _Branch:
-    """``SELECT {agent}, {seq} FROM {source} WHERE {where}``: the (agent, entry seq)
-    pairs one link gives."""
-
-    agent: str
-    seq: str
-    source: str
-    where: str
-
-
-def _kinds_with(link: FileLink) -> str:
-    names = ", ".join(f"'{k.name}'" for k in KINDS if link in k.files)  # the table's names
-    return f"({names})"
-
-
-# An exclusion's target is in the file of its signer, its subject and, for a fact, its
-# caller; the partial index facts_seq_caller answers the last.
-_TARGET_PARTIES = ("(VALUES (t.signer), (t.subject), ((SELECT f.caller FROM facts f"
-                   " WHERE f.seq = t.seq AND f.caller IS NOT NULL)))")
-
-_BRANCHES: dict[FileLink, _Branch] = {
-    FileLink.SIGNER: _Branch("e.signer", "e.seq", "entries e",
-                             f"e.kind IN {_kinds_with(FileLink.SIGNER)}"),
-    FileLink.SUBJECT: _Branch("e.subject", "e.seq", "entries e",
-                              f"e.kind IN {_kinds_with(FileLink.SUBJECT)}"),
-    FileLink.CALLER: _Branch("f.caller", "f.seq", "facts f", "f.caller IS NOT NULL"),
-    FileLink.TARGET: _Branch(
-        "p.agent", "x.seq", "exclusions x JOIN entries t ON t.id = x.target"
-        f" CROSS JOIN LATERAL {_TARGET_PARTIES} AS p(agent)", "true"),
-    FileLink.DISPUTER: _Branch(
-        "d.signer", "r.seq", "resolutions r JOIN disputes d ON d.entry_id = r.dispute",
-        "true"),
-}
 # The caller, target and disputer links read one kind's index table each: only kinds
 # indexed there may have them.
-for _link, _table in ((FileLink.CALLER, "facts"), (FileLink.TARGET, "exclusions"),
-                      (FileLink.DISPUTER, "resolutions")):
-    assert all(k.index == _table for k in KINDS if _link in k.files), _link
+for _link, _table in files.LINK_TABLES.items():
+    assert all(k.index == _table for k in KINDS if FileLink(_link) in k.files), _link
 _USED = [link for link in FileLink if any(link in k.files for k in KINDS)]
 
-
-def agent_seqs_sql() -> str:
-    """The seqs of one agent's file: ``$1`` the agent, ``$2`` after this seq, ``$3`` at
-    most this many from each link (their union, ordered and cut, is the page)."""
-    return "\nUNION\n".join(
-        f"(SELECT {b.seq} AS seq FROM {b.source} WHERE {b.where} AND {b.agent} = $1"
-        f" AND {b.seq} > $2 ORDER BY {b.seq} LIMIT $3)"
-        for b in (_BRANCHES[link] for link in _USED))
-
-
-def _range_sql(shard: bool) -> str:
-    """Every (agent, seq, entry id) with ``$1 < seq <= $2``, in seq order; with
-    ``shard``, only the agents of shard ``$3`` of ``$4`` (the agent's report shard)."""
-    pairs = "\nUNION\n".join(
-        f"SELECT {b.agent} AS agent, {b.seq} AS seq FROM {b.source} WHERE {b.where}"
-        f" AND {b.seq} > $1 AND {b.seq} <= $2 AND {b.agent} IS NOT NULL"
-        for b in (_BRANCHES[link] for link in _USED))
-    where = f" WHERE {shard_of('m.agent')} = $3" if shard else ""
-    return (f"SELECT m.agent, m.seq, e.id FROM ({pairs}) m JOIN entries e ON e.seq = m.seq"
-            f"{where} ORDER BY m.seq, m.agent")
-
-
-_ALL_SQL = _range_sql(False)
-_SHARD_SQL = _range_sql(True)
+#: the file statements, made from the kinds table
+QUERIES = files.FileQueries(
+    [link.value for link in _USED],
+    {link.value: [k.name for k in KINDS if link in k.files]
+     for link in (FileLink.SIGNER, FileLink.SUBJECT)})
 
 #: (agent, seq, entry id): one entry in one agent's file
 Membership = tuple[str, int, str]
 
 
-async def read_files(conn: asyncpg.Connection, after: int, upto: int, *,
+async def read_files(conn: db.Connection, after: int, upto: int, *,
                      shard: tuple[int, int] | None = None, chunk: int = CHUNK,
                      ) -> AsyncIterator[list[Membership]]:
     """Every entry with ``after < seq <= upto`` in every agent's file (or only the
     agents of shard ``(i, n)``), in seq order, a chunk of seqs at a time."""
     for low in range(after, upto, chunk):
         high = min(upto, low + chunk)
-        rows = await (conn.fetch(_ALL_SQL, low, high) if shard is None
-                      else conn.fetch(_SHARD_SQL, low, high, *shard))
-        yield [(r["agent"], r["seq"], r["id"]) for r in rows]
+        yield await QUERIES.memberships(conn, low, high, shard)
 
 
-async def load_files(conn: asyncpg.Connection, upto: int) -> dict[str, list[tuple[int, str]]]:
+async def load_files(conn: db.Connection, upto: int) -> dict[str, list[tuple[int, str]]]:
     """Every agent's file up to ``upto``, whole: (seq, entry id) in seq order (the
     reference path)."""
     files: dict[str, list[tuple[int, str]]] = {}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-import asyncpg
+from bureau.storage import db, reports
 
 #: agents on one page of the list
 PAGE_SIZE = 50
@@ -41,20 +41,6 @@ class RankedPage:
     more: bool  # a next page exists
 
 
-_QUERY = """
-WITH decoded AS (
-    SELECT r.agent, convert_from(decode(
-        convert_from(r.envelope, 'UTF8')::jsonb ->> 'payload', 'base64'), 'UTF8')::jsonb AS p
-    FROM reports r WHERE r.epoch = $1)
-SELECT agent, p ->> 'name' AS name, (p -> 'score' ->> 'value')::float8 AS value,
-       (p -> 'score' ->> 'low')::float8 AS low, (p -> 'score' ->> 'high')::float8 AS high,
-       (p -> 'score' ->> 'interactions')::bigint AS interactions,
-       (p -> 'reliability' ->> 'observed')::bigint AS observed
-FROM decoded
-ORDER BY low DESC NULLS LAST, agent
-"""
-
-
 class Ranking:
     """The latest sealed epoch's list, read once per epoch by this process.
 
@@ -69,18 +55,18 @@ class Ranking:
         self._rows: list[tuple[str, Ranked]] = []  # (lowercased name, row), ranked
         self._lock = asyncio.Lock()
 
-    async def page(self, conn: asyncpg.Connection, query: str | None,
+    async def page(self, conn: db.Connection, query: str | None,
                    page: int) -> RankedPage:
         """Page ``page`` (from 1) of the agents whose name contains ``query`` (case
         aside) or whose key id contains it; of every agent when it is None."""
-        epoch: int | None = await conn.fetchval("SELECT max(epoch) FROM checkpoints")
+        epoch = await reports.latest_epoch(conn)
         if epoch is None and self._epoch is None:
             return RankedPage(None, [], False)
         # Only forward: a replica a little behind (bureau.replica) shows the list kept.
         if epoch is not None and (self._epoch is None or epoch > self._epoch):
             async with self._lock:  # one read per epoch however many views arrive
                 if self._epoch is None or epoch > self._epoch:
-                    rows = await conn.fetch(_QUERY, epoch)
+                    rows = await reports.ranked(conn, epoch)
                     self._rows = [((r["name"] or "").lower(), Ranked(
                         r["agent"], r["name"], r["value"], r["low"], r["high"],
                         r["interactions"], r["observed"])) for r in rows]

@@ -13,36 +13,31 @@ from __future__ import annotations
 
 from typing import Any
 
-import asyncpg
-
 from bureau.scoring import (
     Evidence,
     build_explain_payload,
     evaluator_table,
     split_by_agent,
 )
+from bureau.storage import db, reports
 from bureau.views.evidence import load_evidence
 from bureau.views.policies import policy_of_epoch
 
 
-async def explain(conn: asyncpg.Connection, agent: str, epoch: int | None
+async def explain(conn: db.Connection, agent: str, epoch: int | None
                   ) -> dict[str, Any] | None:
     """The explanation of ``agent``'s report at ``epoch`` (default: the latest epoch
     with complete reports), or None when there is no such report."""
-    row = await conn.fetchrow(
-        "SELECT s.epoch, s.last_seq, s.head FROM seals s JOIN checkpoints c USING (epoch)"
-        " JOIN reports r ON r.epoch = s.epoch AND r.agent = $1"
-        " WHERE ($2::bigint IS NULL OR s.epoch = $2) ORDER BY s.epoch DESC LIMIT 1",
-        agent, epoch)
-    if row is None:
+    seal = await reports.reported_seal(conn, agent, epoch)
+    if seal is None:
         return None
-    ledger = await load_evidence(conn, row["last_seq"])
-    policy, digest = await policy_of_epoch(conn, row["epoch"], row["last_seq"])
+    ledger = await load_evidence(conn, seal.last_seq)
+    policy, digest = await policy_of_epoch(conn, seal.epoch, seal.last_seq)
     evidence = ledger.evidence()
     evaluators = evaluator_table(evidence, policy)
     mine = split_by_agent(evidence).get(
         agent, Evidence(reporter_updates=evidence.reporter_updates))
-    body = build_explain_payload(agent, row["epoch"], row["last_seq"], row["head"], policy,
+    body = build_explain_payload(agent, seal.epoch, seal.last_seq, seal.head, policy,
                                  digest, mine, evaluators)
     body["name"] = ledger.names.get(agent)
     return body

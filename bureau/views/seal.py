@@ -1,4 +1,4 @@
-"""Epochs and seals (SPEC §8), and the settler: the background task that seals elapsed
+"""Epochs and seals (SPEC §8), and the sealer: the background task that seals elapsed
 epochs and has their reports built.
 
 **Sealing** happens under the ledger head lock (:meth:`bureau.intake.ledger.Ledger.run_locked`),
@@ -21,7 +21,7 @@ transaction, is a second guard: a duplicate seal could not commit.
 **Report building** is derived work, done outside the lock: only the process holding
 the builder advisory lock (one per database) does it, so one process keeps the
 incremental state warm and the others keep no copy of it. If that process dies its
-session ends, the lock is free, and the next settler to tick takes over.
+session ends, the lock is free, and the next sealer to tick takes over.
 """
 
 from __future__ import annotations
@@ -32,21 +32,18 @@ import datetime as dt
 import logging
 from collections.abc import Callable
 
-import asyncpg
-
 from bureau import ledger_keys, metrics
 from bureau.background import Leadership, every
 from bureau.config import Config
 from bureau.intake.ledger import GroupTx, Ledger, epoch_of
 from bureau.kinds import SEAL
+from bureau.storage import db, entries, reports
 from bureau.views.builder import ReportBuilder
 
 log = logging.getLogger(__name__)
 
 #: pg advisory lock held, for its whole life, by the one process that builds reports
 BUILDER_LOCK = 0x6275726561750003
-#: the position the next entry (a seal, say) would take
-_NEXT_SEQ_SQL = "SELECT seq + 1 FROM ledger_head"
 
 
 
@@ -54,42 +51,31 @@ async def seal_elapsed(tx: GroupTx) -> list[int]:
     """Under the ledger lock: append one ``seal`` per elapsed, busy, unsealed epoch,
     oldest first. Returns the epochs sealed."""
     conn = tx.conn
-    last = await conn.fetchrow("SELECT last_seq FROM seals ORDER BY epoch DESC LIMIT 1")
-    after = 0 if last is None else last["last_seq"]
     # Everything after the last sealed entry is in a later epoch (epochs never go back).
-    rows = await conn.fetch(
-        "SELECT epoch, max(seq) AS last, bool_or(kind <> $3) AS busy FROM entries"
-        " WHERE seq > $1 AND epoch < $2 GROUP BY epoch ORDER BY epoch", after, tx.epoch,
-        SEAL.name)
-    todo = [(r["epoch"], r["last"]) for r in rows if r["busy"]]
+    todo = await reports.busy_epochs(conn, await reports.last_sealed_seq(conn), tx.epoch,
+                                     SEAL.name)
     if not todo:
         return []
-    heads = {r["seq"]: r["id"] for r in await conn.fetch(
-        "SELECT seq, id FROM entries WHERE seq = ANY($1::bigint[])", [s for _, s in todo])}
+    heads = await entries.ids_at(conn, [s for _, s in todo])
     for epoch, last_seq in todo:
         head = heads[last_seq]
         _, seq = tx.append(SEAL.name, body={"epoch": epoch, "seq": last_seq, "head": head})
-        await conn.execute("INSERT INTO seals (epoch, seq, last_seq, head)"
-                           " VALUES ($1, $2, $3, $4)", epoch, seq, last_seq, head)
+        await reports.insert_seal(conn, epoch, seq, last_seq, head)
         metrics.SEALS_TOTAL.inc()
     log.info("sealed epochs %s", [e for e, _ in todo])
     return [e for e, _ in todo]
 
 
-async def seal_due(conn: asyncpg.Connection, current_epoch: int) -> bool:
+async def seal_due(conn: db.Connection, current_epoch: int) -> bool:
     """A cheap look, outside the lock: is there a busy, elapsed epoch not yet sealed?"""
-    due: bool = await conn.fetchval(
-        "SELECT EXISTS (SELECT 1 FROM entries WHERE kind <> $2 AND epoch < $1 AND seq >"
-        " COALESCE((SELECT last_seq FROM seals ORDER BY epoch DESC LIMIT 1), 0))",
-        current_epoch, SEAL.name)
-    return due
+    return await reports.seal_due(conn, current_epoch, SEAL.name)
 
 
-class Settler:
+class Sealer:
     """Seals elapsed epochs every ``config.settle_interval`` seconds (and at once when
     an admin ``seal`` is admitted), then builds the reports of sealed epochs."""
 
-    def __init__(self, pool: asyncpg.Pool, ledger: Ledger, builder: ReportBuilder,
+    def __init__(self, pool: db.Pool, ledger: Ledger, builder: ReportBuilder,
                  config: Config, clock: Callable[[], dt.datetime]) -> None:
         self.pool = pool
         self.ledger = ledger
@@ -97,15 +83,15 @@ class Settler:
         self.config = config
         self.clock = clock
         self._wake = asyncio.Event()
-        self._loop: asyncio.AbstractEventLoop | None = None  # the settler's, see wake
+        self._loop: asyncio.AbstractEventLoop | None = None  # the sealer's, see wake
         self._task: asyncio.Task[None] | None = None
         self._leader = Leadership(pool, BUILDER_LOCK, "builds the reports", "reports")
-        self._lock = asyncio.Lock()  # one settle pass at a time in this process
-        self.retired = ledger_keys.Retired("settler")
+        self._lock = asyncio.Lock()  # one pass at a time in this process
+        self.retired = ledger_keys.Retired("sealer")
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self._task = asyncio.create_task(self._run(), name="settler")
+        self._task = asyncio.create_task(self._run(), name="sealer")
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -130,12 +116,12 @@ class Settler:
         if await self._key_in_force(tx.conn) and await seal_elapsed(tx):
             self.wake()
 
-    async def _key_in_force(self, conn: asyncpg.Connection) -> bool:
+    async def _key_in_force(self, conn: db.Connection) -> bool:
         """Is this process's key the one the next entries are signed for? A process
         whose key was rotated away seals and signs nothing (SPEC §3 r3)."""
         try:
             await ledger_keys.require_in_force(conn, self.builder.log_key.key_id,
-                                               await conn.fetchval(_NEXT_SEQ_SQL))
+                                               await entries.next_seq(conn))
         except ledger_keys.NotInForce as exc:
             self.retired.note(exc)
             return False
@@ -146,7 +132,7 @@ class Settler:
         sealed: list[int] = await self.ledger.run_locked(seal_elapsed)
         return sealed
 
-    async def settle_once(self, *, force: bool = False) -> list[int]:
+    async def seal_once(self, *, force: bool = False) -> list[int]:
         """One pass: seal if due (or ``force``), then build pending reports if this
         process is the builder. Returns the epochs whose reports it built."""
         async with self._lock:
@@ -176,4 +162,4 @@ class Settler:
 
     async def _run(self) -> None:
         await every(self.config.settle_interval, self._wake,
-                    lambda woken: self.settle_once(force=woken), "settler")
+                    lambda woken: self.seal_once(force=woken), "sealer")
