@@ -12,8 +12,9 @@ This bench measures both with the same ``wrk`` in one run:
 3. **bureau, paced** at half the flat-out rate (each connection waits between requests).
 
 It prints each rate with its anchor (the ratio to the bare handler; issue target ≥ 0.25),
-p50/p99 from wrk's own latency distribution, and the group sizes the committers formed
-(the ``bureau_commit_group_envelopes`` histogram from the operator listener).
+p50/p99 from wrk's own latency distribution, and the group sizes formed (from the
+operator listener: ``bureau_sequencer_group_envelopes``, the node's one sequencer, and
+``bureau_commit_group_envelopes``, every committer, a worker's own fallback included).
 
     python bench/wrk_bench.py [--seconds 10] [--connections 8] [--workers N]
 
@@ -158,17 +159,34 @@ def run_wrk(url: str, script: Path, seconds: float, connections: int, envelopes:
     return WrkRun(done.stdout)
 
 
-async def group_sizes(ops_url: str) -> tuple[float, float]:
-    """(groups, envelopes) committed so far, from the committers' histogram."""
+#: the histograms whose (count, sum) the bench reads: every committer's groups, and
+#: those the node's sequencer formed (the rest a worker committed by itself)
+HISTOGRAMS = ("bureau_commit_group_envelopes", "bureau_sequencer_group_envelopes")
+
+
+async def group_sizes(ops_url: str) -> dict[str, tuple[float, float]]:
+    """(groups, envelopes) committed so far, by histogram (:data:`HISTOGRAMS`)."""
     async with aiohttp.ClientSession() as session, session.get(ops_url + "/metrics") as r:
         text = await r.text()
-    groups = envelopes = 0.0
+    found = {name: [0.0, 0.0] for name in HISTOGRAMS}
     for line in text.splitlines():
-        if line.startswith("bureau_commit_group_envelopes_count"):
-            groups = float(line.rpartition(" ")[2])
-        elif line.startswith("bureau_commit_group_envelopes_sum"):
-            envelopes = float(line.rpartition(" ")[2])
-    return groups, envelopes
+        name, _, value = line.rpartition(" ")
+        for histogram in HISTOGRAMS:
+            if name == histogram + "_count":
+                found[histogram][0] = float(value)
+            elif name == histogram + "_sum":
+                found[histogram][1] = float(value)
+    return {name: (groups, envelopes) for name, (groups, envelopes) in found.items()}
+
+
+def print_groups(before: dict[str, tuple[float, float]],
+                 after: dict[str, tuple[float, float]]) -> None:
+    """The groups formed between two scrapes: by the sequencer, and by every committer."""
+    for name, who in zip(HISTOGRAMS, ("every committer", "the sequencer"), strict=True):
+        groups, envelopes = (a - b for a, b in zip(after[name], before[name], strict=True))
+        if groups:
+            print(f"  groups {who} formed: {groups:,.0f}, "
+                  f"{envelopes / groups:.2f} envelopes a group on average")
 
 
 def bare_phase(processes: int, script: Path, args: argparse.Namespace,
@@ -230,15 +248,13 @@ async def main(args: argparse.Namespace) -> None:
             print(f"bureau single POST, flat out:               {flat.line()}")
             print(f"  ratio to the bare handler: {flat.rate / bare.rate:.3f}  (target >= 0.25);"
                   f" p99 target < 20 ms")
-            groups, envelopes = (a - b for a, b in zip(after, before, strict=True))
-            if groups:
-                print(f"  groups the committers formed: {groups:,.0f}, "
-                      f"{envelopes / groups:.2f} envelopes a group on average")
+            print_groups(before, after)
             half = flat.rate / 2
             pause_ms = max(1, round(1000 * args.connections / half))
             paced = run_wrk(server.url, script, args.seconds, args.connections,
                             files["paced"], pause_ms)
             print(f"bureau single POST, paced near {half:,.0f}/s:     {paced.line()}")
+            print_groups(after, await group_sizes(server.ops_url))
     if os.environ.get("WRK_BENCH_SHOW"):
         print(flat.out)
 

@@ -278,8 +278,12 @@ class Ledger:
     ``seal_hook``) runs on the committer's thread: it may use ``tx.conn`` and must reach
     anything of its caller's loop thread-safely."""
 
-    def __init__(self, database_url: str, config: Config, clock: Clock = utcnow) -> None:
+    def __init__(self, database_url: str, config: Config, clock: Clock = utcnow, *,
+                 sequencer: bool = False) -> None:
         self.database_url = database_url
+        #: this is the node's sequencer (bureau.intake.sequencer): its group sizes are
+        #: the ones ``bureau_sequencer_group_envelopes`` shows
+        self.sequencer = sequencer
         self.config = config
         self.clock = clock
         self._loop: asyncio.AbstractEventLoop | None = None  # the committer's
@@ -491,7 +495,10 @@ class Ledger:
             return _items(self._take_queued(units))
 
         await self._commit_items(_items(units), late)
-        metrics.COMMIT_GROUP_SIZE.observe(sum(len(unit.subs) for unit in units))
+        size = sum(len(unit.subs) for unit in units)
+        metrics.COMMIT_GROUP_SIZE.observe(size)
+        if self.sequencer:
+            metrics.SEQUENCER_GROUP_SIZE.observe(size)
         for unit in units:
             if unit.failure is not None:
                 _answer(unit, failure=unit.failure)
