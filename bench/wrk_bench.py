@@ -189,6 +189,55 @@ def print_groups(before: dict[str, tuple[float, float]],
                   f"{envelopes / groups:.2f} envelopes a group on average")
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU of one process so far (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found.extend(int(c) for c in (task / "children").read_text().split())
+    return found
+
+
+async def serve_pids(server_pid: int, database_url: str) -> dict[str, list[int]]:
+    """The processes whose CPU a single POST costs, by part: the serve's HTTP workers,
+    its sequencer, and the PostgreSQL backends serving its database."""
+    import asyncpg
+
+    workers, sequencer = [server_pid], []
+    for pid in _children(server_pid):
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        (sequencer if b"--sequence" in cmdline else workers).append(pid)
+    conn = await asyncpg.connect(database_url)
+    try:
+        backends = [r["pid"] for r in await conn.fetch(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+            " AND pid <> pg_backend_pid()")]
+    finally:
+        await conn.close()
+    return {"HTTP workers (parse, verify, decode, answer)": workers,
+            "sequencer (judge, chain, encode, asyncpg)": sequencer,
+            "PostgreSQL backends": backends}
+
+
+def cpu_by_part(pids: dict[str, list[int]]) -> dict[str, float]:
+    return {part: sum(_cpu_seconds(p) for p in group) for part, group in pids.items()}
+
+
+def print_cpu(before: dict[str, float], after: dict[str, float], requests: float) -> None:
+    """CPU per request, by part: what bounds a single POST when a target is missed."""
+    if requests <= 0:
+        return
+    for part, seconds in after.items():
+        print(f"  CPU per request, {part}: {1e6 * (seconds - before[part]) / requests:7,.0f} µs")
+
+
 def bare_phase(processes: int, script: Path, args: argparse.Namespace,
                envelopes: Path) -> WrkRun:
     port = free_port()
@@ -234,21 +283,28 @@ async def main(args: argparse.Namespace) -> None:
         script = Path(tmp) / "envelopes.lua"
         script.write_text(LUA)
         files = {}
-        for tag, n in (("bare", 1000), ("flat", count), ("paced", count)):
+        for tag, n in (("bare", 1000), ("warm", 3000), ("flat", count), ("paced", count)):
             files[tag] = Path(tmp) / f"{tag}.ndjson"
             files[tag].write_bytes(b"\n".join(presign(rep, n, tag)) + b"\n")
 
         bare = bare_phase(processes, script, args, files["bare"])
         print(f"bare aiohttp handler (the HTTP-layer limit): {bare.line()}")
-        async with bench_bureau(rep, workers=args.workers) as (server, _url):
-            before = await group_sizes(server.ops_url)
+        async with bench_bureau(rep, workers=args.workers) as (server, url):
+            assert server.proc is not None
+            # Measured once every process has started (the sequencer included, which
+            # the first requests find still importing: they commit by themselves).
+            while (await group_sizes(server.ops_url))[HISTOGRAMS[1]][0] < 1:
+                run_wrk(server.url, script, 1, args.connections, files["warm"], 0)
+            pids = await serve_pids(server.proc.pid, url)
+            before, cpu_before = await group_sizes(server.ops_url), cpu_by_part(pids)
             flat = run_wrk(server.url, script, args.seconds, args.connections,
                            files["flat"], 0)
-            after = await group_sizes(server.ops_url)
+            after, cpu_after = await group_sizes(server.ops_url), cpu_by_part(pids)
             print(f"bureau single POST, flat out:               {flat.line()}")
             print(f"  ratio to the bare handler: {flat.rate / bare.rate:.3f}  (target >= 0.25);"
                   f" p99 target < 20 ms")
             print_groups(before, after)
+            print_cpu(cpu_before, cpu_after, flat.rate * args.seconds)
             half = flat.rate / 2
             pause_ms = max(1, round(1000 * args.connections / half))
             paced = run_wrk(server.url, script, args.seconds, args.connections,

@@ -306,8 +306,14 @@ class Ledger:
         #: uses it if no other process appended since (GroupState.load checks)
         self._tree: TreeTip | None = None
 
-    async def start(self) -> None:
-        """Start the committer's thread and loop, and the committer on it."""
+    async def start(self, *, own_thread: bool = True) -> None:
+        """Start the committer's thread and loop, and the committer on it; or, without
+        ``own_thread``, the committer on the caller's loop (the sequencer's process,
+        where no request handler competes with it: a thread would only add the hops)."""
+        if not own_thread:
+            self._loop = asyncio.get_running_loop()
+            await self._begin()
+            return
         loop = asyncio.new_event_loop()
         self._loop = loop
         self._thread = threading.Thread(target=self._serve_loop, args=(loop,),
@@ -337,13 +343,15 @@ class Ledger:
         """Stop the committer (a group in flight is rolled back and its callers hear
         UNAVAILABLE), its loop and its thread; whatever is still queued hears the same."""
         loop, thread, self._loop = self._loop, self._thread, None
-        if loop is None or thread is None:
-            return
-        with contextlib.suppress(RuntimeError):  # its loop already ended
-            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._halt(), loop))
-            loop.call_soon_threadsafe(loop.stop)
-        await asyncio.get_running_loop().run_in_executor(None, thread.join)
-        self._thread = None
+        if loop is not None and thread is None:  # the committer runs on this loop
+            await self._halt()
+        elif loop is not None and thread is not None:
+            with contextlib.suppress(RuntimeError):  # its loop already ended
+                await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._halt(),
+                                                                           loop))
+                loop.call_soon_threadsafe(loop.stop)
+            await asyncio.get_running_loop().run_in_executor(None, thread.join)
+            self._thread = None
         while self._queue is not None and not self._queue.empty():
             _answer(self._queue.get_nowait(), failure=_shutting_down())
 

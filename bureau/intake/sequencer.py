@@ -234,7 +234,7 @@ class SequencerLink:
 
 async def run_sequencer(ledger: Ledger, path: Path, stop: asyncio.Event) -> None:
     """Serve ``path`` with ``ledger`` (started here, and stopped) until ``stop``."""
-    await ledger.start()
+    await ledger.start(own_thread=False)
     server = SequencerServer(ledger, path)
     try:
         await server.start()
