@@ -309,7 +309,8 @@ async def _sequence(config: Config, url: str, signing_key: nacl.signing.SigningK
     """The sequencer process: the ledger's settings, then its committer behind ``path``
     until SIGTERM."""
     from bureau.intake import genesis
-    from bureau.intake.ledger import Ledger, utcnow
+    from bureau.intake.clock import utcnow
+    from bureau.intake.ledger import Ledger
     from bureau.intake.sequencer import run_sequencer
 
     conn = await db.connect(url)

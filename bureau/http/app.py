@@ -38,7 +38,8 @@ from bureau.http.keys import (
 )
 from bureau.http.routes import ops
 from bureau.intake import genesis
-from bureau.intake.ledger import Clock, Ledger, utcnow
+from bureau.intake.clock import Clock, utcnow
+from bureau.intake.ledger import Ledger
 from bureau.intake.pipeline import MAX_BATCH_BYTES, Intake
 from bureau.intake.sequencer import SequencerLink
 from bureau.replica import Reads, open_replica

@@ -31,7 +31,8 @@ import nacl.signing
 from bureau import ledger_keys
 from bureau.config import Config
 from bureau.errors import InternalError
-from bureau.intake.ledger import GroupTx, flush
+from bureau.intake.chaining import GroupTx
+from bureau.intake.flush import flush
 from bureau.intake.state import GroupState
 from bureau.kinds import GENESIS
 from bureau.scoring.policy import KNOWN_POLICIES, policy_hash, policy_name_of

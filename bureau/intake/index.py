@@ -3,7 +3,7 @@
 The index tables (reporters, facts, probes, agents, verdicts, disputes, resolutions,
 exclusions) are views of the entries that the rules read through
 :class:`bureau.intake.state.GroupState`. An admitted entry goes two places at once: a row for
-its table, written when the group commits (:class:`bureau.intake.writes.Writes`), and the same
+its table, written when the group commits (:class:`bureau.storage.chain.Writes`), and the same
 fact in the group's in-memory state, so the next submission of the same group already
 sees it. Which table a kind writes is the kinds table's ``index``; there is one writer
 per table here. ``bureau rebuild`` replays every entry through :func:`record_admitted`,
@@ -18,8 +18,8 @@ from typing import cast
 from bureau.intake.links import is_favourable
 from bureau.intake.records import EntryRecord, FactRecord, ReporterRecord, VerdictRecord
 from bureau.intake.state import GroupState, engagement_fact_of
-from bureau.intake.writes import Writes
 from bureau.kinds import Kind
+from bureau.storage.chain import Writes
 from reporters.models import (
     DisputePayload,
     FactPayload,

@@ -22,7 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from bureau import metrics
 from bureau.errors import BureauError, Stage
 from bureau.intake.envelope import decode_payload, parse_envelope_bytes, verify_envelope
-from bureau.intake.ledger import Ledger, Result
+from bureau.intake.judging import Result
+from bureau.intake.ledger import Ledger
 from bureau.intake.sequencer import SequencerLink, SequencerUnreachable
 from bureau.intake.state import Submission
 from bureau.kinds import SEAL_REQUEST

@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from bureau.errors import BureauError, Code, Pushback
-from bureau.intake.ledger import Ledger, Result
+from bureau.intake.judging import Result
+from bureau.intake.ledger import Ledger
 from bureau.intake.state import Submission
 
 log = logging.getLogger(__name__)
@@ -145,9 +146,14 @@ class SequencerServer:
             await writer.drain()
 
 
-class SequencerUnreachable(Exception):
+class SequencerUnreachable(BureauError):
     """The unit may or may not have committed; the caller commits it itself (dedupe by
-    content key makes that safe)."""
+    content key makes that safe), so this never reaches a client. Were it to, it is
+    what it means: nothing is known to be written, retry (``shutting_down``: the
+    sequencer stopped)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(Code.UNAVAILABLE, "", detail, pushback=Pushback.SHUTTING_DOWN)
 
 
 class SequencerLink:

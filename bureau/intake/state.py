@@ -64,7 +64,7 @@ def _pairs(keys: Iterable[tuple[str, str]]) -> tuple[list[str], list[str]]:
 
 
 @dataclass(frozen=True, slots=True)
-class Head:
+class ChainTip:
     """The ledger head as the group found it, under the lock."""
 
     seq: int
@@ -144,7 +144,7 @@ class GroupState:
     #: content key -> (entry id, seq) of every envelope admitted before or in this group
     admitted: dict[str, tuple[str, int]] = field(default_factory=dict)
     #: the ledger head when the state was loaded (read in the same statement)
-    head: Head | None = None
+    head: ChainTip | None = None
     #: the Merkle tree's frontier at that head (bureau.transparency.tree)
     tree: TreeTip | None = None
     #: the epoch this group's entries are recorded in (set by the ledger once it has
@@ -269,7 +269,7 @@ class GroupState:
     async def _load_first(self, conn: asyncpg.Connection, content_keys: list[str],
                           fact_keys: set[tuple[str, str]], probe_keys: set[tuple[str, str]],
                           party_keys: set[str], tree: TreeTip | None,
-                          ) -> tuple[Head, TreeTip]:
+                          ) -> tuple[ChainTip, TreeTip]:
         """The ledger head and what nearly every group asks about — content keys already
         admitted, facts and probes, reporters and agents — in ONE round trip. The
         group's critical section is a few round trips long, and every process takes
@@ -282,7 +282,7 @@ class GroupState:
         self.agents.update(dict.fromkeys(parties))
         f_reps, f_ints = _pairs(fact_keys)
         p_reps, p_ints = _pairs(probe_keys)
-        head: Head | None = None
+        head: ChainTip | None = None
         nodes: dict[tuple[int, int], bytes] = {}
         known = (tree.size, tree.head) if tree is not None else (-1, "")
         for r in await conn.fetch(_FIRST_SQL, content_keys, f_reps, f_ints, p_reps, p_ints,
@@ -295,7 +295,7 @@ class GroupState:
             elif what == "admitted":
                 self.admitted[r["content_key"]] = (r["entry_id"], r["seq"])
             elif what == "head":
-                head = Head(r["seq"], r["head"], r["recorded_at"])
+                head = ChainTip(seq=r["seq"], head=r["head"], recorded_at=r["recorded_at"])
             elif what == "node":
                 nodes[(r["level"], r["seq"])] = bytes(r["node_hash"])
             elif what == "admins":

@@ -5,8 +5,8 @@ is where their nodes live:
 
 * **Appending.** The group commit extends its :class:`~reporters.tlog.merkle.Frontier`
   with the leaf hashes of every entry it appends and writes the nodes they complete in
-  its one statement (:func:`pack_nodes`, :func:`insert_packed_sql`; see
-  :mod:`bureau.intake.writes`). The frontier is read back, when the head moved under the
+  its one statement (:func:`bureau.storage.tree.pack_nodes`, ``insert_packed_sql``;
+  see :mod:`bureau.storage.chain`). The frontier is read back, when the head moved under the
   committer's feet (another process appended) or after a restart, in the same round
   trip as the head (:func:`frontier_rows_sql`, :mod:`bureau.intake.state`).
 * **Serving.** A root or a proof at any size up to the current one is a plan of
@@ -17,8 +17,7 @@ is where their nodes live:
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import asyncpg
@@ -26,31 +25,6 @@ import asyncpg
 from bureau.errors import InternalError
 from reporters.tlog import proofs
 from reporters.tlog.merkle import EMPTY_ROOT, Frontier, Node, entry_leaf_hash
-
-#: One packed node: level (1 byte), index (8 bytes, big-endian), hash (32 bytes).
-_PACKED = struct.Struct(">BQ32s")
-PACKED_SIZE = _PACKED.size
-
-
-def pack_nodes(nodes: Iterable[tuple[int, int, bytes]]) -> bytes:
-    """The nodes an append completed, as one ``bytea`` parameter. Passing three arrays
-    instead costs asyncpg ~1.5 µs of Python per element (it checks each against three
-    ABCs): ~9 µs an entry, against ~0.3 µs packed here and unpacked by PostgreSQL."""
-    return b"".join(_PACKED.pack(level, idx, h) for level, idx, h in nodes)
-
-
-def unpack_nodes(packed: bytes) -> list[tuple[int, int, bytes]]:
-    return list(_PACKED.iter_unpack(packed))
-
-
-def insert_packed_sql(param: str) -> str:
-    """``INSERT`` of the nodes :func:`pack_nodes` put in the ``bytea`` parameter ``param``."""
-    return (
-        "INSERT INTO tree_nodes (level, idx, hash)"
-        f" SELECT get_byte({param}, o),"
-        f" ('x' || encode(substring({param} FROM o + 2 FOR 8), 'hex'))::bit(64)::bigint,"
-        f" substring({param} FROM o + 10 FOR 32)"
-        f" FROM generate_series(0, length({param}) - {PACKED_SIZE}, {PACKED_SIZE}) AS o")
 
 
 def frontier_rows_sql(size: str, known_size: str, known_head: str) -> str:

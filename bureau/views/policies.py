@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from bureau.intake.ledger import epoch_of
+from bureau.intake.clock import epoch_of
 from bureau.kinds import GENESIS, POLICY
 from bureau.scoring.policy import (
     DEFAULT_POLICY_NAME,

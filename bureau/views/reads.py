@@ -23,7 +23,7 @@ from typing import Any
 
 import asyncpg
 
-from bureau.intake.ledger import format_timestamp
+from bureau.intake.clock import format_timestamp
 from bureau.storage import db
 from bureau.views.files import agent_seqs_sql
 

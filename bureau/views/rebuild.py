@@ -12,7 +12,7 @@ same bytes. In one transaction, holding the ledger head lock (intake and sealing
    entries give at its size;
 4. replay the entries, in seq order, a chunk at a time, through the very function that
    wrote the admission indexes at intake (``bureau.intake.index.record_admitted``, flushed by
-   ``bureau.intake.ledger.flush``); ``exclusion`` and ``seal`` entries give back their rows;
+   ``bureau.intake.flush.flush``); ``exclusion`` and ``seal`` entries give back their rows;
 5. derive and sign every sealed epoch's reports and checkpoint with a fresh
    :class:`~bureau.views.builder.ReportBuilder` (no state carried over);
 6. compare old and new, table by table, and name the first difference — of the reports
@@ -33,9 +33,10 @@ from dataclasses import dataclass, field
 import asyncpg
 import nacl.signing
 
+from bureau.intake.chaining import GroupTx
 from bureau.intake.envelope import decode_payload, parse_envelope
+from bureau.intake.flush import flush
 from bureau.intake.index import record_admitted, record_exclusion
-from bureau.intake.ledger import GroupTx, flush
 from bureau.intake.state import GroupState, Submission
 from bureau.kinds import EXCLUSION, GENESIS, SEAL, SUBMITTED, subject_of
 from bureau.ledger_keys import NotInForce

@@ -37,7 +37,9 @@ import asyncpg
 from bureau import ledger_keys, metrics
 from bureau.background import Leadership, every
 from bureau.config import Config
-from bureau.intake.ledger import GroupTx, Ledger, epoch_of
+from bureau.intake.chaining import GroupTx
+from bureau.intake.clock import epoch_of
+from bureau.intake.ledger import Ledger
 from bureau.kinds import SEAL
 from bureau.views.builder import ReportBuilder
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import asyncpg
 
-from bureau.transparency.tree import insert_packed_sql
+from bureau.storage.tree import insert_packed_sql
 
 # table -> (column, PostgreSQL type) in row order, and the conflict clause if any
 _TABLES: dict[str, tuple[tuple[tuple[str, str], ...], str]] = {
