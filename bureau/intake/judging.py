@@ -11,7 +11,7 @@ from typing import Literal
 from bureau.errors import BureauError
 from bureau.intake import rules
 from bureau.intake.chaining import GroupTx
-from bureau.intake.index import record_admitted, record_exclusion
+from bureau.intake.index import Admitted, record_admitted, record_exclusion
 from bureau.intake.refusals import refusal_row
 from bureau.intake.state import GroupState, Submission
 from bureau.kinds import EXCLUSION, SEAL_REQUEST, SUBMITTED
@@ -63,7 +63,9 @@ def judge_one(tx: GroupTx, sub: Submission, now: dt.datetime) -> Result:
     subject = None if kind.subject is None else kind.subject(payload, signer)
     entry_id, seq = tx.append(kind.name, envelope=env.canonical, signer=signer,
                               content_key=key, subject=subject)
-    record_admitted(st, tx.writes, kind, payload, signer, key, subject, entry_id, seq)
+    record_admitted(st, tx.writes, Admitted(kind=kind, payload=payload, signer=signer,
+                                         key=key, subject=subject, entry_id=entry_id,
+                                         seq=seq))
     for target, reason in decision.exclusions:
         _append_exclusion(tx, target, reason, entry_id)
     return Result("accepted", entry_id, seq)

@@ -36,7 +36,7 @@ import nacl.signing
 from bureau.intake.chaining import GroupTx
 from bureau.intake.envelope import decode_payload, parse_envelope
 from bureau.intake.flush import flush
-from bureau.intake.index import record_admitted, record_exclusion
+from bureau.intake.index import Admitted, record_admitted, record_exclusion
 from bureau.intake.state import GroupState, Submission
 from bureau.kinds import EXCLUSION, GENESIS, SEAL, SUBMITTED, subject_of
 from bureau.ledger_keys import NotInForce
@@ -118,9 +118,11 @@ async def _replay_indexes(conn: asyncpg.Connection, head: asyncpg.Record) -> int
             if sub is not None:
                 kind, payload = SUBMITTED[sub.envelope.name], sub.payload
                 assert payload is not None
-                record_admitted(tx.state, tx.writes, kind, payload, sub.signer,
-                                sub.envelope.content_key, subject_of(kind, payload, sub.signer),
-                                r["id"], r["seq"])
+                record_admitted(tx.state, tx.writes, Admitted(
+                    kind=kind, payload=payload, signer=sub.signer,
+                    key=sub.envelope.content_key,
+                    subject=subject_of(kind, payload, sub.signer),
+                    entry_id=r["id"], seq=r["seq"]))
             elif r["kind"] == EXCLUSION.name:
                 body = doc["body"]
                 record_exclusion(tx.state, tx.writes, body["entry"], r["seq"], body["reason"])
