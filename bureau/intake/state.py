@@ -28,7 +28,8 @@ from bureau.intake.records import (
     VerdictRecord,
 )
 from bureau.kinds import SUBMITTED, StateKeys
-from bureau.transparency.tree import TreeTip, frontier_from, frontier_rows_sql
+from bureau.storage.admission import AdmissionStore
+from bureau.transparency.tree import TreeTip, frontier_from
 from reporters import wire
 from reporters.models import Payload
 
@@ -70,60 +71,6 @@ class ChainTip:
     seq: int
     head: str
     recorded_at: dt.datetime | None  # None before the first entry
-
-
-#: The columns of every row the state loader reads in one statement (see
-#: :meth:`GroupState._load_first`): ``what`` says which kind of row it is, and each row
-#: fills the columns of its kind, leaving the others NULL.
-_ROW_COLUMNS = (
-    ("what", "text"), ("head", "text"), ("seq", "bigint"), ("recorded_at", "timestamptz"),
-    ("content_key", "text"), ("entry_id", "text"), ("reporter", "text"),
-    ("interaction", "text"), ("subject", "text"), ("caller", "text"), ("party", "text"),
-    ("name", "text"), ("operator", "text"), ("anchor_kind", "text"),
-    ("anchor_value", "text"), ("withdrawn", "boolean"), ("roles", "text[]"),
-    ("issued_at", "timestamptz"), ("level", "smallint"), ("node_hash", "bytea"),
-)
-
-
-def _rows(what: str, source: str, **columns: str) -> str:
-    """``SELECT`` of one kind of row in the shape of ``_ROW_COLUMNS``, from ``source``."""
-    unknown = columns.keys() - {c for c, _ in _ROW_COLUMNS}
-    assert not unknown, unknown
-    values = [f"'{what}'"] + [columns.get(c, f"NULL::{t}") for c, t in _ROW_COLUMNS[1:]]
-    return "SELECT " + ", ".join(f"{v} AS {c}" for v, (c, _) in
-                                 zip(values, _ROW_COLUMNS, strict=True)) + " " + source
-
-
-def _parties_sql(keys: str) -> str:
-    """Reporters and agents whose key is in the array parameter ``keys``."""
-    return (_rows("reporter", f"FROM reporters WHERE key = ANY({keys}::text[])",
-                  party="key", roles="roles", issued_at="issued_at")
-            + "\nUNION ALL " + _rows(
-                "agent", f"FROM agents WHERE key = ANY({keys}::text[])", party="key",
-                name="name", operator="operator", anchor_kind="anchor_kind",
-                anchor_value="anchor_value", withdrawn="withdrawn", issued_at="amended_at"))
-
-
-_PARTIES_SQL = _parties_sql("$1")
-_FIRST_SQL = "\nUNION ALL ".join((
-    _rows("head", "FROM ledger_head", head="head", seq="seq", recorded_at="recorded_at"),
-    _rows("admitted", "FROM entries WHERE content_key = ANY($1::text[])",
-          content_key="content_key", entry_id="id", seq="seq"),
-    _rows("fact", "FROM facts f JOIN unnest($2::text[], $3::text[]) AS k(rep, ia)"
-          " ON f.reporter = k.rep AND f.interaction = k.ia", reporter="f.reporter",
-          interaction="f.interaction", content_key="f.content_key", subject="f.subject",
-          caller="f.caller"),
-    _rows("probe", "FROM probes p JOIN unnest($4::text[], $5::text[]) AS k(rep, ia)"
-          " ON p.reporter = k.rep AND p.interaction = k.ia", reporter="p.reporter",
-          interaction="p.interaction", content_key="p.content_key", subject="p.subject"),
-    "(" + _parties_sql("$6") + ")",
-    # the admin set in force (SPEC §3 r3): who may sign admin payloads in this group
-    _rows("admins", "FROM (SELECT admins, issued_at FROM ledger_keys"
-          " ORDER BY from_seq DESC LIMIT 1) k", roles="k.admins", issued_at="k.issued_at"),
-    # the Merkle frontier at the head, unless the committer's is still that of the head
-    _rows("node", frontier_rows_sql("h.seq", "$7", "$8"), level="t.level", seq="t.idx",
-          node_hash="t.hash"),
-))
 
 
 @dataclass
@@ -256,14 +203,12 @@ class GroupState:
 
     async def _load_policies(self, conn: asyncpg.Connection) -> None:
         """The policy entry in force: a group with a ``policy`` submission (rare) asks."""
-        self.policy_at = await conn.fetchval(
-            "SELECT issued_at FROM policies ORDER BY seq DESC LIMIT 1")
+        self.policy_at = await AdmissionStore(conn).policy_in_force_at()
         self.policies_loaded = True
 
     async def _load_pools(self, conn: asyncpg.Connection) -> None:
         """The pool entry in force: a group with a ``pool`` submission (rare) asks."""
-        self.pool_at = await conn.fetchval(
-            "SELECT issued_at FROM pools ORDER BY seq DESC LIMIT 1")
+        self.pool_at = await AdmissionStore(conn).pool_in_force_at()
         self.pools_loaded = True
 
     async def _load_first(self, conn: asyncpg.Connection, content_keys: list[str],
@@ -285,8 +230,8 @@ class GroupState:
         head: ChainTip | None = None
         nodes: dict[tuple[int, int], bytes] = {}
         known = (tree.size, tree.head) if tree is not None else (-1, "")
-        for r in await conn.fetch(_FIRST_SQL, content_keys, f_reps, f_ints, p_reps, p_ints,
-                                  parties, *known):
+        for r in await AdmissionStore(conn).first(content_keys, f_reps, f_ints, p_reps,
+                                                  p_ints, parties, *known):
             what = r["what"]
             if what == "fact" or what == "probe":
                 table = self.facts if what == "fact" else self.probes
@@ -314,7 +259,7 @@ class GroupState:
         wanted = sorted(keys)
         self.reporters.update(dict.fromkeys(wanted))
         self.agents.update(dict.fromkeys(wanted))
-        for r in await conn.fetch(_PARTIES_SQL, wanted):
+        for r in await AdmissionStore(conn).parties(wanted):
             self._take_party(r)
 
     def _take_party(self, r: asyncpg.Record) -> None:
@@ -331,12 +276,9 @@ class GroupState:
                                 engagement_keys: set[tuple[str, str]]) -> None:
         self.engagements.update(dict.fromkeys(engagement_keys))
         for reporter, engagement in sorted(engagement_keys):
-            row = await conn.fetchrow(
-                "SELECT e.entry FROM facts f JOIN entries e ON e.seq = f.seq"
-                " WHERE f.reporter = $1 AND f.engagement = $2 ORDER BY f.seq DESC LIMIT 1",
-                reporter, engagement)
-            if row is not None:
-                fact = fact_payload_of_entry(bytes(row["entry"]))
+            entry = await AdmissionStore(conn).latest_engagement_fact(reporter, engagement)
+            if entry is not None:
+                fact = fact_payload_of_entry(entry)
                 self.engagements[(reporter, engagement)] = engagement_fact_of(fact)
 
     async def _load_verdicts(self, conn: asyncpg.Connection,
@@ -345,10 +287,7 @@ class GroupState:
         if not keys:
             return
         ks = sorted(keys)
-        rows = await conn.fetch(
-            "SELECT v.kind, v.evaluator, v.reporter, v.ref, v.content_key FROM verdicts v"
-            " JOIN unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS k(kd, ev, rep, rf)"
-            " ON v.kind = k.kd AND v.evaluator = k.ev AND v.reporter = k.rep AND v.ref = k.rf",
+        rows = await AdmissionStore(conn).verdicts(
             [k[0] for k in ks], [k[1] for k in ks], [k[2] for k in ks], [k[3] for k in ks])
         for r in rows:
             self.verdicts[(r["kind"], r["evaluator"], r["reporter"], r["ref"])] = r["content_key"]
@@ -358,10 +297,7 @@ class GroupState:
         if not agents:
             return set()
         # Only favourable verdicts can be self-dealing (SPEC §5): the others stay put.
-        rows = await conn.fetch(
-            "SELECT entry_id, kind, evaluator, subject FROM verdicts"
-            " WHERE (evaluator = ANY($1::text[]) OR subject = ANY($1::text[])) AND favourable"
-            " ORDER BY seq", sorted(agents))
+        rows = await AdmissionStore(conn).favourable_verdicts_involving(sorted(agents))
         ids: set[str] = set()
         for r in rows:
             v = VerdictRecord(r["entry_id"], r["kind"], r["evaluator"], r["subject"], True)
@@ -378,8 +314,7 @@ class GroupState:
         self.entries.update(dict.fromkeys(ids))
         if not ids:
             return
-        for r in await conn.fetch(
-                "SELECT id, kind, subject FROM entries WHERE id = ANY($1::text[])", sorted(ids)):
+        for r in await AdmissionStore(conn).entries(sorted(ids)):
             self.entries[r["id"]] = EntryRecord(r["id"], r["kind"], r["subject"])
 
     async def _load_disputes(self, conn: asyncpg.Connection, ids: set[str]) -> set[str]:
@@ -387,10 +322,7 @@ class GroupState:
         self.resolved.update(dict.fromkeys(ids, False))
         if not ids:
             return set()
-        for r in await conn.fetch(
-                "SELECT d.entry_id, d.target, r.entry_id AS resolution FROM disputes d"
-                " LEFT JOIN resolutions r ON r.dispute = d.entry_id"
-                " WHERE d.entry_id = ANY($1::text[])", sorted(ids)):
+        for r in await AdmissionStore(conn).disputes(sorted(ids)):
             self.disputes[r["entry_id"]] = r["target"]
             self.resolved[r["entry_id"]] = r["resolution"] is not None
         return {t for t in self.disputes.values() if t is not None}
@@ -399,8 +331,7 @@ class GroupState:
         self.excluded.update(dict.fromkeys(ids, False))
         if not ids:
             return
-        for r in await conn.fetch(
-                "SELECT target FROM exclusions WHERE target = ANY($1::text[])", sorted(ids)):
+        for r in await AdmissionStore(conn).exclusions(sorted(ids)):
             self.excluded[r["target"]] = True
 
 

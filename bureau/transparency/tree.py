@@ -8,7 +8,8 @@ is where their nodes live:
   its one statement (:func:`bureau.storage.tree.pack_nodes`, ``insert_packed_sql``;
   see :mod:`bureau.storage.chain`). The frontier is read back, when the head moved under the
   committer's feet (another process appended) or after a restart, in the same round
-  trip as the head (:func:`frontier_rows_sql`, :mod:`bureau.intake.state`).
+  trip as the head (:func:`bureau.storage.tree.frontier_rows_sql`,
+  :mod:`bureau.storage.admission`).
 * **Serving.** A root or a proof at any size up to the current one is a plan of
   ``O(log n)`` nodes fetched in one query (:func:`fetch_nodes`).
 * **Checking.** :class:`TreeCheck` recomputes the nodes from the entry ids, a chunk at a
@@ -25,27 +26,6 @@ import asyncpg
 from bureau.errors import InternalError
 from reporters.tlog import proofs
 from reporters.tlog.merkle import EMPTY_ROOT, Frontier, Node, entry_leaf_hash
-
-
-def frontier_rows_sql(size: str, known_size: str, known_head: str) -> str:
-    """``FROM … WHERE`` of the nodes of the frontier at the ledger head ``size`` (a
-    column of ``ledger_head h``), unless the head is still (``known_size``,
-    ``known_head``), the frontier the caller holds: then no row at all. Node
-    ``(level, (size >> level) - 1)`` for every bit ``level`` set in ``size``
-    (:meth:`~reporters.tlog.merkle.Frontier.nodes_at`), each by primary key.
-
-    A LATERAL subquery with ``LIMIT 1`` (which PostgreSQL does not flatten into a
-    join), so that the nodes can only be looked up one by one: planned as a plain join,
-    the statement's generic plan (asyncpg prepares it; PostgreSQL keeps a generic plan
-    made while ``tree_nodes`` was small) hashed the whole table on every group — single
-    envelopes at a third of their speed after 60,000 entries."""
-    return (
-        "FROM ledger_head h"
-        " CROSS JOIN LATERAL (SELECT g.level FROM generate_series(0, 62) AS g(level)"
-        f" WHERE ({size} >> g.level) & 1 = 1"
-        f" AND ({size}, h.head) IS DISTINCT FROM ({known_size}::bigint, {known_head}::text)) l"
-        " CROSS JOIN LATERAL (SELECT n.level, n.idx, n.hash FROM tree_nodes n"
-        f" WHERE n.level = l.level AND n.idx = ({size} >> l.level) - 1 LIMIT 1) t")
 
 
 @dataclass(frozen=True, slots=True)
