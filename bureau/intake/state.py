@@ -203,12 +203,12 @@ class GroupState:
 
     async def _load_policies(self, conn: asyncpg.Connection) -> None:
         """The policy entry in force: a group with a ``policy`` submission (rare) asks."""
-        self.policy_at = await AdmissionStore(conn).policy_in_force_at()
+        self.policy_at = await AdmissionStore(conn).in_force_at("policies")
         self.policies_loaded = True
 
     async def _load_pools(self, conn: asyncpg.Connection) -> None:
         """The pool entry in force: a group with a ``pool`` submission (rare) asks."""
-        self.pool_at = await AdmissionStore(conn).pool_in_force_at()
+        self.pool_at = await AdmissionStore(conn).in_force_at("pools")
         self.pools_loaded = True
 
     async def _load_first(self, conn: asyncpg.Connection, content_keys: list[str],

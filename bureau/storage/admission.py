@@ -6,6 +6,7 @@ is ONE statement; the others run only when a group holds a kind that asks."""
 from __future__ import annotations
 
 import datetime as dt
+from typing import Literal
 
 import asyncpg
 
@@ -79,15 +80,13 @@ class AdmissionStore:
                     known_head: str) -> list[asyncpg.Record]:
         """Rows in the shape of ``_ROW_COLUMNS``, ``what`` naming each one's kind; no
         ``node`` row when (``known_size``, ``known_head``) is still the head."""
-        rows: list[asyncpg.Record] = await self.conn.fetch(
+        return await self._fetch(
             _FIRST_SQL, content_keys, fact_reporters, fact_interactions, probe_reporters,
             probe_interactions, parties, known_size, known_head)
-        return rows
 
     async def parties(self, keys: list[str]) -> list[asyncpg.Record]:
         """'reporter' and 'agent' rows of ``keys``."""
-        rows: list[asyncpg.Record] = await self.conn.fetch(_PARTIES_SQL, keys)
-        return rows
+        return await self._fetch(_PARTIES_SQL, keys)
 
     async def latest_engagement_fact(self, reporter: str, engagement: str) -> bytes | None:
         """The stored entry of ``reporter``'s latest fact of ``engagement``."""
@@ -100,48 +99,43 @@ class AdmissionStore:
     async def verdicts(self, kinds: list[str], evaluators: list[str], reporters: list[str],
                        refs: list[str]) -> list[asyncpg.Record]:
         """(kind, evaluator, reporter, ref, content_key) of the verdicts with those keys."""
-        rows: list[asyncpg.Record] = await self.conn.fetch(
+        return await self._fetch(
             "SELECT v.kind, v.evaluator, v.reporter, v.ref, v.content_key FROM verdicts v"
             " JOIN unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS k(kd, ev, rep, rf)"
             " ON v.kind = k.kd AND v.evaluator = k.ev AND v.reporter = k.rep AND v.ref = k.rf",
             kinds, evaluators, reporters, refs)
-        return rows
 
     async def favourable_verdicts_involving(self, agents: list[str]) -> list[asyncpg.Record]:
         """(entry_id, kind, evaluator, subject) of the favourable verdicts by or about
         ``agents``, in seq order (only those can be self-dealing, SPEC §5)."""
-        rows: list[asyncpg.Record] = await self.conn.fetch(
+        return await self._fetch(
             "SELECT entry_id, kind, evaluator, subject FROM verdicts"
             " WHERE (evaluator = ANY($1::text[]) OR subject = ANY($1::text[])) AND favourable"
             " ORDER BY seq", agents)
-        return rows
 
     async def entries(self, ids: list[str]) -> list[asyncpg.Record]:
         """(id, kind, subject) of the entries ``ids``."""
-        rows: list[asyncpg.Record] = await self.conn.fetch(
+        return await self._fetch(
             "SELECT id, kind, subject FROM entries WHERE id = ANY($1::text[])", ids)
-        return rows
 
     async def disputes(self, ids: list[str]) -> list[asyncpg.Record]:
         """(entry_id, target, resolution) of the disputes ``ids``."""
-        rows: list[asyncpg.Record] = await self.conn.fetch(
+        return await self._fetch(
             "SELECT d.entry_id, d.target, r.entry_id AS resolution FROM disputes d"
             " LEFT JOIN resolutions r ON r.dispute = d.entry_id"
             " WHERE d.entry_id = ANY($1::text[])", ids)
-        return rows
 
     async def exclusions(self, ids: list[str]) -> list[asyncpg.Record]:
         """(target) of the exclusions of ``ids``."""
-        rows: list[asyncpg.Record] = await self.conn.fetch(
+        return await self._fetch(
             "SELECT target FROM exclusions WHERE target = ANY($1::text[])", ids)
+
+    async def in_force_at(self, table: Literal["policies", "pools"]) -> dt.datetime | None:
+        """When the ``policy`` (or ``pool``) entry in force was issued."""
+        at: dt.datetime | None = await self.conn.fetchval(
+            f"SELECT issued_at FROM {table} ORDER BY seq DESC LIMIT 1")
+        return at
+
+    async def _fetch(self, sql: str, *args: object) -> list[asyncpg.Record]:
+        rows: list[asyncpg.Record] = await self.conn.fetch(sql, *args)
         return rows
-
-    async def policy_in_force_at(self) -> dt.datetime | None:
-        at: dt.datetime | None = await self.conn.fetchval(
-            "SELECT issued_at FROM policies ORDER BY seq DESC LIMIT 1")
-        return at
-
-    async def pool_in_force_at(self) -> dt.datetime | None:
-        at: dt.datetime | None = await self.conn.fetchval(
-            "SELECT issued_at FROM pools ORDER BY seq DESC LIMIT 1")
-        return at
