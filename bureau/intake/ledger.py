@@ -43,7 +43,7 @@ from bureau.intake.clock import Clock, utcnow
 from bureau.intake.flush import flush
 from bureau.intake.judging import Result, judge_one
 from bureau.intake.state import GroupState, Submission
-from bureau.storage import db
+from bureau.storage import chain, db
 from bureau.transparency.tree import TreeTip
 
 log = logging.getLogger(__name__)
@@ -339,16 +339,15 @@ class Ledger:
         with db.TxTimer("append_group") as timer:
             conn = await self._connection()
             try:
-                await conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED;"
-                                   " SELECT 1 FROM ledger_head FOR UPDATE")
+                await chain.begin_locked(conn)
                 section = _LockSection()
                 try:
                     done = await body(conn)
-                    await conn.execute("COMMIT")
+                    await chain.commit(conn)
                     section.close(envelopes())
                 except BaseException:
                     with contextlib.suppress(Exception):
-                        await asyncio.shield(conn.execute("ROLLBACK"))
+                        await asyncio.shield(chain.roll_back(conn))
                     raise
             except BaseException:
                 await self._drop_connection()  # whatever state it is in, start afresh
