@@ -19,7 +19,8 @@ import nacl.signing
 from bureau import ledger_keys, metrics
 from bureau.errors import InternalError
 from bureau.storage import db
-from bureau.transparency.tree import FETCH_SQL, fetch_nodes, node_arrays
+from bureau.storage.tree import FETCH_SQL, node_arrays
+from bureau.transparency.tree import fetch_nodes
 from reporters import wire
 from reporters.tlog import proofs
 from reporters.tlog.checkpoint import Checkpoint, log_signer, sign_checkpoint

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import asyncpg
 
 from bureau.errors import InternalError
+from bureau.storage import tree as tree_store
 from reporters.tlog import proofs
 from reporters.tlog.merkle import EMPTY_ROOT, Frontier, Node, entry_leaf_hash
 
@@ -48,23 +49,6 @@ def frontier_from(size: int, nodes: dict[Node, bytes]) -> Frontier:
                             "missing: run `bureau rebuild`") from None
 
 
-# One primary-key lookup per node, whatever the planner guesses of the arrays' length or
-# of the table: a plain join of the unnested arrays with tree_nodes may be planned as a
-# hash join over the whole table (measured: 1.1 ms p50 and 24 ms p99 a proof at 20,000
-# entries). LIMIT 1 keeps PostgreSQL from flattening the LATERAL subquery into that join.
-FETCH_SQL = """
-SELECT k.level, k.idx, t.hash FROM unnest($1::smallint[], $2::bigint[]) AS k(level, idx)
-CROSS JOIN LATERAL (SELECT hash FROM tree_nodes n WHERE n.level = k.level AND n.idx = k.idx
-                    LIMIT 1) t
-"""
-
-
-def node_arrays(nodes: Collection[Node]) -> tuple[list[int], list[int]]:
-    """The two array parameters of :data:`FETCH_SQL`."""
-    ordered = sorted(nodes)
-    return [lv for lv, _ in ordered], [i for _, i in ordered]
-
-
 def check_found(nodes: Collection[Node], found: dict[Node, bytes]) -> dict[Node, bytes]:
     """``found`` if it holds every node asked for; a node that should exist but does not
     is a broken tree (InternalError)."""
@@ -78,17 +62,15 @@ async def fetch_nodes(conn: asyncpg.Connection, nodes: Collection[Node]) -> dict
     """The stored hashes of ``nodes``, in one query."""
     if not nodes:
         return {}
-    rows = await conn.fetch(FETCH_SQL, *node_arrays(nodes))
+    rows = await tree_store.node_rows(conn, nodes)
     return check_found(nodes, {(r["level"], r["idx"]): bytes(r["hash"]) for r in rows})
 
 
 async def load_tip(conn: asyncpg.Connection) -> TreeTip:
     """The frontier at the ledger head, for tools that append outside the committer
     (the caller holds the head lock)."""
-    head = await conn.fetchrow("SELECT seq, head FROM ledger_head")
-    assert head is not None
-    size = head["seq"]
-    return TreeTip(head["head"], frontier_from(
+    size, head = await tree_store.head_position(conn)
+    return TreeTip(head, frontier_from(
         size, await fetch_nodes(conn, Frontier.nodes_at(size))))
 
 
@@ -109,15 +91,6 @@ async def consistency_proof(conn: asyncpg.Connection, old: int, new: int) -> lis
 
 
 # --------------------------------------------------------------------------- checking
-
-
-# The stored nodes of a run of leaves: one primary-key range scan a level.
-_SPANS_SQL = """
-SELECT t.level, t.idx, t.hash FROM unnest($1::smallint[], $2::bigint[], $3::bigint[])
-  AS k(level, low, high)
-CROSS JOIN LATERAL (SELECT level, idx, hash FROM tree_nodes n
-                    WHERE n.level = k.level AND n.idx BETWEEN k.low AND k.high OFFSET 0) t
-"""
 
 
 @dataclass
@@ -164,8 +137,8 @@ class TreeCheck:
             low, _ = spans.get(level, (idx, idx))
             spans[level] = (low, idx)
         levels = sorted(spans)
-        stored = await conn.fetch(
-            _SPANS_SQL, levels, [spans[lv][0] for lv in levels], [spans[lv][1] for lv in levels])
+        stored = await tree_store.span_rows(
+            conn, levels, [spans[lv][0] for lv in levels], [spans[lv][1] for lv in levels])
         have = {(r["level"], r["idx"]): bytes(r["hash"]) for r in stored}
         for level, idx, h in completed:
             got = have.get((level, idx))
@@ -177,7 +150,7 @@ class TreeCheck:
     async def finish(self, conn: asyncpg.Connection) -> None:
         """After the last entry: no stored node beyond the ones the entries complete."""
         if self.difference is None:
-            count = await conn.fetchval("SELECT count(*) FROM tree_nodes")
+            count = await tree_store.node_count(conn)
             if count != self.nodes:
                 self.difference = (f"{count} tree nodes stored, the {self.frontier.size} "
                                    f"entries complete {self.nodes}")
