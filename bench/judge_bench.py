@@ -1,7 +1,7 @@
 """The committer's CPU per envelope, without a database: stages 4-6 in memory.
 
 Signs N facts and N attestations of them, prepares them (stages 1-3), then times
-``bureau.intake.ledger.judge_one`` — the kinds table's dispatch, authorize, admit, the
+``bureau.intake.judging.judge_one`` — the kinds table's dispatch, authorize, admit, the
 entry's subject, chaining (canonical bytes and BLAKE3) and the index rows — against an
 in-memory ``GroupState``, as the group commit runs it under the ledger lock. Process CPU
 time, best of several rounds, so that other load on the machine matters less than it
@@ -21,7 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bureau.intake.ledger import GroupTx, judge_one
+from bureau.intake.chaining import GroupTx
+from bureau.intake.judging import judge_one
 from bureau.intake.pipeline import prepare
 from bureau.intake.state import GroupState, Submission
 from bureau.records import AgentRecord, ReporterRecord

@@ -42,7 +42,7 @@ import asyncpg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bureau.config import DEFAULT_EPOCH_SECONDS
-from bureau.intake.ledger import epoch_of, format_timestamp
+from bureau.intake.clock import epoch_of, format_timestamp
 from bureau.scoring.policy import KNOWN_POLICIES, policy_hash
 from bureau.storage import db
 from reporters import verify_inclusion, verify_note, wire

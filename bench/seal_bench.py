@@ -53,7 +53,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from prometheus_client import REGISTRY
 
 from bureau.config import Config, default_report_workers
-from bureau.intake.ledger import GroupTx, Ledger, epoch_of, flush
+from bureau.intake.chaining import GroupTx
+from bureau.intake.clock import epoch_of
+from bureau.intake.flush import flush
+from bureau.intake.ledger import Ledger
 from bureau.intake.links import is_favourable
 from bureau.intake.state import GroupState
 from bureau.kinds import GENESIS

@@ -12,8 +12,9 @@ This bench measures both with the same ``wrk`` in one run:
 3. **bureau, paced** at half the flat-out rate (each connection waits between requests).
 
 It prints each rate with its anchor (the ratio to the bare handler; issue target ≥ 0.25),
-p50/p99 from wrk's own latency distribution, and the group sizes the committers formed
-(the ``bureau_commit_group_envelopes`` histogram from the operator listener).
+p50/p99 from wrk's own latency distribution, and the group sizes formed (from the
+operator listener: ``bureau_sequencer_group_envelopes``, the node's one sequencer, and
+``bureau_commit_group_envelopes``, every committer, a worker's own fallback included).
 
     python bench/wrk_bench.py [--seconds 10] [--connections 8] [--workers N]
 
@@ -158,17 +159,83 @@ def run_wrk(url: str, script: Path, seconds: float, connections: int, envelopes:
     return WrkRun(done.stdout)
 
 
-async def group_sizes(ops_url: str) -> tuple[float, float]:
-    """(groups, envelopes) committed so far, from the committers' histogram."""
+#: the histograms whose (count, sum) the bench reads: every committer's groups, and
+#: those the node's sequencer formed (the rest a worker committed by itself)
+HISTOGRAMS = ("bureau_commit_group_envelopes", "bureau_sequencer_group_envelopes")
+
+
+async def group_sizes(ops_url: str) -> dict[str, tuple[float, float]]:
+    """(groups, envelopes) committed so far, by histogram (:data:`HISTOGRAMS`)."""
     async with aiohttp.ClientSession() as session, session.get(ops_url + "/metrics") as r:
         text = await r.text()
-    groups = envelopes = 0.0
+    found = {name: [0.0, 0.0] for name in HISTOGRAMS}
     for line in text.splitlines():
-        if line.startswith("bureau_commit_group_envelopes_count"):
-            groups = float(line.rpartition(" ")[2])
-        elif line.startswith("bureau_commit_group_envelopes_sum"):
-            envelopes = float(line.rpartition(" ")[2])
-    return groups, envelopes
+        name, _, value = line.rpartition(" ")
+        for histogram in HISTOGRAMS:
+            if name == histogram + "_count":
+                found[histogram][0] = float(value)
+            elif name == histogram + "_sum":
+                found[histogram][1] = float(value)
+    return {name: (groups, envelopes) for name, (groups, envelopes) in found.items()}
+
+
+def print_groups(before: dict[str, tuple[float, float]],
+                 after: dict[str, tuple[float, float]]) -> None:
+    """The groups formed between two scrapes: by the sequencer, and by every committer."""
+    for name, who in zip(HISTOGRAMS, ("every committer", "the sequencer"), strict=True):
+        groups, envelopes = (a - b for a, b in zip(after[name], before[name], strict=True))
+        if groups:
+            print(f"  groups {who} formed: {groups:,.0f}, "
+                  f"{envelopes / groups:.2f} envelopes a group on average")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU of one process so far (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found.extend(int(c) for c in (task / "children").read_text().split())
+    return found
+
+
+async def serve_pids(server_pid: int, database_url: str) -> dict[str, list[int]]:
+    """The processes whose CPU a single POST costs, by part: the serve's HTTP workers,
+    its sequencer, and the PostgreSQL backends serving its database."""
+    import asyncpg
+
+    workers, sequencer = [server_pid], []
+    for pid in _children(server_pid):
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        (sequencer if b"--sequence" in cmdline else workers).append(pid)
+    conn = await asyncpg.connect(database_url)
+    try:
+        backends = [r["pid"] for r in await conn.fetch(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+            " AND pid <> pg_backend_pid()")]
+    finally:
+        await conn.close()
+    return {"HTTP workers (parse, verify, decode, answer)": workers,
+            "sequencer (judge, chain, encode, asyncpg)": sequencer,
+            "PostgreSQL backends": backends}
+
+
+def cpu_by_part(pids: dict[str, list[int]]) -> dict[str, float]:
+    return {part: sum(_cpu_seconds(p) for p in group) for part, group in pids.items()}
+
+
+def print_cpu(before: dict[str, float], after: dict[str, float], requests: float) -> None:
+    """CPU per request, by part: what bounds a single POST when a target is missed."""
+    if requests <= 0:
+        return
+    for part, seconds in after.items():
+        print(f"  CPU per request, {part}: {1e6 * (seconds - before[part]) / requests:7,.0f} µs")
 
 
 def bare_phase(processes: int, script: Path, args: argparse.Namespace,
@@ -216,29 +283,34 @@ async def main(args: argparse.Namespace) -> None:
         script = Path(tmp) / "envelopes.lua"
         script.write_text(LUA)
         files = {}
-        for tag, n in (("bare", 1000), ("flat", count), ("paced", count)):
+        for tag, n in (("bare", 1000), ("warm", 3000), ("flat", count), ("paced", count)):
             files[tag] = Path(tmp) / f"{tag}.ndjson"
             files[tag].write_bytes(b"\n".join(presign(rep, n, tag)) + b"\n")
 
         bare = bare_phase(processes, script, args, files["bare"])
         print(f"bare aiohttp handler (the HTTP-layer limit): {bare.line()}")
-        async with bench_bureau(rep, workers=args.workers) as (server, _url):
-            before = await group_sizes(server.ops_url)
+        async with bench_bureau(rep, workers=args.workers) as (server, url):
+            assert server.proc is not None
+            # Measured once every process has started (the sequencer included, which
+            # the first requests find still importing: they commit by themselves).
+            while (await group_sizes(server.ops_url))[HISTOGRAMS[1]][0] < 1:
+                run_wrk(server.url, script, 1, args.connections, files["warm"], 0)
+            pids = await serve_pids(server.proc.pid, url)
+            before, cpu_before = await group_sizes(server.ops_url), cpu_by_part(pids)
             flat = run_wrk(server.url, script, args.seconds, args.connections,
                            files["flat"], 0)
-            after = await group_sizes(server.ops_url)
+            after, cpu_after = await group_sizes(server.ops_url), cpu_by_part(pids)
             print(f"bureau single POST, flat out:               {flat.line()}")
             print(f"  ratio to the bare handler: {flat.rate / bare.rate:.3f}  (target >= 0.25);"
                   f" p99 target < 20 ms")
-            groups, envelopes = (a - b for a, b in zip(after, before, strict=True))
-            if groups:
-                print(f"  groups the committers formed: {groups:,.0f}, "
-                      f"{envelopes / groups:.2f} envelopes a group on average")
+            print_groups(before, after)
+            print_cpu(cpu_before, cpu_after, flat.rate * args.seconds)
             half = flat.rate / 2
             pause_ms = max(1, round(1000 * args.connections / half))
             paced = run_wrk(server.url, script, args.seconds, args.connections,
                             files["paced"], pause_ms)
             print(f"bureau single POST, paced near {half:,.0f}/s:     {paced.line()}")
+            print_groups(after, await group_sizes(server.ops_url))
     if os.environ.get("WRK_BENCH_SHOW"):
         print(flat.out)
 

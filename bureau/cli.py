@@ -14,6 +14,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -28,6 +30,7 @@ from bureau.errors import InternalError
 from bureau.http.access_log import FORMATS as ACCESS_LOG_FORMATS
 from bureau.http.access_log import runner_options
 from bureau.http.params import KEY_ID
+from bureau.intake.sequencer import SOCKET_ENV as SEQUENCER_SOCKET
 from bureau.ledger_keys import KeyPeriod
 from bureau.report_text import render_report, report_json
 from bureau.storage import db, overview
@@ -221,12 +224,18 @@ def _serve_until_stopped(args: argparse.Namespace) -> int:
         print(f"bureau serve: cannot reach the database: {exc}".replace("\n", " "),
               file=sys.stderr)
         return 2
+    if args.sequence is not None:
+        asyncio.run(_sequence(config, url, signing_key, Path(args.sequence)))
+        return 0
     print(f"bureau key: {wire.signing_key_id(signing_key)}", flush=True)
     print(f"ledger at {ledger_line.where(config)}", flush=True)
+    sequencer = _SequencerProcess(args) if args.workers > 1 else None
     workers = _start_workers(args, config, url) if args.workers > 1 else []
+    socket_path = os.environ.get(SEQUENCER_SOCKET)
     try:
         asyncio.run(_serve(args, config, url, signing_key, reuse_port=args.workers > 1
-                           or args.reuse_port, processes=args.workers))
+                           or args.reuse_port, processes=args.workers,
+                           sequencer=None if socket_path is None else Path(socket_path)))
     except StartRefused as refused:  # the ledger's settings rule (bureau.intake.genesis)
         print(f"bureau serve: refusing to start: {refused.detail}", file=sys.stderr)
         return 2
@@ -238,7 +247,82 @@ def _serve_until_stopped(args: argparse.Namespace) -> int:
             proc.terminate()
         for proc in workers:
             proc.wait(10)
+        if sequencer is not None:  # last: the workers' last requests go through it
+            sequencer.stop()
     return 0
+
+
+class _SequencerProcess:
+    """The node's sequencer (bureau.intake.sequencer): a process of its own, fed by
+    every process of this serve over a Unix socket in a private run directory, and
+    started again whenever it exits until the serve stops (meanwhile the workers commit
+    by themselves, under the head lock)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.run_dir = Path(tempfile.mkdtemp(prefix="bureau-run-"))  # 0700
+        self.socket = self.run_dir / "sequencer.sock"
+        os.environ[SEQUENCER_SOCKET] = str(self.socket)  # this process and its workers
+        self._cmd = [sys.executable, "-m", "bureau.cli", "serve", "--workers", "1",
+                     "--sequence", str(self.socket)]
+        self._env = dict(os.environ, **{_WORKER_OF: str(os.getpid())})
+        self._lock = threading.Lock()
+        self._stopping = False
+        self._proc: subprocess.Popen[bytes] | None = None
+        # PR_SET_PDEATHSIG fires when the *thread* that started a child ends: this one
+        # lives as long as the serve does.
+        self._thread = threading.Thread(target=self._supervise, name="sequencer",
+                                        daemon=True)
+        self._thread.start()
+
+    def _supervise(self) -> None:
+        while True:
+            with self._lock:
+                if self._stopping:
+                    return
+                proc = self._proc = subprocess.Popen(self._cmd, env=self._env,
+                                                     preexec_fn=_die_with_parent)
+            code = proc.wait()
+            with self._lock:
+                if self._stopping:
+                    return
+            print(f"bureau serve: the sequencer exited ({code}); starting it again",
+                  file=sys.stderr, flush=True)
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopping = True
+            proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        self._thread.join(5)
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+
+
+async def _sequence(config: Config, url: str, signing_key: nacl.signing.SigningKey,
+                    path: Path) -> None:
+    """The sequencer process: the ledger's settings, then its committer behind ``path``
+    until SIGTERM."""
+    from bureau.intake import genesis
+    from bureau.intake.clock import utcnow
+    from bureau.intake.ledger import Ledger
+    from bureau.intake.sequencer import run_sequencer
+
+    conn = await db.connect(url)
+    try:
+        await db.migrate(conn)
+        settled = await genesis.establish(conn, config, signing_key.verify_key, utcnow())
+    finally:
+        await conn.close()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await run_sequencer(Ledger(url, settled, sequencer=True), path, stop)
 
 
 def _bound(runner: web.AppRunner) -> str:
@@ -249,13 +333,13 @@ def _bound(runner: web.AppRunner) -> str:
 
 async def _serve(args: argparse.Namespace, config: Config, url: str,
                  signing_key: nacl.signing.SigningKey, *, reuse_port: bool,
-                 processes: int) -> None:
+                 processes: int, sequencer: Path | None) -> None:
     """The service on ``--host``/``--port`` and the operator listener on
     ``--ops-host``/``--ops-port`` (SPEC §9: ``/metrics`` only there), until SIGTERM or
     SIGINT. With ``--workers N`` every process opens both with SO_REUSEPORT."""
     from bureau.http.app import create_app, create_ops_app
 
-    app = create_app(config, url, signing_key)
+    app = create_app(config, url, signing_key, sequencer=sequencer)
     runner = web.AppRunner(app, **runner_options(args.access_log))  # type: ignore[arg-type]
     ops_runner = web.AppRunner(create_ops_app(app), access_log=None)
     stop = asyncio.Event()
@@ -633,6 +717,8 @@ def build_parser() -> argparse.ArgumentParser:
     # Internal: how ``--workers N`` starts its workers (SO_REUSEPORT on the parent's
     # ports). Anyone else's port check still runs: a second serve cannot join a port.
     serve.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)
+    # Internal: the node's sequencer, which ``--workers N`` starts (bureau.intake.sequencer).
+    serve.add_argument("--sequence", metavar="SOCKET", default=None, help=argparse.SUPPRESS)
     serve.add_argument("--max-pending", type=_positive, default=None,
                        help="envelopes waiting for the ledger before intake answers 503 "
                        "UNAVAILABLE (default 20000)")

@@ -90,6 +90,18 @@ COMMIT_GROUP_SIZE = Histogram(
     "Envelopes judged per group-commit transaction.",
     buckets=(1, 2, 5, 10, 50, 100, 500, 1000, 2500, 5000),
 )
+#: observed only by the node's sequencer (bureau.intake.sequencer): how many envelopes
+#: the one committer of a ``serve --workers N`` gathered into each group
+SEQUENCER_GROUP_SIZE = Histogram(
+    "bureau_sequencer_group_envelopes",
+    "Envelopes per group formed by the node's sequencer (serve --workers N).",
+    buckets=(1, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128, 500, 1000, 5000),
+)
+SEQUENCER_FALLBACK_TOTAL = Counter(
+    "bureau_sequencer_fallback_total",
+    "Requests a worker committed by itself, under the head lock, because the node's "
+    "sequencer was unreachable.",
+)
 GROUP_SPLITS_TOTAL = Counter(
     "bureau_commit_group_splits_total",
     "Group commits the database refused (not by going away), committed again in halves "

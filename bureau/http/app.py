@@ -12,6 +12,7 @@ reverse."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import nacl.signing
 from aiohttp import web, web_response
@@ -37,8 +38,10 @@ from bureau.http.keys import (
 )
 from bureau.http.routes import ops
 from bureau.intake import genesis
-from bureau.intake.ledger import Clock, Ledger, utcnow
+from bureau.intake.clock import Clock, utcnow
+from bureau.intake.ledger import Ledger
 from bureau.intake.pipeline import MAX_BATCH_BYTES, Intake
+from bureau.intake.sequencer import SequencerLink
 from bureau.reads.ranking import Ranking
 from bureau.replica import ReadRouter, open_replica
 from bureau.storage import db
@@ -59,7 +62,9 @@ def hide_server_version() -> None:
 
 
 def create_app(config: Config, database_url: str, signing_key: nacl.signing.SigningKey,
-               *, clock: Clock = utcnow) -> web.Application:
+               *, clock: Clock = utcnow, sequencer: Path | None = None) -> web.Application:
+    """``sequencer``: the socket of the node's sequencer (``serve --workers N``), which
+    commits this process's submissions while it answers (bureau.intake.sequencer)."""
     hide_server_version()
     # A little over the batch cap so the handlers, not aiohttp, give the TOO_LARGE answer.
     app = web.Application(middlewares=[error_middleware], client_max_size=MAX_BATCH_BYTES + 1024)
@@ -88,11 +93,14 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
         reads = ReadRouter(pool, replica, config.read_wait)
         ledger = Ledger(database_url, settled, clock)
         await ledger.start()
-        intake = Intake(ledger)
+        link = None if sequencer is None else SequencerLink(sequencer)
+        intake = Intake(ledger, sequencer=link)
         app[DB_POOL], app[READS], app[LEDGER], app[INTAKE] = pool, reads, ledger, intake
         try:
             yield
         finally:
+            if link is not None:
+                await link.close()
             await ledger.stop()
             intake.close()
             await reads.close()

@@ -30,11 +30,12 @@ import nacl.signing
 from bureau import ledger_keys
 from bureau.config import Config
 from bureau.errors import InternalError
-from bureau.intake.ledger import GroupTx, flush
+from bureau.intake.chaining import GroupTx
+from bureau.intake.flush import flush
 from bureau.intake.state import GroupState
 from bureau.kinds import GENESIS
 from bureau.scoring.policy import KNOWN_POLICIES, policy_hash, policy_name_of
-from bureau.storage import db, keys
+from bureau.storage import chain, db, keys
 from reporters import wire
 from reporters.models import MAX_ADMINS
 from reporters.tlog.checkpoint import check_origin, default_origin
@@ -145,7 +146,7 @@ async def establish(conn: db.Connection, config: Config,
     """Write the genesis entry of an empty ledger, or check the existing one; return the
     configuration the process runs with (the ledger's settings in place)."""
     async with db.transaction(conn, "genesis"):
-        head_seq = await keys.lock_head(conn)
+        head_seq = (await chain.lock_head(conn))["seq"]
         found = await read(conn)
         if found is not None:
             in_force = (await ledger_keys.history(conn))[-1]

@@ -25,168 +25,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import logging
 import threading
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
-
-import asyncpg
+from typing import TypeVar
 
 from bureau import metrics
 from bureau.config import Config
 from bureau.errors import BureauError, Code, Pushback
-from bureau.intake import rules
-from bureau.intake.index import record_admitted, record_exclusion
-from bureau.intake.refusals import bound_envelopes, refusal_row
+from bureau.intake.chaining import GroupTx
+from bureau.intake.clock import Clock, utcnow
+from bureau.intake.flush import flush
+from bureau.intake.judging import Result, judge_one
 from bureau.intake.state import GroupState, Submission
-from bureau.intake.writes import Writes, write_group
-from bureau.kinds import EXCLUSION, SEAL_REQUEST, SUBMITTED
-from bureau.storage import db
-from bureau.transparency.tree import TreeTip, load_tip, pack_nodes
-from reporters import wire
-from reporters.tlog.merkle import entry_leaf_hash
+from bureau.storage import chain, db
+from bureau.transparency.tree import TreeTip
 
 log = logging.getLogger(__name__)
-
-Clock = Callable[[], dt.datetime]
-
-
-def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
-
-
-def format_timestamp(t: dt.datetime) -> str:
-    """RFC 3339, UTC, microseconds, ``Z`` — the form written into every entry."""
-    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def epoch_of(t: dt.datetime, epoch_seconds: int) -> int:
-    micros = (t - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(microseconds=1)
-    return micros // (epoch_seconds * 1_000_000)
-
-
-@dataclass(frozen=True, slots=True)
-class Result:
-    """What intake answers for one envelope."""
-
-    status: Literal["accepted", "duplicate", "rejected"]
-    id: str | None = None
-    seq: int | None = None
-    error: BureauError | None = None
-
-    def as_body(self) -> dict[str, Any]:
-        if self.error is not None:
-            return self.error.as_body()
-        return {"status": self.status, "id": self.id, "seq": self.seq}
-
-
-class GroupTx:
-    """One group commit in progress: the head, the clock reading, the state, the writes."""
-
-    def __init__(self, conn: asyncpg.Connection, state: GroupState, seq: int, head: str,
-                 recorded_at: dt.datetime, epoch_seconds: int) -> None:
-        self.conn = conn
-        self.state = state
-        self.seq = seq
-        self.head = head
-        self.recorded_at = recorded_at
-        self.recorded_text = format_timestamp(recorded_at)
-        self.epoch = epoch_of(recorded_at, epoch_seconds)
-        #: when the epoch the group records into began
-        self.epoch_start = dt.datetime.fromtimestamp(self.epoch * epoch_seconds, dt.UTC)
-        state.epoch = self.epoch  # the rules ask which epoch the group records into
-        self.writes = Writes()
-        #: an admin ``seal`` was admitted in this group (see ``Ledger.seal_hook``)
-        self.seal_requested = False
-
-    def append(self, kind: str, *, envelope: bytes | None = None,
-               body: dict[str, Any] | None = None, signer: str | None = None,
-               subject: str | None = None, content_key: str | None = None) -> tuple[str, int]:
-        """Chain one entry after the head; returns its id and seq. ``envelope`` is the
-        canonical JSON of the envelope as submitted; ``body`` what the bureau writes."""
-        seq = self.seq + 1
-        if envelope is not None:
-            raw = wire.envelope_entry_bytes(seq, self.head, kind, self.recorded_text,
-                                            self.epoch, envelope)
-        else:
-            assert body is not None
-            raw = wire.canonical_json({"seq": seq, "prev": self.head, "kind": kind,
-                                       "recorded_at": self.recorded_text, "epoch": self.epoch,
-                                       "body": body})
-        entry_id = wire.blake3_hex(raw)
-        self.writes.entries.append((seq, entry_id, self.head, kind, self.recorded_at,
-                                    self.epoch, signer, subject, content_key, raw))
-        self.seq, self.head = seq, entry_id
-        return entry_id, seq
-
-
-# --------------------------------------------------------------------------- judging
-
-
-def _append_exclusion(tx: GroupTx, target: str, reason: str, cause: str) -> None:
-    target_rec = tx.state.entry(target) if target in tx.state.entries else None
-    _, seq = tx.append(
-        EXCLUSION.name, body={"entry": target, "reason": reason, "cause": cause},
-        subject=target_rec.subject if target_rec else None)
-    record_exclusion(tx.state, tx.writes, target, seq, reason)
-
-
-def _is_known_party(st: GroupState, key: str) -> bool:
-    return st.is_admin(key) or st.reporters.get(key) is not None \
-        or st.agents.get(key) is not None
-
-
-def judge_one(tx: GroupTx, sub: Submission, now: dt.datetime) -> Result:
-    """Judge one submission under the lock and append it if admitted."""
-    env, st, signer, key = sub.envelope, tx.state, sub.signer, sub.envelope.content_key
-    seen = st.admitted.get(key)
-    if seen is not None:
-        return Result("duplicate", seen[0], seen[1])
-    kind = SUBMITTED[env.name]
-    try:
-        if sub.refusal is not None:
-            raise sub.refusal
-        payload = sub.payload
-        assert payload is not None
-        rules.authorize(kind, signer, st)
-        decision = rules.admit(payload, signer, key, now, st)
-    except BureauError as err:
-        if _is_known_party(st, signer):
-            tx.writes.refusals.append(refusal_row(key, signer, env.name, err,
-                                                  tx.recorded_at, env.canonical))
-        return Result("rejected", error=err)
-    tx.seal_requested |= kind is SEAL_REQUEST
-    subject = None if kind.subject is None else kind.subject(payload, signer)
-    entry_id, seq = tx.append(kind.name, envelope=env.canonical, signer=signer,
-                              content_key=key, subject=subject)
-    record_admitted(st, tx.writes, kind, payload, signer, key, subject, entry_id, seq)
-    for target, reason in decision.exclusions:
-        _append_exclusion(tx, target, reason, entry_id)
-    return Result("accepted", entry_id, seq)
-
-
-async def flush(tx: GroupTx) -> None:
-    """Write the group's rows, the Merkle tree nodes its entries complete, and move the
-    head (one statement, see bureau.intake.writes); first, the refusals past their
-    signer's budget lose their envelopes. Every entry appended, whoever appended it (a
-    submission, an exclusion, a seal), extends the tree here."""
-    if tx.writes.refusals:
-        await bound_envelopes(tx.conn, tx.writes.refusals, tx.epoch_start)
-    if tx.writes.entries:
-        # The committer loaded the frontier with the head; a tool chaining entries
-        # itself (genesis, benches) reads it now: the head row has not moved yet.
-        tip = tx.state.tree or await load_tip(tx.conn)
-        assert tip.size == tx.writes.entries[0][0] - 1, "the tree is not at the head"
-        frontier, nodes = tip.frontier.extend(
-            entry_leaf_hash(row[1]) for row in tx.writes.entries)
-        tx.writes.tree = pack_nodes(nodes)
-        tx.state.tree = TreeTip(tx.head, frontier)
-    await write_group(tx.conn, tx.writes, tx.seq, tx.head, tx.recorded_at)
-
 
 # --------------------------------------------------------------------------- committer
 
@@ -214,7 +72,7 @@ _Item = tuple[_Unit, int]
 _WORK = -1
 
 
-def _settle(future: asyncio.Future[list[Result]], results: list[Result] | None,
+def _resolve(future: asyncio.Future[list[Result]], results: list[Result] | None,
             failure: BaseException | None) -> None:
     """On the future's own loop: answer it, unless it already was."""
     if future.done():
@@ -230,7 +88,7 @@ def _answer(unit: _Unit, results: list[Result] | None = None,
             failure: BaseException | None = None) -> None:
     """From any thread: answer ``unit`` on the loop its caller awaits it on."""
     with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
-        unit.future.get_loop().call_soon_threadsafe(_settle, unit.future, results, failure)
+        unit.future.get_loop().call_soon_threadsafe(_resolve, unit.future, results, failure)
 
 
 def _shutting_down() -> BureauError:
@@ -278,8 +136,12 @@ class Ledger:
     ``seal_hook``) runs on the committer's thread: it may use ``tx.conn`` and must reach
     anything of its caller's loop thread-safely."""
 
-    def __init__(self, database_url: str, config: Config, clock: Clock = utcnow) -> None:
+    def __init__(self, database_url: str, config: Config, clock: Clock = utcnow, *,
+                 sequencer: bool = False) -> None:
         self.database_url = database_url
+        #: this is the node's sequencer (bureau.intake.sequencer): its group sizes are
+        #: the ones ``bureau_sequencer_group_envelopes`` shows
+        self.sequencer = sequencer
         self.config = config
         self.clock = clock
         self._loop: asyncio.AbstractEventLoop | None = None  # the committer's
@@ -292,7 +154,7 @@ class Ledger:
         #: :meth:`admitting`); always at least ``_pending``
         self._inflight = 0
         self._task: asyncio.Task[None] | None = None
-        self._conn: asyncpg.Connection | None = None  # the committer's, see _connection
+        self._conn: db.Connection | None = None  # the committer's, see _connection
         #: says in the log when the committer lost the database and where it reconnected
         self._link = db.Link("committer")
         #: run under the lock, before the flush, in a group that admitted an admin
@@ -302,8 +164,14 @@ class Ledger:
         #: uses it if no other process appended since (GroupState.load checks)
         self._tree: TreeTip | None = None
 
-    async def start(self) -> None:
-        """Start the committer's thread and loop, and the committer on it."""
+    async def start(self, *, own_thread: bool = True) -> None:
+        """Start the committer's thread and loop, and the committer on it; or, without
+        ``own_thread``, the committer on the caller's loop (the sequencer's process,
+        where no request handler competes with it: a thread would only add the hops)."""
+        if not own_thread:
+            self._loop = asyncio.get_running_loop()
+            await self._begin()
+            return
         loop = asyncio.new_event_loop()
         self._loop = loop
         self._thread = threading.Thread(target=self._serve_loop, args=(loop,),
@@ -333,13 +201,15 @@ class Ledger:
         """Stop the committer (a group in flight is rolled back and its callers hear
         UNAVAILABLE), its loop and its thread; whatever is still queued hears the same."""
         loop, thread, self._loop = self._loop, self._thread, None
-        if loop is None or thread is None:
-            return
-        with contextlib.suppress(RuntimeError):  # its loop already ended
-            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._halt(), loop))
-            loop.call_soon_threadsafe(loop.stop)
-        await asyncio.get_running_loop().run_in_executor(None, thread.join)
-        self._thread = None
+        if loop is not None and thread is None:  # the committer runs on this loop
+            await self._halt()
+        elif loop is not None and thread is not None:
+            with contextlib.suppress(RuntimeError):  # its loop already ended
+                await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._halt(),
+                                                                           loop))
+                loop.call_soon_threadsafe(loop.stop)
+            await asyncio.get_running_loop().run_in_executor(None, thread.join)
+            self._thread = None
         while self._queue is not None and not self._queue.empty():
             _answer(self._queue.get_nowait(), failure=_shutting_down())
 
@@ -436,7 +306,7 @@ class Ledger:
         units.extend(taken)
         return taken
 
-    async def _connection(self) -> asyncpg.Connection:
+    async def _connection(self) -> db.Connection:
         """The committer's own connection, kept between groups (a group commit is a
         handful of round trips in all), opened again after it was lost: to whichever
         host of a multi-host URL is read-write by then (after a failover, the new
@@ -444,9 +314,8 @@ class Ledger:
         conn = self._conn
         if conn is not None and not conn.is_closed():
             return conn
-        self._conn = await self._link.connect(lambda: asyncpg.connect(
-            self.database_url, command_timeout=60,
-            server_settings={"application_name": "bureau committer"}))
+        self._conn = await self._link.connect(lambda: db.connect(
+            self.database_url, command_timeout=60, application_name="bureau committer"))
         return self._conn
 
     async def _drop_connection(self) -> None:
@@ -455,7 +324,7 @@ class Ledger:
             with contextlib.suppress(Exception):
                 await conn.close(timeout=2)
 
-    async def _in_transaction(self, body: Callable[[asyncpg.Connection], Awaitable[T]],
+    async def _in_transaction(self, body: Callable[[db.Connection], Awaitable[T]],
                               envelopes: Callable[[], int]) -> T:
         """Run ``body`` (judging ``envelopes()``) in one transaction that holds the
         ledger head's row lock; time the section under the lock (:class:`_LockSection`).
@@ -467,16 +336,15 @@ class Ledger:
         with db.TxTimer("append_group") as timer:
             conn = await self._connection()
             try:
-                await conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED;"
-                                   " SELECT 1 FROM ledger_head FOR UPDATE")
+                await chain.begin_locked(conn)
                 section = _LockSection()
                 try:
                     done = await body(conn)
-                    await conn.execute("COMMIT")
+                    await chain.commit(conn)
                     section.close(envelopes())
                 except BaseException:
                     with contextlib.suppress(Exception):
-                        await asyncio.shield(conn.execute("ROLLBACK"))
+                        await asyncio.shield(chain.roll_back(conn))
                     raise
             except BaseException:
                 await self._drop_connection()  # whatever state it is in, start afresh
@@ -491,7 +359,10 @@ class Ledger:
             return _items(self._take_queued(units))
 
         await self._commit_items(_items(units), late)
-        metrics.COMMIT_GROUP_SIZE.observe(sum(len(unit.subs) for unit in units))
+        size = sum(len(unit.subs) for unit in units)
+        metrics.COMMIT_GROUP_SIZE.observe(size)
+        if self.sequencer:
+            metrics.SEQUENCER_GROUP_SIZE.observe(size)
         for unit in units:
             if unit.failure is not None:
                 _answer(unit, failure=unit.failure)
@@ -505,7 +376,7 @@ class Ledger:
         processes take turns, that is what arrived during another's group); should the
         database refuse it (and not by going away), the same in two halves, in order,
         until what it refuses is alone (see the module docstring)."""
-        async def judge(conn: asyncpg.Connection) -> tuple[GroupTx, list[Result | None]]:
+        async def judge(conn: db.Connection) -> tuple[GroupTx, list[Result | None]]:
             if late is not None:
                 items.extend(late())
             return await self._judge_group(conn, items)
@@ -541,7 +412,7 @@ class Ledger:
         for (name, status), n in counts.items():
             metrics.INTAKE_TOTAL.labels(payload_type=name, result=status).inc(n)
 
-    async def _judge_group(self, conn: asyncpg.Connection, items: list[_Item],
+    async def _judge_group(self, conn: db.Connection, items: list[_Item],
                            ) -> tuple[GroupTx, list[Result | None]]:
         """Under the head lock (see _in_transaction): load the state, the head included,
         in one statement; judge and append each item in order; write the group."""

@@ -8,7 +8,9 @@
 6. append    — group commit, durable before ack   (:mod:`bureau.intake.ledger`)
 
 Stages 1–3 are pure and run on worker threads (libsodium releases the GIL, so signature
-checks use every core). Stages 4–6 run under the ledger lock in the committer.
+checks use every core). Stages 4–6 run under the ledger lock in the committer: with
+``serve --workers N``, the node's one sequencer (:mod:`bureau.intake.sequencer`), or
+this process's own committer while the sequencer is unreachable.
 """
 
 from __future__ import annotations
@@ -20,8 +22,11 @@ from concurrent.futures import ThreadPoolExecutor
 from bureau import metrics
 from bureau.errors import BureauError, Stage
 from bureau.intake.envelope import decode_payload, parse_envelope_bytes, verify_envelope
-from bureau.intake.ledger import Ledger, Result
+from bureau.intake.judging import Result
+from bureau.intake.ledger import Ledger
+from bureau.intake.sequencer import SequencerLink, SequencerUnreachable
 from bureau.intake.state import Submission
+from bureau.kinds import SEAL_REQUEST
 
 MAX_BATCH_LINES = 1000
 MAX_BATCH_BYTES = 8 * 1024 * 1024
@@ -55,8 +60,13 @@ def count_refusal(err: BureauError, payload_type: str = "unknown") -> None:
 
 
 class Intake:
-    def __init__(self, ledger: Ledger, workers: int = 2) -> None:
+    """Stages 1–3 here; 4–6 by ``sequencer`` when there is one and it answers, else by
+    ``ledger`` (this process's committer, under the same head lock)."""
+
+    def __init__(self, ledger: Ledger, workers: int = 2,
+                 sequencer: SequencerLink | None = None) -> None:
         self.ledger = ledger
+        self.sequencer = sequencer
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="verify")
         self._workers = workers
 
@@ -81,7 +91,7 @@ class Intake:
         """
         prepared = await self._prepare(raws)
         subs = [p for p in prepared if isinstance(p, Submission)]
-        committed = iter(await self.ledger.submit(subs))
+        committed = iter(await self._commit(subs))
         results: list[Result] = []
         for p in prepared:
             if isinstance(p, BureauError):
@@ -93,3 +103,15 @@ class Intake:
                     metrics.REFUSALS_TOTAL.labels(code=r.error.code.value).inc()
                 results.append(r)
         return results
+
+    async def _commit(self, subs: list[Submission]) -> list[Result]:
+        # An admin seal runs the settler's hook under the lock, and only a serving
+        # process has a settler: it is committed here (a seal is rare, and the head
+        # lock orders it with the sequencer's groups).
+        if self.sequencer is not None and subs and all(
+                sub.envelope.name != SEAL_REQUEST.payload for sub in subs):
+            try:
+                return await self.sequencer.submit(subs)
+            except SequencerUnreachable:
+                metrics.SEQUENCER_FALLBACK_TOTAL.inc()
+        return await self.ledger.submit(subs)

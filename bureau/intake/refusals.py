@@ -27,7 +27,7 @@ from bureau.storage.refusals import envelopes_kept
 #: refusals per signer per epoch that keep their envelope
 MAX_ENVELOPES_PER_EPOCH = 1000
 
-#: a row of the ``refusals`` table, in the column order of bureau.intake.writes:
+#: a row of the ``refusals`` table, in the column order of bureau.storage.chain:
 #: (content_key, signer, kind, code, path, detail, refused_at, envelope)
 RefusalRow = tuple[str, str, str, str, str, "str | None", dt.datetime, "bytes | None"]
 

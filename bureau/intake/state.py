@@ -15,8 +15,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import asyncpg
-
 from bureau.errors import BureauError
 from bureau.intake.envelope import Envelope
 from bureau.kinds import SUBMITTED, StateKeys
@@ -28,7 +26,9 @@ from bureau.records import (
     ReporterRecord,
     VerdictRecord,
 )
-from bureau.transparency.tree import TreeTip, frontier_from, frontier_rows_sql
+from bureau.storage import db
+from bureau.storage.admission import AdmissionStore
+from bureau.transparency.tree import TreeTip, frontier_from
 from reporters import wire
 from reporters.models import Payload
 
@@ -64,66 +64,12 @@ def _pairs(keys: Iterable[tuple[str, str]]) -> tuple[list[str], list[str]]:
 
 
 @dataclass(frozen=True, slots=True)
-class Head:
+class ChainTip:
     """The ledger head as the group found it, under the lock."""
 
     seq: int
     head: str
     recorded_at: dt.datetime | None  # None before the first entry
-
-
-#: The columns of every row the state loader reads in one statement (see
-#: :meth:`GroupState._load_first`): ``what`` says which kind of row it is, and each row
-#: fills the columns of its kind, leaving the others NULL.
-_ROW_COLUMNS = (
-    ("what", "text"), ("head", "text"), ("seq", "bigint"), ("recorded_at", "timestamptz"),
-    ("content_key", "text"), ("entry_id", "text"), ("reporter", "text"),
-    ("interaction", "text"), ("subject", "text"), ("caller", "text"), ("party", "text"),
-    ("name", "text"), ("operator", "text"), ("anchor_kind", "text"),
-    ("anchor_value", "text"), ("withdrawn", "boolean"), ("roles", "text[]"),
-    ("issued_at", "timestamptz"), ("level", "smallint"), ("node_hash", "bytea"),
-)
-
-
-def _rows(what: str, source: str, **columns: str) -> str:
-    """``SELECT`` of one kind of row in the shape of ``_ROW_COLUMNS``, from ``source``."""
-    unknown = columns.keys() - {c for c, _ in _ROW_COLUMNS}
-    assert not unknown, unknown
-    values = [f"'{what}'"] + [columns.get(c, f"NULL::{t}") for c, t in _ROW_COLUMNS[1:]]
-    return "SELECT " + ", ".join(f"{v} AS {c}" for v, (c, _) in
-                                 zip(values, _ROW_COLUMNS, strict=True)) + " " + source
-
-
-def _parties_sql(keys: str) -> str:
-    """Reporters and agents whose key is in the array parameter ``keys``."""
-    return (_rows("reporter", f"FROM reporters WHERE key = ANY({keys}::text[])",
-                  party="key", roles="roles", issued_at="issued_at")
-            + "\nUNION ALL " + _rows(
-                "agent", f"FROM agents WHERE key = ANY({keys}::text[])", party="key",
-                name="name", operator="operator", anchor_kind="anchor_kind",
-                anchor_value="anchor_value", withdrawn="withdrawn", issued_at="amended_at"))
-
-
-_PARTIES_SQL = _parties_sql("$1")
-_FIRST_SQL = "\nUNION ALL ".join((
-    _rows("head", "FROM ledger_head", head="head", seq="seq", recorded_at="recorded_at"),
-    _rows("admitted", "FROM entries WHERE content_key = ANY($1::text[])",
-          content_key="content_key", entry_id="id", seq="seq"),
-    _rows("fact", "FROM facts f JOIN unnest($2::text[], $3::text[]) AS k(rep, ia)"
-          " ON f.reporter = k.rep AND f.interaction = k.ia", reporter="f.reporter",
-          interaction="f.interaction", content_key="f.content_key", subject="f.subject",
-          caller="f.caller"),
-    _rows("probe", "FROM probes p JOIN unnest($4::text[], $5::text[]) AS k(rep, ia)"
-          " ON p.reporter = k.rep AND p.interaction = k.ia", reporter="p.reporter",
-          interaction="p.interaction", content_key="p.content_key", subject="p.subject"),
-    "(" + _parties_sql("$6") + ")",
-    # the admin set in force (SPEC §3 r3): who may sign admin payloads in this group
-    _rows("admins", "FROM (SELECT admins, issued_at FROM ledger_keys"
-          " ORDER BY from_seq DESC LIMIT 1) k", roles="k.admins", issued_at="k.issued_at"),
-    # the Merkle frontier at the head, unless the committer's is still that of the head
-    _rows("node", frontier_rows_sql("h.seq", "$7", "$8"), level="t.level", seq="t.idx",
-          node_hash="t.hash"),
-))
 
 
 @dataclass
@@ -144,7 +90,7 @@ class GroupState:
     #: content key -> (entry id, seq) of every envelope admitted before or in this group
     admitted: dict[str, tuple[str, int]] = field(default_factory=dict)
     #: the ledger head when the state was loaded (read in the same statement)
-    head: Head | None = None
+    head: ChainTip | None = None
     #: the Merkle tree's frontier at that head (bureau.transparency.tree)
     tree: TreeTip | None = None
     #: the epoch this group's entries are recorded in (set by the ledger once it has
@@ -218,7 +164,7 @@ class GroupState:
     # ------------------------------------------------------------------ loading
 
     @classmethod
-    async def load(cls, conn: asyncpg.Connection, subs: Sequence[Submission],
+    async def load(cls, conn: db.Connection, subs: Sequence[Submission],
                    tree: TreeTip | None = None) -> GroupState:
         """Fetch, in a handful of queries, everything the rules may ask about ``subs``,
         the admin set in force, and the tree's frontier at the head: ``tree`` if it is
@@ -254,22 +200,20 @@ class GroupState:
             await st._load_pools(conn)
         return st
 
-    async def _load_policies(self, conn: asyncpg.Connection) -> None:
+    async def _load_policies(self, conn: db.Connection) -> None:
         """The policy entry in force: a group with a ``policy`` submission (rare) asks."""
-        self.policy_at = await conn.fetchval(
-            "SELECT issued_at FROM policies ORDER BY seq DESC LIMIT 1")
+        self.policy_at = await AdmissionStore(conn).in_force_at("policies")
         self.policies_loaded = True
 
-    async def _load_pools(self, conn: asyncpg.Connection) -> None:
+    async def _load_pools(self, conn: db.Connection) -> None:
         """The pool entry in force: a group with a ``pool`` submission (rare) asks."""
-        self.pool_at = await conn.fetchval(
-            "SELECT issued_at FROM pools ORDER BY seq DESC LIMIT 1")
+        self.pool_at = await AdmissionStore(conn).in_force_at("pools")
         self.pools_loaded = True
 
-    async def _load_first(self, conn: asyncpg.Connection, content_keys: list[str],
+    async def _load_first(self, conn: db.Connection, content_keys: list[str],
                           fact_keys: set[tuple[str, str]], probe_keys: set[tuple[str, str]],
                           party_keys: set[str], tree: TreeTip | None,
-                          ) -> tuple[Head, TreeTip]:
+                          ) -> tuple[ChainTip, TreeTip]:
         """The ledger head and what nearly every group asks about — content keys already
         admitted, facts and probes, reporters and agents — in ONE round trip. The
         group's critical section is a few round trips long, and every process takes
@@ -282,11 +226,11 @@ class GroupState:
         self.agents.update(dict.fromkeys(parties))
         f_reps, f_ints = _pairs(fact_keys)
         p_reps, p_ints = _pairs(probe_keys)
-        head: Head | None = None
+        head: ChainTip | None = None
         nodes: dict[tuple[int, int], bytes] = {}
         known = (tree.size, tree.head) if tree is not None else (-1, "")
-        for r in await conn.fetch(_FIRST_SQL, content_keys, f_reps, f_ints, p_reps, p_ints,
-                                  parties, *known):
+        for r in await AdmissionStore(conn).first(content_keys, f_reps, f_ints, p_reps,
+                                                  p_ints, parties, *known):
             what = r["what"]
             if what == "fact" or what == "probe":
                 table = self.facts if what == "fact" else self.probes
@@ -295,7 +239,7 @@ class GroupState:
             elif what == "admitted":
                 self.admitted[r["content_key"]] = (r["entry_id"], r["seq"])
             elif what == "head":
-                head = Head(r["seq"], r["head"], r["recorded_at"])
+                head = ChainTip(seq=r["seq"], head=r["head"], recorded_at=r["recorded_at"])
             elif what == "node":
                 nodes[(r["level"], r["seq"])] = bytes(r["node_hash"])
             elif what == "admins":
@@ -308,16 +252,16 @@ class GroupState:
             tree = TreeTip(head.head, frontier_from(head.seq, nodes))
         return head, tree
 
-    async def _load_parties(self, conn: asyncpg.Connection, keys: set[str]) -> None:
+    async def _load_parties(self, conn: db.Connection, keys: set[str]) -> None:
         if not keys:
             return
         wanted = sorted(keys)
         self.reporters.update(dict.fromkeys(wanted))
         self.agents.update(dict.fromkeys(wanted))
-        for r in await conn.fetch(_PARTIES_SQL, wanted):
+        for r in await AdmissionStore(conn).parties(wanted):
             self._take_party(r)
 
-    def _take_party(self, r: asyncpg.Record) -> None:
+    def _take_party(self, r: db.Row) -> None:
         """A 'reporter' or 'agent' row (see ``_ROW_COLUMNS``)."""
         if r["what"] == "reporter":
             self.reporters[r["party"]] = ReporterRecord(r["party"], frozenset(r["roles"]),
@@ -327,41 +271,32 @@ class GroupState:
                                                   r["anchor_kind"], r["anchor_value"],
                                                   r["withdrawn"], r["issued_at"])
 
-    async def _load_engagements(self, conn: asyncpg.Connection,
+    async def _load_engagements(self, conn: db.Connection,
                                 engagement_keys: set[tuple[str, str]]) -> None:
         self.engagements.update(dict.fromkeys(engagement_keys))
         for reporter, engagement in sorted(engagement_keys):
-            row = await conn.fetchrow(
-                "SELECT e.entry FROM facts f JOIN entries e ON e.seq = f.seq"
-                " WHERE f.reporter = $1 AND f.engagement = $2 ORDER BY f.seq DESC LIMIT 1",
-                reporter, engagement)
-            if row is not None:
-                fact = fact_payload_of_entry(bytes(row["entry"]))
+            entry = await AdmissionStore(conn).latest_engagement_fact(reporter, engagement)
+            if entry is not None:
+                fact = fact_payload_of_entry(entry)
                 self.engagements[(reporter, engagement)] = engagement_fact_of(fact)
 
-    async def _load_verdicts(self, conn: asyncpg.Connection,
+    async def _load_verdicts(self, conn: db.Connection,
                              keys: set[tuple[str, str, str, str]]) -> None:
         self.verdicts.update(dict.fromkeys(keys))
         if not keys:
             return
         ks = sorted(keys)
-        rows = await conn.fetch(
-            "SELECT v.kind, v.evaluator, v.reporter, v.ref, v.content_key FROM verdicts v"
-            " JOIN unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS k(kd, ev, rep, rf)"
-            " ON v.kind = k.kd AND v.evaluator = k.ev AND v.reporter = k.rep AND v.ref = k.rf",
+        rows = await AdmissionStore(conn).verdicts(
             [k[0] for k in ks], [k[1] for k in ks], [k[2] for k in ks], [k[3] for k in ks])
         for r in rows:
             self.verdicts[(r["kind"], r["evaluator"], r["reporter"], r["ref"])] = r["content_key"]
 
-    async def _load_involving(self, conn: asyncpg.Connection, agents: set[str]) -> set[str]:
+    async def _load_involving(self, conn: db.Connection, agents: set[str]) -> set[str]:
         self.involving.update({a: [] for a in agents})
         if not agents:
             return set()
         # Only favourable verdicts can be self-dealing (SPEC §5): the others stay put.
-        rows = await conn.fetch(
-            "SELECT entry_id, kind, evaluator, subject FROM verdicts"
-            " WHERE (evaluator = ANY($1::text[]) OR subject = ANY($1::text[])) AND favourable"
-            " ORDER BY seq", sorted(agents))
+        rows = await AdmissionStore(conn).favourable_verdicts_involving(sorted(agents))
         ids: set[str] = set()
         for r in rows:
             v = VerdictRecord(r["entry_id"], r["kind"], r["evaluator"], r["subject"], True)
@@ -374,33 +309,28 @@ class GroupState:
                 lst.append(v)
         return ids
 
-    async def _load_entries(self, conn: asyncpg.Connection, ids: set[str]) -> None:
+    async def _load_entries(self, conn: db.Connection, ids: set[str]) -> None:
         self.entries.update(dict.fromkeys(ids))
         if not ids:
             return
-        for r in await conn.fetch(
-                "SELECT id, kind, subject FROM entries WHERE id = ANY($1::text[])", sorted(ids)):
+        for r in await AdmissionStore(conn).entries(sorted(ids)):
             self.entries[r["id"]] = EntryRecord(r["id"], r["kind"], r["subject"])
 
-    async def _load_disputes(self, conn: asyncpg.Connection, ids: set[str]) -> set[str]:
+    async def _load_disputes(self, conn: db.Connection, ids: set[str]) -> set[str]:
         self.disputes.update(dict.fromkeys(ids))
         self.resolved.update(dict.fromkeys(ids, False))
         if not ids:
             return set()
-        for r in await conn.fetch(
-                "SELECT d.entry_id, d.target, r.entry_id AS resolution FROM disputes d"
-                " LEFT JOIN resolutions r ON r.dispute = d.entry_id"
-                " WHERE d.entry_id = ANY($1::text[])", sorted(ids)):
+        for r in await AdmissionStore(conn).disputes(sorted(ids)):
             self.disputes[r["entry_id"]] = r["target"]
             self.resolved[r["entry_id"]] = r["resolution"] is not None
         return {t for t in self.disputes.values() if t is not None}
 
-    async def _load_exclusions(self, conn: asyncpg.Connection, ids: set[str]) -> None:
+    async def _load_exclusions(self, conn: db.Connection, ids: set[str]) -> None:
         self.excluded.update(dict.fromkeys(ids, False))
         if not ids:
             return
-        for r in await conn.fetch(
-                "SELECT target FROM exclusions WHERE target = ANY($1::text[])", sorted(ids)):
+        for r in await AdmissionStore(conn).exclusions(sorted(ids)):
             self.excluded[r["target"]] = True
 
 

@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from bureau.intake.ledger import format_timestamp
+from bureau.intake.clock import format_timestamp
 from bureau.reads.files import QUERIES
 from bureau.storage import db
 from bureau.storage import files as stored_files

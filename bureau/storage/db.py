@@ -279,7 +279,11 @@ def is_connection_error(exc: BaseException) -> bool:
 Record = dict[str, Any]
 
 
-async def connect(url: str) -> asyncpg.Connection:
-    """One connection, for command-line tools."""
-    conn: asyncpg.Connection = await asyncpg.connect(url)
+async def connect(url: str, *, application_name: str | None = None,
+                  command_timeout: float | None = None) -> asyncpg.Connection:
+    """One connection of its own: for command-line tools, and for a process's long-lived
+    connection (the committer's), named in ``pg_stat_activity`` by ``application_name``."""
+    settings = None if application_name is None else {"application_name": application_name}
+    conn: asyncpg.Connection = await asyncpg.connect(
+        url, command_timeout=command_timeout, server_settings=settings)
     return conn

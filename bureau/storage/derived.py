@@ -14,13 +14,6 @@ DERIVED_TABLES = (*INDEX_TABLES, "tree_nodes", "seals", "reports", "checkpoints"
                   "settlements", "settlement_rows")
 
 
-async def lock_head(conn: db.Connection) -> db.Row:
-    """Row (seq, head, recorded_at) of the ledger head, locked for the transaction."""
-    head = await conn.fetchrow("SELECT seq, head, recorded_at FROM ledger_head FOR UPDATE")
-    assert head is not None
-    return head
-
-
 async def set_aside(conn: db.Connection) -> list[int]:
     """In the caller's transaction: lock every derived table (a live service's report
     builder writes outside the ledger lock: wait for a build in flight to commit, then

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from bureau.storage import db
+from bureau.storage.tree import FETCH_SQL
 
 
 class StoredHead(NamedTuple):
@@ -41,15 +42,11 @@ SELECT h.size, h.root, h.note,
 FROM (SELECT size, root, note FROM tree_heads ORDER BY size DESC LIMIT 1) h
 """
 
-# The tree store's node fetch (one primary-key lookup per node; see FETCH_SQL of
-# bureau/transparency/tree.py), after the latest published size, in one statement.
-_PUBLISHED_AND_NODES_SQL = """
+# The tree store's node fetch (one primary-key lookup per node), after the latest
+# published size, in one statement.
+_PUBLISHED_AND_NODES_SQL = f"""
 SELECT (SELECT max(size) FROM tree_heads) AS published, n.level, n.idx, n.hash
-FROM (SELECT 1) AS one LEFT JOIN (
-  SELECT k.level, k.idx, t.hash FROM unnest($1::smallint[], $2::bigint[]) AS k(level, idx)
-  CROSS JOIN LATERAL (SELECT hash FROM tree_nodes n WHERE n.level = k.level
-                      AND n.idx = k.idx LIMIT 1) t
-) AS n ON true
+FROM (SELECT 1) AS one LEFT JOIN ({FETCH_SQL}) AS n ON true
 """
 
 

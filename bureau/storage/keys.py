@@ -64,11 +64,3 @@ async def first_entry(conn: db.Connection) -> tuple[str, bytes] | None:
     ledger."""
     row = await conn.fetchrow("SELECT kind, entry FROM entries WHERE seq = 1")
     return None if row is None else (row["kind"], bytes(row["entry"]))
-
-
-async def lock_head(conn: db.Connection) -> int:
-    """Take the ledger head's row lock in the caller's transaction (the one lock every
-    writer of the chain takes first); the head's seq."""
-    seq: int | None = await conn.fetchval("SELECT seq FROM ledger_head FOR UPDATE")
-    assert seq is not None
-    return seq

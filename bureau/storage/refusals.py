@@ -1,6 +1,6 @@
 """``refusals``: what the bound on kept envelopes reads of them (SPEC §5 r2,
 bureau.intake.refusals); the rows themselves are written with the group
-(bureau.intake.writes)."""
+(bureau.storage.chain)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,8 @@ from bureau import ledger_keys, metrics
 from bureau.errors import InternalError
 from bureau.storage import db
 from bureau.storage import heads as head_rows
-from bureau.transparency.tree import fetch_nodes, node_arrays
+from bureau.storage.tree import node_arrays
+from bureau.transparency.tree import fetch_nodes
 from reporters import wire
 from reporters.tlog import proofs
 from reporters.tlog.checkpoint import Checkpoint, log_signer, sign_checkpoint

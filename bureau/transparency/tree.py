@@ -5,10 +5,11 @@ is where their nodes live:
 
 * **Appending.** The group commit extends its :class:`~reporters.tlog.merkle.Frontier`
   with the leaf hashes of every entry it appends and writes the nodes they complete in
-  its one statement (:func:`pack_nodes`, :func:`insert_packed_sql`; see
-  :mod:`bureau.intake.writes`). The frontier is read back, when the head moved under the
+  its one statement (:func:`bureau.storage.tree.pack_nodes`, ``insert_packed_sql``;
+  see :mod:`bureau.storage.chain`). The frontier is read back, when the head moved under the
   committer's feet (another process appended) or after a restart, in the same round
-  trip as the head (:func:`frontier_rows_sql`, :mod:`bureau.intake.state`).
+  trip as the head (:func:`bureau.storage.tree.frontier_rows_sql`,
+  :mod:`bureau.storage.admission`).
 * **Serving.** A root or a proof at any size up to the current one is a plan of
   ``O(log n)`` nodes fetched in one query (:func:`fetch_nodes`).
 * **Checking.** :class:`TreeCheck` recomputes the nodes from the entry ids, a chunk at a
@@ -17,61 +18,14 @@ is where their nodes live:
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
-import asyncpg
-
 from bureau.errors import InternalError
+from bureau.storage import db
+from bureau.storage import tree as tree_store
 from reporters.tlog import proofs
 from reporters.tlog.merkle import EMPTY_ROOT, Frontier, Node, entry_leaf_hash
-
-#: One packed node: level (1 byte), index (8 bytes, big-endian), hash (32 bytes).
-_PACKED = struct.Struct(">BQ32s")
-PACKED_SIZE = _PACKED.size
-
-
-def pack_nodes(nodes: Iterable[tuple[int, int, bytes]]) -> bytes:
-    """The nodes an append completed, as one ``bytea`` parameter. Passing three arrays
-    instead costs asyncpg ~1.5 µs of Python per element (it checks each against three
-    ABCs): ~9 µs an entry, against ~0.3 µs packed here and unpacked by PostgreSQL."""
-    return b"".join(_PACKED.pack(level, idx, h) for level, idx, h in nodes)
-
-
-def unpack_nodes(packed: bytes) -> list[tuple[int, int, bytes]]:
-    return list(_PACKED.iter_unpack(packed))
-
-
-def insert_packed_sql(param: str) -> str:
-    """``INSERT`` of the nodes :func:`pack_nodes` put in the ``bytea`` parameter ``param``."""
-    return (
-        "INSERT INTO tree_nodes (level, idx, hash)"
-        f" SELECT get_byte({param}, o),"
-        f" ('x' || encode(substring({param} FROM o + 2 FOR 8), 'hex'))::bit(64)::bigint,"
-        f" substring({param} FROM o + 10 FOR 32)"
-        f" FROM generate_series(0, length({param}) - {PACKED_SIZE}, {PACKED_SIZE}) AS o")
-
-
-def frontier_rows_sql(size: str, known_size: str, known_head: str) -> str:
-    """``FROM … WHERE`` of the nodes of the frontier at the ledger head ``size`` (a
-    column of ``ledger_head h``), unless the head is still (``known_size``,
-    ``known_head``), the frontier the caller holds: then no row at all. Node
-    ``(level, (size >> level) - 1)`` for every bit ``level`` set in ``size``
-    (:meth:`~reporters.tlog.merkle.Frontier.nodes_at`), each by primary key.
-
-    A LATERAL subquery with ``LIMIT 1`` (which PostgreSQL does not flatten into a
-    join), so that the nodes can only be looked up one by one: planned as a plain join,
-    the statement's generic plan (asyncpg prepares it; PostgreSQL keeps a generic plan
-    made while ``tree_nodes`` was small) hashed the whole table on every group — single
-    envelopes at a third of their speed after 60,000 entries."""
-    return (
-        "FROM ledger_head h"
-        " CROSS JOIN LATERAL (SELECT g.level FROM generate_series(0, 62) AS g(level)"
-        f" WHERE ({size} >> g.level) & 1 = 1"
-        f" AND ({size}, h.head) IS DISTINCT FROM ({known_size}::bigint, {known_head}::text)) l"
-        " CROSS JOIN LATERAL (SELECT n.level, n.idx, n.hash FROM tree_nodes n"
-        f" WHERE n.level = l.level AND n.idx = ({size} >> l.level) - 1 LIMIT 1) t")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,23 +48,6 @@ def frontier_from(size: int, nodes: dict[Node, bytes]) -> Frontier:
                             "missing: run `bureau rebuild`") from None
 
 
-# One primary-key lookup per node, whatever the planner guesses of the arrays' length or
-# of the table: a plain join of the unnested arrays with tree_nodes may be planned as a
-# hash join over the whole table (measured: 1.1 ms p50 and 24 ms p99 a proof at 20,000
-# entries). LIMIT 1 keeps PostgreSQL from flattening the LATERAL subquery into that join.
-FETCH_SQL = """
-SELECT k.level, k.idx, t.hash FROM unnest($1::smallint[], $2::bigint[]) AS k(level, idx)
-CROSS JOIN LATERAL (SELECT hash FROM tree_nodes n WHERE n.level = k.level AND n.idx = k.idx
-                    LIMIT 1) t
-"""
-
-
-def node_arrays(nodes: Collection[Node]) -> tuple[list[int], list[int]]:
-    """The two array parameters of :data:`FETCH_SQL`."""
-    ordered = sorted(nodes)
-    return [lv for lv, _ in ordered], [i for _, i in ordered]
-
-
 def check_found(nodes: Collection[Node], found: dict[Node, bytes]) -> dict[Node, bytes]:
     """``found`` if it holds every node asked for; a node that should exist but does not
     is a broken tree (InternalError)."""
@@ -120,50 +57,39 @@ def check_found(nodes: Collection[Node], found: dict[Node, bytes]) -> dict[Node,
     return found
 
 
-async def fetch_nodes(conn: asyncpg.Connection, nodes: Collection[Node]) -> dict[Node, bytes]:
+async def fetch_nodes(conn: db.Connection, nodes: Collection[Node]) -> dict[Node, bytes]:
     """The stored hashes of ``nodes``, in one query."""
     if not nodes:
         return {}
-    rows = await conn.fetch(FETCH_SQL, *node_arrays(nodes))
+    rows = await tree_store.node_rows(conn, nodes)
     return check_found(nodes, {(r["level"], r["idx"]): bytes(r["hash"]) for r in rows})
 
 
-async def load_tip(conn: asyncpg.Connection) -> TreeTip:
+async def load_tip(conn: db.Connection) -> TreeTip:
     """The frontier at the ledger head, for tools that append outside the committer
     (the caller holds the head lock)."""
-    head = await conn.fetchrow("SELECT seq, head FROM ledger_head")
-    assert head is not None
-    size = head["seq"]
-    return TreeTip(head["head"], frontier_from(
+    size, head = await tree_store.head_position(conn)
+    return TreeTip(head, frontier_from(
         size, await fetch_nodes(conn, Frontier.nodes_at(size))))
 
 
-async def root_at(conn: asyncpg.Connection, size: int) -> bytes:
+async def root_at(conn: db.Connection, size: int) -> bytes:
     """The tree head at ``size`` (at most ``log2 size`` nodes, one query)."""
     plan = proofs.root_plan(size)
     return proofs.root_from_plan(plan, await fetch_nodes(conn, plan.nodes))
 
 
-async def inclusion_proof(conn: asyncpg.Connection, index: int, size: int) -> list[bytes]:
+async def inclusion_proof(conn: db.Connection, index: int, size: int) -> list[bytes]:
     plan = proofs.inclusion_plan(index, size)
     return plan.hashes(await fetch_nodes(conn, plan.nodes))
 
 
-async def consistency_proof(conn: asyncpg.Connection, old: int, new: int) -> list[bytes]:
+async def consistency_proof(conn: db.Connection, old: int, new: int) -> list[bytes]:
     plan = proofs.consistency_plan(old, new)
     return plan.hashes(await fetch_nodes(conn, plan.nodes))
 
 
 # --------------------------------------------------------------------------- checking
-
-
-# The stored nodes of a run of leaves: one primary-key range scan a level.
-_SPANS_SQL = """
-SELECT t.level, t.idx, t.hash FROM unnest($1::smallint[], $2::bigint[], $3::bigint[])
-  AS k(level, low, high)
-CROSS JOIN LATERAL (SELECT level, idx, hash FROM tree_nodes n
-                    WHERE n.level = k.level AND n.idx BETWEEN k.low AND k.high OFFSET 0) t
-"""
 
 
 @dataclass
@@ -200,7 +126,7 @@ class TreeCheck:
         self.nodes += len(completed)
         return completed
 
-    async def compare(self, conn: asyncpg.Connection, ids: list[str]) -> None:
+    async def compare(self, conn: db.Connection, ids: list[str]) -> None:
         """Extend with ``ids`` and compare the nodes they complete with the stored ones."""
         completed = self.extend(ids)
         if self.difference is not None or not completed:
@@ -210,8 +136,8 @@ class TreeCheck:
             low, _ = spans.get(level, (idx, idx))
             spans[level] = (low, idx)
         levels = sorted(spans)
-        stored = await conn.fetch(
-            _SPANS_SQL, levels, [spans[lv][0] for lv in levels], [spans[lv][1] for lv in levels])
+        stored = await tree_store.span_rows(
+            conn, levels, [spans[lv][0] for lv in levels], [spans[lv][1] for lv in levels])
         have = {(r["level"], r["idx"]): bytes(r["hash"]) for r in stored}
         for level, idx, h in completed:
             got = have.get((level, idx))
@@ -220,10 +146,10 @@ class TreeCheck:
                 self.difference = f"tree node ({level}, {idx}): {what}"
                 return
 
-    async def finish(self, conn: asyncpg.Connection) -> None:
+    async def finish(self, conn: db.Connection) -> None:
         """After the last entry: no stored node beyond the ones the entries complete."""
         if self.difference is None:
-            count = await conn.fetchval("SELECT count(*) FROM tree_nodes")
+            count = await tree_store.node_count(conn)
             if count != self.nodes:
                 self.difference = (f"{count} tree nodes stored, the {self.frontier.size} "
                                    f"entries complete {self.nodes}")

@@ -19,7 +19,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bureau.intake.ledger import epoch_of
+from bureau.intake.clock import epoch_of
 from bureau.kinds import GENESIS, POLICY
 from bureau.scoring.policy import (
     DEFAULT_POLICY_NAME,

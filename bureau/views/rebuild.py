@@ -12,7 +12,7 @@ same bytes. In one transaction, holding the ledger head lock (intake and sealing
    entries give at its size;
 4. replay the entries, in seq order, a chunk at a time, through the very function that
    wrote the admission indexes at intake (``bureau.intake.index.record_admitted``, flushed by
-   ``bureau.intake.ledger.flush``); ``exclusion`` and ``seal`` entries give back their rows;
+   ``bureau.intake.flush.flush``); ``exclusion`` and ``seal`` entries give back their rows;
 5. derive and sign every sealed epoch's reports and checkpoint with a fresh
    :class:`~bureau.views.builder.ReportBuilder` (no state carried over);
 6. compare old and new, table by table, and name the first difference — of the reports
@@ -32,13 +32,14 @@ from dataclasses import dataclass, field
 
 import nacl.signing
 
+from bureau.intake.chaining import GroupTx
 from bureau.intake.envelope import decode_payload, parse_envelope
-from bureau.intake.index import record_admitted, record_exclusion
-from bureau.intake.ledger import GroupTx, flush
+from bureau.intake.flush import flush
+from bureau.intake.index import Admitted, record_admitted, record_exclusion
 from bureau.intake.state import GroupState, Submission
 from bureau.kinds import EXCLUSION, GENESIS, SEAL, SUBMITTED, subject_of
 from bureau.ledger_keys import NotInForce
-from bureau.storage import db, derived, entries, reports
+from bureau.storage import chain, db, derived, entries, reports
 from bureau.storage.derived import DERIVED_TABLES
 from bureau.transparency.heads import InconsistentHead, LogKey
 from bureau.transparency.tree import TreeCheck
@@ -106,9 +107,11 @@ async def _replay_indexes(conn: db.Connection, head: db.Row) -> int:
             if sub is not None:
                 kind, payload = SUBMITTED[sub.envelope.name], sub.payload
                 assert payload is not None
-                record_admitted(tx.state, tx.writes, kind, payload, sub.signer,
-                                sub.envelope.content_key, subject_of(kind, payload, sub.signer),
-                                r["id"], r["seq"])
+                record_admitted(tx.state, tx.writes, Admitted(
+                    kind=kind, payload=payload, signer=sub.signer,
+                    key=sub.envelope.content_key,
+                    subject=subject_of(kind, payload, sub.signer),
+                    entry_id=r["id"], seq=r["seq"]))
             elif r["kind"] == EXCLUSION.name:
                 body = doc["body"]
                 record_exclusion(tx.state, tx.writes, body["entry"], r["seq"], body["reason"])
@@ -131,7 +134,7 @@ async def rebuild(conn: db.Connection, signing_key: nacl.signing.SigningKey,
     """Re-derive every view from the entries; commit; say what, if anything, changed."""
     result = RebuildResult()
     async with db.transaction(conn, "rebuild_views"):
-        head = await derived.lock_head(conn)
+        head = await chain.lock_head(conn)
         # A live service's report builder writes outside the ledger lock: the derived
         # tables are locked (a build in flight commits first), set aside and emptied, so
         # the copies are one consistent picture of what the service finished. An epoch

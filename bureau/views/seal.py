@@ -35,7 +35,9 @@ from collections.abc import Callable
 from bureau import ledger_keys, metrics
 from bureau.background import Leadership, every
 from bureau.config import Config
-from bureau.intake.ledger import GroupTx, Ledger, epoch_of
+from bureau.intake.chaining import GroupTx
+from bureau.intake.clock import epoch_of
+from bureau.intake.ledger import Ledger
 from bureau.kinds import SEAL
 from bureau.storage import db, entries, reports
 from bureau.views.builder import ReportBuilder

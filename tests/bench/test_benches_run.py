@@ -71,7 +71,7 @@ def test_the_wrk_bench_runs_and_prints_its_figures(tmp_path: Path) -> None:
     _runs_and_prints("wrk_bench.py", ["--seconds", "1", "--envelopes", "3000"],
                      ["bare aiohttp handler (the HTTP-layer limit)",
                       "bureau single POST, flat out", "ratio to the bare handler",
-                      "groups the committers formed", "bureau single POST, paced"], tmp_path)
+                      "groups the sequencer formed", "bureau single POST, paced"], tmp_path)
 
 
 def _runs_and_prints(script: str, args: list[str], expected: list[str],

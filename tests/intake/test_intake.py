@@ -114,7 +114,7 @@ async def test_a_big_group_goes_in_by_copy_with_every_index_row(
         bureau: BureauUnderTest) -> None:
     """Past writes.COPY_FROM entries a group's plain tables go in by COPY; the chain, the
     index rows and the answers are the same as by the one statement."""
-    from bureau.intake.writes import COPY_FROM
+    from bureau.storage.chain import COPY_FROM
     from bureau.verify import verify_database
 
     rep = await bureau.reporter(roles=("facts", "probes"))

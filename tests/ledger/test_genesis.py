@@ -17,8 +17,9 @@ from bureau import keyfiles
 from bureau.config import Config
 from bureau.http.keys import CONFIG
 from bureau.intake import genesis
+from bureau.intake.chaining import GroupTx
+from bureau.intake.flush import flush
 from bureau.intake.genesis import StartRefused
-from bureau.intake.ledger import GroupTx, flush
 from bureau.intake.state import GroupState
 from bureau.scoring.policy import DEFAULT_POLICY_NAME, KNOWN_POLICIES, policy_hash
 from bureau.storage import db

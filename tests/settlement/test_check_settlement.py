@@ -11,7 +11,7 @@ from pathlib import Path
 
 import asyncpg
 
-from bureau.intake.ledger import epoch_of
+from bureau.intake.clock import epoch_of
 from reporters import wire
 from tests.client.test_check import check
 from tests.support import BureauUnderTest, kid

@@ -10,7 +10,7 @@ import asyncpg
 import nacl.signing
 import pytest
 
-from bureau.intake.ledger import epoch_of
+from bureau.intake.clock import epoch_of
 from bureau.settlement.split import largest_remainder
 from bureau.verify import BadSettlement, BadTree, verify_database
 from bureau.views.rebuild import rebuild

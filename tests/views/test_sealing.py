@@ -13,7 +13,7 @@ import asyncpg
 import nacl.signing
 
 from bureau.http.keys import SEALER
-from bureau.intake.ledger import epoch_of
+from bureau.intake.clock import epoch_of
 from reporters import wire
 from tests.processes import ServeProcess, bureau_env
 from tests.support import BureauUnderTest, fact_payload, kid, registration, start_bureau

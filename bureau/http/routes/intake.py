@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 from aiohttp import http_exceptions, web
 
@@ -11,6 +12,7 @@ from bureau.errors import Code
 from bureau.http.errors import RequestError, error_response
 from bureau.http.keys import INTAKE, LEDGER
 from bureau.intake.envelope import MAX_ENVELOPE_BYTES
+from bureau.intake.judging import Result
 from bureau.intake.pipeline import MAX_BATCH_BYTES, MAX_BATCH_LINES
 
 routes = web.RouteTableDef()
@@ -22,6 +24,13 @@ NDJSON = "application/x-ndjson"
 #: only this long, and is answered ``408 MALFORMED_ENVELOPE``. 8 MiB in 60 s needs
 #: about 1.1 Mbit/s; a slower gateway sends smaller batches.
 BODY_TIMEOUT_SECONDS = 60.0
+
+
+def result_body(result: Result) -> dict[str, Any]:
+    """What intake answers for one envelope, in the body (SPEC §5)."""
+    if result.error is not None:
+        return result.error.as_body()
+    return {"status": result.status, "id": result.id, "seq": result.seq}
 
 
 def _require_type(request: web.Request, expected: str) -> None:
@@ -66,7 +75,7 @@ async def post_evidence(request: web.Request) -> web.Response:
     if result.error is not None:
         return error_response(result.error)
     status = 201 if result.status == "accepted" else 200
-    return web.json_response(result.as_body(), status=status)
+    return web.json_response(result_body(result), status=status)
 
 
 def split_lines(body: bytes) -> list[bytes]:
@@ -88,6 +97,6 @@ async def post_batch(request: web.Request) -> web.Response:
     with request.app[LEDGER].admitting(len(lines)):
         results = await request.app[INTAKE].submit(lines)
     out = "".join(
-        json.dumps({**r.as_body(), "index": i}, separators=(",", ":")) + "\n"
+        json.dumps({**result_body(r), "index": i}, separators=(",", ":")) + "\n"
         for i, r in enumerate(results))
     return web.Response(body=out.encode(), status=200, content_type=NDJSON)

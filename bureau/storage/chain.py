@@ -18,7 +18,7 @@ from typing import Any
 
 import asyncpg
 
-from bureau.transparency.tree import insert_packed_sql
+from bureau.storage.tree import insert_packed_sql
 
 # table -> (column, PostgreSQL type) in row order, and the conflict clause if any
 _TABLES: dict[str, tuple[tuple[tuple[str, str], ...], str]] = {
@@ -145,3 +145,29 @@ async def write_group(conn: asyncpg.Connection, w: Writes, seq: int, head: str,
             " issued_at = EXCLUDED.issued_at, distrusted_from = EXCLUDED.distrusted_from,"
             " seq = EXCLUDED.seq",
             w.reporters)
+
+
+async def begin_locked(conn: asyncpg.Connection) -> None:
+    """Open a group's transaction holding the ledger head's row lock, in one round trip
+    (the simple protocol takes both statements at once). Statements after it take their
+    snapshots once the lock is held, so they see every group committed before, by any
+    process of any node: the lock is the one arbiter between writers."""
+    await conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED;"
+                       " SELECT 1 FROM ledger_head FOR UPDATE")
+
+
+async def lock_head(conn: asyncpg.Connection) -> asyncpg.Record:
+    """In the caller's transaction, the ledger head's row lock (the one lock every writer
+    of the chain takes first: genesis, rebuild, a group); its (seq, head, recorded_at)."""
+    head = await conn.fetchrow("SELECT seq, head, recorded_at FROM ledger_head FOR UPDATE")
+    assert head is not None
+    return head
+
+
+async def commit(conn: asyncpg.Connection) -> None:
+    """COMMIT (``synchronous_commit`` on: durable when it returns)."""
+    await conn.execute("COMMIT")
+
+
+async def roll_back(conn: asyncpg.Connection) -> None:
+    await conn.execute("ROLLBACK")

@@ -1,0 +1,53 @@
+"""Chaining: one group commit in progress — the head it extends, the clock reading its
+entries record, the admission state, the rows it will write."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from bureau.intake.clock import epoch_of, format_timestamp
+from bureau.intake.state import GroupState
+from bureau.storage import db
+from bureau.storage.chain import Writes
+from reporters import wire
+
+
+class GroupTx:
+    """One group commit in progress: the head, the clock reading, the state, the writes."""
+
+    def __init__(self, conn: db.Connection, state: GroupState, seq: int, head: str,
+                 recorded_at: dt.datetime, epoch_seconds: int) -> None:
+        self.conn = conn
+        self.state = state
+        self.seq = seq
+        self.head = head
+        self.recorded_at = recorded_at
+        self.recorded_text = format_timestamp(recorded_at)
+        self.epoch = epoch_of(recorded_at, epoch_seconds)
+        #: when the epoch the group records into began
+        self.epoch_start = dt.datetime.fromtimestamp(self.epoch * epoch_seconds, dt.UTC)
+        state.epoch = self.epoch  # the rules ask which epoch the group records into
+        self.writes = Writes()
+        #: an admin ``seal`` was admitted in this group (see ``Ledger.seal_hook``)
+        self.seal_requested = False
+
+    def append(self, kind: str, *, envelope: bytes | None = None,
+               body: dict[str, Any] | None = None, signer: str | None = None,
+               subject: str | None = None, content_key: str | None = None) -> tuple[str, int]:
+        """Chain one entry after the head; returns its id and seq. ``envelope`` is the
+        canonical JSON of the envelope as submitted; ``body`` what the bureau writes."""
+        seq = self.seq + 1
+        if envelope is not None:
+            raw = wire.envelope_entry_bytes(seq, self.head, kind, self.recorded_text,
+                                            self.epoch, envelope)
+        else:
+            assert body is not None
+            raw = wire.canonical_json({"seq": seq, "prev": self.head, "kind": kind,
+                                       "recorded_at": self.recorded_text, "epoch": self.epoch,
+                                       "body": body})
+        entry_id = wire.blake3_hex(raw)
+        self.writes.entries.append((seq, entry_id, self.head, kind, self.recorded_at,
+                                    self.epoch, signer, subject, content_key, raw))
+        self.seq, self.head = seq, entry_id
+        return entry_id, seq
