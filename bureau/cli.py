@@ -229,9 +229,12 @@ def _serve_until_stopped(args: argparse.Namespace) -> int:
         return 0
     print(f"bureau key: {wire.signing_key_id(signing_key)}", flush=True)
     print(f"ledger at {ledger_line.where(config)}", flush=True)
-    sequencer = _SequencerProcess(args) if args.workers > 1 else None
+    sequencer = _SequencerProcess(args, config) if args.workers > 1 else None
     workers = _start_workers(args, config, url) if args.workers > 1 else []
-    socket_path = os.environ.get(SEQUENCER_SOCKET)
+    # A sequencer's socket is this serve's own, or its parent's for one of its workers:
+    # never one named by an environment some other serve left behind.
+    socket_path = (str(sequencer.socket) if sequencer is not None
+                   else os.environ.get(SEQUENCER_SOCKET) if _is_worker() else None)
     try:
         asyncio.run(_serve(args, config, url, signing_key, reuse_port=args.workers > 1
                            or args.reuse_port, processes=args.workers,
@@ -243,12 +246,17 @@ def _serve_until_stopped(args: argparse.Namespace) -> int:
         print(f"bureau serve: cannot listen: {exc}", file=sys.stderr)
         return 2
     finally:
-        for proc in workers:
-            proc.terminate()
-        for proc in workers:
-            proc.wait(10)
-        if sequencer is not None:  # last: the workers' last requests go through it
-            sequencer.stop()
+        try:
+            for proc in workers:
+                proc.terminate()
+            for proc in workers:
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+        finally:
+            if sequencer is not None:  # last: the workers' last requests go through it
+                sequencer.stop()
     return 0
 
 
@@ -258,12 +266,15 @@ class _SequencerProcess:
     started again whenever it exits until the serve stops (meanwhile the workers commit
     by themselves, under the head lock)."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, args: argparse.Namespace, config: Config) -> None:
         self.run_dir = Path(tempfile.mkdtemp(prefix="bureau-run-"))  # 0700
         self.socket = self.run_dir / "sequencer.sock"
         os.environ[SEQUENCER_SOCKET] = str(self.socket)  # this process and its workers
+        # Each worker holds up to max_pending envelopes in flight: the one queue they
+        # all feed holds as many as they do together.
         self._cmd = [sys.executable, "-m", "bureau.cli", "serve", "--workers", "1",
-                     "--sequence", str(self.socket)]
+                     "--sequence", str(self.socket),
+                     "--max-pending", str(config.max_pending * args.workers)]
         self._env = dict(os.environ, **{_WORKER_OF: str(os.getpid())})
         self._lock = threading.Lock()
         self._stopping = False
@@ -319,9 +330,10 @@ async def _sequence(config: Config, url: str, signing_key: nacl.signing.SigningK
     finally:
         await conn.close()
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+    # Only the serve's own SIGTERM stops it, after its workers: a Ctrl-C reaches the
+    # whole process group at once, and the workers' last requests still come here.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     await run_sequencer(Ledger(url, settled, sequencer=True), path, stop)
 
 

@@ -136,6 +136,19 @@ class BureauError(Exception):
         return {"status": "rejected", "code": self.code.value, "path": self.path,
                 "detail": self.detail}
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Exceptions pickle as ``cls(*args)``, and ``args`` here is the message: without
+        # this a refusal could not cross to another process (the sequencer's socket,
+        # a report worker's pipe). It crosses as the plain error, its fields intact.
+        return (_restore_error, (self.code.value, self.path, self.detail, self.internal,
+                                 None if self.pushback is None else self.pushback.value))
+
+
+def _restore_error(code: str, path: str, detail: str, internal: bool,
+                   pushback: str | None) -> BureauError:
+    return BureauError(Code(code), path, detail, internal=internal,
+                       pushback=None if pushback is None else Pushback(pushback))
+
 
 class InternalError(BureauError):
     """The bureau found itself broken — a ledger that does not verify, a report worker

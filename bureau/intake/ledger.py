@@ -1,9 +1,11 @@
 """Stage 6 of intake: the append-only, hash-chained ledger, written by group commit.
 
 Every request hands its verified submissions to :meth:`Ledger.submit` and waits. One
-committer per process, on a thread of its own with its own event loop and its own
-database connection (so that the time it holds the lock is not stretched by the request
-handlers' work on their loop), takes everything queued, opens one transaction, locks the
+committer per process — on a thread of its own with its own event loop and its own
+database connection in a serving process (so that the time it holds the lock is not
+stretched by the request handlers' work on their loop), on the process's own loop in
+the sequencer (bureau.intake.sequencer), where no handler competes — takes everything
+queued, opens one transaction, locks the
 single ``ledger_head`` row (which serialises writers across *all* bureau processes on the
 database), judges each submission against the state under that lock, appends the
 admitted ones with contiguous seqs, and commits. Only then are the waiting requests

@@ -57,24 +57,14 @@ _PEERCRED = struct.Struct("3i")  # pid, uid, gid
 #: connect to every one)
 _RETRY_AFTER_SECONDS = 0.5
 
-#: what crosses the socket for one error: code, path, detail, pushback, internal
-_ErrorFields = tuple[str, str, str, str | None, bool]
+#: how long a worker waits for the sequencer's answer before it commits the unit itself
+#: (a sequencer stopped or wedged; a group is milliseconds, a slow database seconds)
+ANSWER_TIMEOUT_SECONDS = 30.0
 
-
-def _error_fields(err: BureauError | None) -> _ErrorFields | None:
-    """BureauError takes keyword arguments, which exceptions do not pickle: its fields."""
-    if err is None:
-        return None
-    return (err.code.value, err.path, err.detail,
-            None if err.pushback is None else err.pushback.value, err.internal)
-
-
-def _error_of(fields: _ErrorFields | None) -> BureauError | None:
-    if fields is None:
-        return None
-    code, path, detail, pushback, internal = fields
-    return BureauError(Code(code), path, detail, internal=internal,
-                       pushback=None if pushback is None else Pushback(pushback))
+#: the answers a frame carries: results, the BureauError the sequencer's ledger raised,
+#: or "unknown" — the sequencer cannot say whether the unit committed (a bug, a frame it
+#: could not read), so the worker commits it itself
+_OK, _ERROR, _UNKNOWN = "ok", "error", "unknown"
 
 
 def _frame(request_id: int, body: Any) -> bytes:
@@ -82,9 +72,11 @@ def _frame(request_id: int, body: Any) -> bytes:
     return _HEADER.pack(len(data), request_id) + data
 
 
-async def _read_frame(reader: asyncio.StreamReader) -> tuple[int, Any]:
+async def _read_raw_frame(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    """A whole frame, not yet unpickled: one that cannot be read still leaves the stream
+    at the next frame, so the connection's other requests go on."""
     size, request_id = _HEADER.unpack(await reader.readexactly(_HEADER.size))
-    return request_id, pickle.loads(await reader.readexactly(size))
+    return request_id, await reader.readexactly(size)
 
 
 class SequencerServer:
@@ -96,6 +88,7 @@ class SequencerServer:
         self.path = path
         self._server: asyncio.AbstractServer | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
 
     async def start(self) -> None:
         with contextlib.suppress(FileNotFoundError):  # the socket of a killed sequencer
@@ -106,6 +99,11 @@ class SequencerServer:
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
+        # the workers' connections too, before the ledger stops: what they send from now
+        # on they commit themselves, instead of being refused as "shutting down"
+        for writer in list(self._writers):
+            writer.close()
+        if self._server is not None:
             await self._server.wait_closed()
         for task in list(self._tasks):
             task.cancel()
@@ -120,25 +118,33 @@ class SequencerServer:
             log.warning("refused a sequencer connection from uid %d", uid)
             writer.close()
             return
+        self._writers.add(writer)
         try:
             while True:
-                request_id, subs = await _read_frame(reader)
-                task = asyncio.create_task(self._answer(writer, request_id, subs))
+                request_id, data = await _read_raw_frame(reader)
+                task = asyncio.create_task(self._answer(writer, request_id, data))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass  # the worker went away; what it sent still commits, unanswered
         finally:
+            self._writers.discard(writer)
             writer.close()
 
     async def _answer(self, writer: asyncio.StreamWriter, request_id: int,
-                      subs: list[Submission]) -> None:
+                      data: bytes) -> None:
+        """Always answers (or the worker would wait for the unit until its timeout)."""
+        body: Any
         try:
+            subs: list[Submission] = pickle.loads(data)
             results = await self.ledger.submit(subs)
-            body: Any = ("ok", [(r.status, r.id, r.seq, _error_fields(r.error))
-                                for r in results])
+            body = (_OK, [(r.status, r.id, r.seq, r.error) for r in results])
         except BureauError as err:
-            body = ("error", _error_fields(err))
+            # Stopping: the worker commits it itself rather than refuse the client.
+            body = (_UNKNOWN, None) if err.pushback is Pushback.SHUTTING_DOWN else (_ERROR, err)
+        except Exception:
+            log.exception("sequencer: a unit could not be judged here; its worker commits it")
+            body = (_UNKNOWN, None)
         if writer.is_closing():
             return
         writer.write(_frame(request_id, body))
@@ -180,17 +186,21 @@ class SequencerLink:
         self._waiting[request_id] = future
         try:
             writer.write(_frame(request_id, list(subs)))
-        except (ConnectionError, RuntimeError) as exc:
+        except (ConnectionError, RuntimeError, pickle.PicklingError) as exc:
             self._waiting.pop(request_id, None)
             raise SequencerUnreachable(str(exc)) from exc
         # shield: a client that hangs up does not abandon a unit others share a group with
-        outcome, payload = await asyncio.shield(future)
-        if outcome == "error":
-            err = _error_of(payload)
-            assert err is not None
-            raise err
-        return [Result(status, entry_id, seq, _error_of(error))
-                for status, entry_id, seq, error in payload]
+        try:
+            outcome, payload = await asyncio.wait_for(asyncio.shield(future),
+                                                      ANSWER_TIMEOUT_SECONDS)
+        except TimeoutError as exc:
+            self._waiting.pop(request_id, None)
+            raise SequencerUnreachable("the sequencer did not answer in time") from exc
+        if outcome == _UNKNOWN:
+            raise SequencerUnreachable("the sequencer could not say")
+        if outcome == _ERROR:
+            raise payload
+        return [Result(status, entry_id, seq, error) for status, entry_id, seq, error in payload]
 
     async def _connected(self) -> asyncio.StreamWriter:
         if self._writer is not None and not self._writer.is_closing():
@@ -215,20 +225,26 @@ class SequencerLink:
         lost = SequencerUnreachable("the sequencer connection was closed")
         try:
             while True:
-                request_id, body = await _read_frame(reader)
+                request_id, data = await _read_raw_frame(reader)
                 future = self._waiting.pop(request_id, None)
-                if future is not None and not future.done():
-                    future.set_result(body)
-        except (asyncio.IncompleteReadError, ConnectionError, pickle.UnpicklingError) as exc:
+                if future is None or future.done():
+                    continue
+                try:
+                    future.set_result(pickle.loads(data))
+                except Exception as exc:  # an answer that cannot be read: commit it here
+                    future.set_exception(SequencerUnreachable(f"unreadable answer: {exc!r}"))
+        except (asyncio.IncompleteReadError, ConnectionError) as exc:
             lost = SequencerUnreachable(f"the sequencer connection was lost: {exc!r}")
         finally:
-            if self._writer is not None:
-                self._writer.close()
-            self._reader = self._writer = None
-            waiting, self._waiting = self._waiting, {}
-            for future in waiting.values():
-                if not future.done():
-                    future.set_exception(lost)
+            # only this connection's state: a reconnect may already have replaced it
+            if self._reader is reader:
+                if self._writer is not None:
+                    self._writer.close()
+                self._reader = self._writer = None
+                waiting, self._waiting = self._waiting, {}
+                for future in waiting.values():
+                    if not future.done():
+                        future.set_exception(lost)
 
     async def close(self) -> None:
         if self._writer is not None:

@@ -35,10 +35,10 @@ async def test_the_policies_are_read_through_the_partial_index(
     try:
         await conn.execute("SET enable_seqscan = off; SET plan_cache_mode = force_generic_plan")
         plan = "\n".join(r[0] for r in await conn.fetch(
-            "EXPLAIN " + policies._POLICY_ENTRIES_SQL))
+            "EXPLAIN " + policies._POLICY_ENTRIES.sql))
         assert "entries_policy_kinds" in plan, plan
         await conn.execute("RESET enable_seqscan")
-        through_index = await conn.fetch(policies._POLICY_ENTRIES_SQL)
+        through_index = await conn.fetch(policies._POLICY_ENTRIES.sql)
         every_row = await conn.fetch(
             "SELECT seq, kind, entry FROM entries WHERE kind = $1 OR kind = $2 ORDER BY seq",
             GENESIS.name, POLICY.name)

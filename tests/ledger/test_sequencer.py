@@ -5,15 +5,19 @@ of the whole serve loses nothing acknowledged and duplicates nothing."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import re
 import signal
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import nacl.signing
 import pytest
 
 from reporters import wire
@@ -89,36 +93,50 @@ async def _post(session: aiohttp.ClientSession, url: str, raw: bytes) -> dict[st
         return body
 
 
-async def test_groups_grow_under_concurrent_single_posts(database_url: str,
-                                                         tmp_path: Path) -> None:
+@asynccontextmanager
+async def _serving(database_url: str, tmp_path: Path
+                   ) -> AsyncIterator[tuple[ServeProcess, nacl.signing.SigningKey]]:
+    """A ``serve --workers 2`` with one registered reporter, whose key it yields."""
     admin, rep = wire.generate_key(), wire.generate_key()
     env = bureau_env(database_url, tmp_path, wire.signing_key_id(admin))
     server = ServeProcess(env, tmp_path / "serve.log", workers=2)
     await server.start()
     try:
         await _register(server.url, admin, rep)
+        yield server, rep
+    finally:
+        server.stop()
+
+
+async def _after_first_group(session: aiohttp.ClientSession, server: ServeProcess,
+                             lines: list[bytes]) -> str:
+    """Send ``lines`` one at a time until the sequencer has committed a group (so that
+    none of a test's load is committed by a worker while the sequencer starts); the
+    metrics then."""
+    while True:
+        async with session.get(server.ops_url + "/metrics") as resp:
+            text = await resp.text()
+        if _metric(text, "bureau_sequencer_group_envelopes_count") >= 1:
+            return text
+        assert (await _post(session, server.url, lines.pop()))["status"] == "accepted"
+
+
+async def test_groups_grow_under_concurrent_single_posts(database_url: str,
+                                                         tmp_path: Path) -> None:
+    async with _serving(database_url, tmp_path) as (server, rep):
         lines = _facts(rep, 800, "grow")
         async with aiohttp.ClientSession() as session:
             async def client(part: list[bytes]) -> None:
                 for raw in part:
                     assert (await _post(session, server.url, raw))["status"] == "accepted"
 
-            # wait until the sequencer took a group, so that none of the load below
-            # is committed by a worker while it starts
-            while True:
-                async with session.get(server.ops_url + "/metrics") as resp:
-                    text = await resp.text()
-                if _metric(text, "bureau_sequencer_group_envelopes_count") >= 1:
-                    break
-                await _post(session, server.url, lines.pop())
+            text = await _after_first_group(session, server, lines)
             before = (_metric(text, "bureau_sequencer_group_envelopes_sum"),
                       _metric(text, "bureau_sequencer_group_envelopes_count"))
             fallbacks = _metric(text, "bureau_sequencer_fallback_total")
             await asyncio.gather(*(client(lines[i::8]) for i in range(8)))
             async with session.get(server.ops_url + "/metrics") as resp:
                 text = await resp.text()
-    finally:
-        server.stop()
     envelopes = _metric(text, "bureau_sequencer_group_envelopes_sum") - before[0]
     groups = _metric(text, "bureau_sequencer_group_envelopes_count") - before[1]
     assert _metric(text, "bureau_sequencer_fallback_total") == fallbacks, \
@@ -129,6 +147,41 @@ async def test_groups_grow_under_concurrent_single_posts(database_url: str,
     assert envelopes / groups >= 2.5, f"{envelopes:.0f} envelopes in {groups:.0f} groups"
     seqs, facts, distinct = await _chain_facts(database_url)
     assert facts == distinct and seqs == list(range(1, len(seqs) + 1))
+
+
+async def test_refused_envelopes_cross_the_socket_without_breaking_it(
+        database_url: str, tmp_path: Path) -> None:
+    """A signed envelope whose payload fails decode travels to the sequencer as a
+    refusal (its refusal is kept there): it is answered with its own reason code, and
+    the accepted envelopes in flight beside it on the same connection are not moved
+    to the fallback (a refusal that could not cross the socket once closed it)."""
+    async with _serving(database_url, tmp_path) as (server, rep):
+        good = _facts(rep, 200, "mixed")
+        bad = [json.dumps(wire.sign_payload(rep, "fact", {"interaction": f"bad-{i}"})).encode()
+               for i in range(40)]
+        async with aiohttp.ClientSession() as session:
+            text = await _after_first_group(session, server, good)
+            fallbacks = _metric(text, "bureau_sequencer_fallback_total")
+
+            async def refused(raw: bytes) -> None:
+                async with session.post(server.url + "/v1/evidence", data=raw,
+                                        headers={"Content-Type": "application/json"}) as resp:
+                    body = await resp.json()
+                    assert resp.status == 422 and body["code"] == "SCHEMA", body
+
+            async def accepted(raw: bytes) -> None:
+                assert (await _post(session, server.url, raw))["status"] == "accepted"
+
+            work = [accepted(raw) for raw in good] + [refused(raw) for raw in bad]
+            random.Random(7).shuffle(work)
+            for i in range(0, len(work), 8):  # eight in flight, refusals among them
+                await asyncio.gather(*work[i:i + 8])
+            async with session.get(server.ops_url + "/metrics") as resp:
+                text = await resp.text()
+    assert _metric(text, "bureau_sequencer_fallback_total") == fallbacks, \
+        "a refusal broke the sequencer connection and sent requests to the fallback"
+    seqs, facts, distinct = await _chain_facts(database_url)
+    assert facts == distinct == 200 and seqs == list(range(1, len(seqs) + 1))
 
 
 class _Target:
