@@ -42,8 +42,9 @@ def test_cores_are_those_the_process_may_run_on() -> None:
     assert out.stdout.strip() == "1"
 
 
-def _serve_descendants(root: int) -> dict[int, int]:
-    """pid -> parent pid of every ``serve`` process descending from ``root`` (Linux)."""
+def _serve_descendants(root: int, *, sequencer: bool = False) -> dict[int, int]:
+    """pid -> parent pid of every ``serve`` worker descending from ``root`` (Linux); with
+    ``sequencer``, of the sequencer processes instead (``serve --sequence``)."""
     parents: dict[int, int] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -51,7 +52,7 @@ def _serve_descendants(root: int) -> dict[int, int]:
             cmdline = (stat.parent / "cmdline").read_bytes().split(b"\0")
         except OSError:  # gone meanwhile
             continue
-        if b"serve" in cmdline:
+        if b"serve" in cmdline and (b"--sequence" in cmdline) == sequencer:
             parents[int(stat.parent.name)] = int(fields[1])
     found: dict[int, int] = {}
     frontier = {root}
@@ -88,5 +89,9 @@ async def test_serve_without_the_flag_starts_the_default(database_url: str,
         serving = _serve_descendants(server.proc.pid)
         assert len(serving) == expected - 1, serving
         assert all(parent == server.proc.pid for parent in serving.values()), serving
+        # and with several processes, one sequencer of theirs (bureau.intake.sequencer)
+        sequencers = _serve_descendants(server.proc.pid, sequencer=True)
+        assert len(sequencers) == (expected > 1), sequencers
+        assert all(parent == server.proc.pid for parent in sequencers.values()), sequencers
     finally:
         server.stop()
