@@ -130,7 +130,7 @@ def public_url(text: str | None) -> str | None:
     slash."""
     if text is None:
         return None
-    if not _PUBLIC_URL.match(text):
+    if not _PUBLIC_URL.fullmatch(text):
         raise ValueError("BUREAU_PUBLIC_URL must be http(s)://host[:port][/path], e.g. "
                          f"https://bureau.example, not {text!r}")
     return text.rstrip("/")

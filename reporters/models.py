@@ -43,7 +43,7 @@ MAX_POINTER_SEGMENT = 128
 
 
 def _valid_timestamp(text: str) -> str:
-    if not _TIMESTAMP_RE.match(text):
+    if not _TIMESTAMP_RE.fullmatch(text):
         raise ValueError("an RFC 3339 UTC timestamp ending in Z, e.g. 2026-11-29T23:00:00Z")
     parse_timestamp(text)  # raises for 2026-02-30
     return text

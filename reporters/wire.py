@@ -232,7 +232,7 @@ def public_key_from_key_id(kid: str) -> bytes:
     must be refused here, when the key is first seen. The point check costs as much as a
     signature check, so valid keys are remembered (refusals are not cached).
     """
-    if not isinstance(kid, str) or not _KEY_ID_RE.match(kid):
+    if not isinstance(kid, str) or not _KEY_ID_RE.fullmatch(kid):
         raise WireError("key", "a key id is 'ed25519:' and 43 base64url characters")
     encoded = kid[len(KEY_ID_PREFIX) :]
     raw = base64.urlsafe_b64decode(encoded + "=")
@@ -309,7 +309,7 @@ def sign_envelope_bytes(key: nacl.signing.SigningKey, payload_type_: str, body: 
     key's ``key_id`` when signing many bodies with one key."""
     sig = key.sign(pae(payload_type_, body)).signature
     kid = signing_key_id(key) if key_id is None else key_id
-    if not (_PLAIN_RE.match(payload_type_) and _PLAIN_RE.match(kid)):
+    if not (_PLAIN_RE.fullmatch(payload_type_) and _PLAIN_RE.fullmatch(kid)):
         return canonical_json({"payloadType": payload_type_, "payload": b64encode(body),
                                "signatures": [{"keyid": kid, "sig": b64encode(sig)}]})
     return (b'{"payload":"' + binascii.b2a_base64(body, newline=False)
@@ -357,7 +357,7 @@ _PLAIN_RE = re.compile(r"^[A-Za-z0-9._:+/=-]*$")
 def envelope_canonical(ptype: str, payload_b64: str, keyid: str, sig_b64: str) -> bytes:
     """``canonical_json`` of a one-signature DSSE envelope, written directly when every
     field is a plain token (the usual case), else by the general encoder."""
-    if all(_PLAIN_RE.match(t) for t in (ptype, payload_b64, keyid, sig_b64)):
+    if all(_PLAIN_RE.fullmatch(t) for t in (ptype, payload_b64, keyid, sig_b64)):
         return (f'{{"payload":"{payload_b64}","payloadType":"{ptype}",'
                 f'"signatures":[{{"keyid":"{keyid}","sig":"{sig_b64}"}}]}}').encode()
     return canonical_json({"payloadType": ptype, "payload": payload_b64,
@@ -371,7 +371,7 @@ def envelope_entry_bytes(seq: int, prev: str, kind: str, recorded_at: str, epoch
     ``canonical_json({"seq", "prev", "kind", "recorded_at", "epoch", "envelope"})`` (a
     test holds the two equal); the keys are written in their sorted order."""
     for text in (prev, kind, recorded_at):
-        if not _PLAIN_RE.match(text):  # anything that JSON would escape takes the slow path
+        if not _PLAIN_RE.fullmatch(text):  # anything that JSON would escape takes the slow path
             raise WireError("entry", f"{text!r} is not a plain ASCII token")
     if not (0 <= seq <= MAX_SAFE_INTEGER and 0 <= epoch <= MAX_SAFE_INTEGER):
         raise WireError("entry", "seq and epoch are safe non-negative integers")

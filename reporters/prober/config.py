@@ -118,7 +118,7 @@ class ProbeConfig:
         agents = [r.agent for r in self.routes]
         if len(set(agents)) != len(agents):
             raise ConfigError("routes: an agent appears twice (give it one route)")
-        if self.prober_id is not None and not _PROBER_ID_RE.match(self.prober_id):
+        if self.prober_id is not None and not _PROBER_ID_RE.fullmatch(self.prober_id):
             raise ConfigError("prober_id: letters, digits, '.', '_', '-'; at most 64")
         if not 1 <= self.batch_size <= 10_000:
             raise ConfigError("batch_size: 1 to 10000 tasks")

@@ -132,7 +132,7 @@ class ProxyConfig:
             raise ConfigError("routes: a prefix appears twice")
         if not 0 < self.settle_seconds <= self.quiet_seconds:
             raise ConfigError("settle_seconds must be positive and at most quiet_seconds")
-        if self.proxy_id is not None and not _PROXY_ID_RE.match(self.proxy_id):
+        if self.proxy_id is not None and not _PROXY_ID_RE.fullmatch(self.proxy_id):
             raise ConfigError("proxy_id: letters, digits, '.', '_', '-'; at most 64")
         if not self.drain_seconds >= 0:
             raise ConfigError("drain_seconds must not be negative")
@@ -174,7 +174,7 @@ def _route(raw: Mapping[str, Any], base: Path, i: int) -> Route:
     if unknown:
         raise ConfigError(f"{where}: unknown field(s) {sorted(unknown)}")
     prefix = str(raw.get("prefix", "")).rstrip("/")
-    if not _PREFIX_RE.match(prefix):
+    if not _PREFIX_RE.fullmatch(prefix):
         raise ConfigError(f"{where}.prefix: a path like /alpha is needed")
     upstream = str(raw.get("upstream", "")).rstrip("/")
     if not upstream.startswith(("http://", "https://")):
@@ -218,7 +218,7 @@ def _promises(raw: Mapping[str, Any]) -> dict[str, dict[str, int]]:
         bounds: dict[str, int] = {}
         for j, p in enumerate(spec.get("promises", [])):
             pid, max_ms = p.get("promise"), p.get("max_ms")
-            if not isinstance(pid, str) or not _PROMISE_RE.match(pid) or \
+            if not isinstance(pid, str) or not _PROMISE_RE.fullmatch(pid) or \
                     not isinstance(max_ms, int) or max_ms < 0:
                 raise ConfigError(f"agents.{agent}.promises[{j}]: "
                                   "{promise: id, max_ms: whole milliseconds} is needed")

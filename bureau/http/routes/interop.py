@@ -45,7 +45,7 @@ def _epoch(request: web.Request) -> int | None:
     text = _one(request, "epoch")
     if text is None:
         return None
-    if not _DIGITS.match(text):
+    if not _DIGITS.fullmatch(text):
         raise BureauError(Code.SCHEMA, pointer("epoch"), "epoch must be a whole number, "
                           "written in digits without a sign or a leading zero")
     return int(text)
@@ -146,7 +146,7 @@ def _limit(request: web.Request) -> int:
     text = _one(request, "limit")
     if text is None:
         return mcp_view.DEFAULT_LIMIT
-    if not _DIGITS.match(text) or not 1 <= int(text) <= mcp_view.MAX_LIMIT:
+    if not _DIGITS.fullmatch(text) or not 1 <= int(text) <= mcp_view.MAX_LIMIT:
         raise BureauError(Code.SCHEMA, pointer("limit"),
                           f"limit must be a whole number from 1 to {mcp_view.MAX_LIMIT}")
     return int(text)
