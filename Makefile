@@ -25,11 +25,17 @@ demo: $(STAMP)           ## a bureau with 30-second epochs under ./.bureau-demo:
 	@echo "  export BUREAU_HOME=$(abspath $(DEMO_HOME))"
 	BUREAU_HOME=$(DEMO_HOME) BUREAU_EPOCH_SECONDS=30 $(BIN)/bureau serve --port $(PORT) --ops-port $(OPS_PORT)
 
-test: $(STAMP)           ## the whole test suite (real PostgreSQL, real HTTP)
-	$(BIN)/python -m pytest
+# Every test runs in parallel over the cores (pytest-xdist; TEST_WORKERS=1 runs them in
+# this one process), each worker with its own PostgreSQL, databases and ports. The output
+# ends with the slowest tests (--durations) and the slowest files (tests/conftest.py).
+TEST_WORKERS ?= auto
+PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal --durations=20
 
-test-fast: $(STAMP)      ## everything but the multi-process and crash tests
-	$(BIN)/python -m pytest -m "not slow"
+test: $(STAMP)           ## the whole test suite (real PostgreSQL, real HTTP), in parallel
+	$(PYTEST)
+
+test-fast: $(STAMP)      ## the edit-run loop: skips the multi-process, crash and third-party-server tests
+	$(PYTEST) -m "not slow and not thirdparty"
 
 lint: $(STAMP)
 	$(BIN)/ruff check bureau reporters tests bench ops

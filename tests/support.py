@@ -3,7 +3,8 @@ builders, signed requests, waiting on progress and reading metrics. Tests import
 they share from here, never from bureau.simulate (tests/structure/test_test_imports.py).
 
 Beside it: tests/processes.py, real ``bureau`` processes (ServeProcess, run_cli,
-ProgressKiller, post_batch) for the tests that kill or restart them."""
+ProgressKiller, post_batch) for the tests that kill or restart them; tests/databases.py,
+the test PostgreSQL (a migrated template, a fresh database per test)."""
 
 from __future__ import annotations
 
@@ -20,10 +21,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
-import asyncpg
 import nacl.signing
 import pytest
 from aiohttp import web
@@ -39,6 +38,7 @@ from bureau.transparency.heads import LogKey
 from reporters import wire
 from reporters._internal.payloads import issued_timestamp
 from reporters.httpsig import REQUIRED_COMPONENTS
+from tests.databases import fresh_database
 
 
 @asynccontextmanager
@@ -292,26 +292,6 @@ async def get_json(bureau: BureauUnderTest, path: str, *,
         return resp.status, await resp.json(content_type=content_type)
 
 
-@asynccontextmanager
-async def fresh_database(pg_server_url: str, prefix: str = "bureau_test_"
-                         ) -> AsyncIterator[str]:
-    """A new, empty database on the test server, dropped afterwards; yields its URL."""
-    name = prefix + secrets.token_hex(6)
-    admin = await asyncpg.connect(pg_server_url)
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
-    try:
-        yield urlunsplit(urlsplit(pg_server_url)._replace(path="/" + name))
-    finally:
-        admin = await asyncpg.connect(pg_server_url)
-        try:
-            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        finally:
-            await admin.close()
-
-
 #: database URL -> (admin key, signing key) of the ledger made there (see start_bureau)
 _LEDGER_KEYS: dict[str, tuple[nacl.signing.SigningKey, nacl.signing.SigningKey]] = {}
 
@@ -342,9 +322,9 @@ async def start_bureau(database_url: str, home: Path, *, epoch_seconds: int = 21
 def module_bureau(prefix: str) -> Any:
     """A ``bureau`` fixture one test module shares: one bureau on one fresh database
     whose name starts with ``prefix`` (a conftest or module says
-    ``bureau = module_bureau("bureau_agents_")``). Creating and dropping a database
-    costs most of a second; the tests sharing it use keys of their own, so they cannot
-    see each other's entries."""
+    ``bureau = module_bureau("bureau_agents_")``). Starting a bureau costs tens of
+    milliseconds on top of its database; the tests sharing it use keys of their own, so
+    they cannot see each other's entries."""
 
     @pytest.fixture(scope="module")
     async def bureau(pg_server_url: str, tmp_path_factory: pytest.TempPathFactory

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import asyncpg
+import pytest
 
 from bureau.scoring.policy import KNOWN_POLICIES, policy_hash
 from reporters import wire
@@ -21,6 +22,8 @@ from tests.copy import assert_plain
 from tests.intake.world import live_parties
 from tests.processes import free_port
 from tests.support import BureauUnderTest, fact_payload, kid
+
+pytestmark = pytest.mark.slow
 
 
 def _admin_env(bureau: BureauUnderTest, tmp_path: Path) -> dict[str, str]:

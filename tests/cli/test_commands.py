@@ -41,6 +41,7 @@ async def bureau_cli_async(*args: str, env: dict[str, str] | None = None,
 
 
 @pytest.mark.parametrize("command", [None, *COMMANDS])
+@pytest.mark.slow
 def test_help_is_plain_text(command: str | None) -> None:
     done = bureau_cli(*([command] if command else []), "--help")
     assert done.returncode == 0, done.stderr
@@ -53,6 +54,7 @@ def test_help_is_plain_text(command: str | None) -> None:
         assert text.split("\n\n")[1].strip()
 
 
+@pytest.mark.slow
 def test_top_level_help_names_every_command_and_the_environment() -> None:
     text = bureau_cli("--help").stdout
     for command in COMMANDS:
@@ -60,6 +62,7 @@ def test_top_level_help_names_every_command_and_the_environment() -> None:
     assert "BUREAU_EPOCH_SECONDS" in text and "BUREAU_HOME" in text
 
 
+@pytest.mark.slow
 def test_help_shows_defaults() -> None:
     serve = bureau_cli("serve", "--help").stdout
     assert "(default: 8080)" in serve and "(default: 127.0.0.1)" in serve
@@ -68,6 +71,7 @@ def test_help_shows_defaults() -> None:
     assert "(default: 400)" in simulate and "(default: 3)" in simulate
 
 
+@pytest.mark.slow
 def test_version_is_the_installed_version() -> None:
     done = bureau_cli("--version")
     assert done.returncode == 0
@@ -75,6 +79,7 @@ def test_version_is_the_installed_version() -> None:
         f"bureau {importlib.metadata.version('agent-reputation-bureau')}"
 
 
+@pytest.mark.slow
 def test_sign_refuses_an_unknown_type_naming_the_valid_ones(tmp_path: Path) -> None:
     key = tmp_path / "k.key"
     assert bureau_cli("keygen", str(key)).returncode == 0
@@ -109,6 +114,7 @@ def _utc(text: str) -> dt.datetime:
     return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
+@pytest.mark.slow
 async def test_report_json_and_epoch_dates(bureau: BureauUnderTest, tmp_path: Path) -> None:
     agent = await _agent_with_a_report(bureau)
     env = _env(bureau, tmp_path)
@@ -129,6 +135,7 @@ async def test_report_json_and_epoch_dates(bureau: BureauUnderTest, tmp_path: Pa
     assert "0.5 no evidence" in text.stdout
 
 
+@pytest.mark.slow
 async def test_verify_json(bureau: BureauUnderTest, tmp_path: Path) -> None:
     await _agent_with_a_report(bureau)
     env = _env(bureau, tmp_path)
@@ -169,6 +176,7 @@ def test_simulate_json_parses(tmp_path: Path) -> None:
     (["report", "ed25519:" + "A" * 43, "--epoch", "-3"], "an epoch is 0 or more"),
     (["report", "someone"], "not a key id"),
 ])
+@pytest.mark.slow
 def test_bad_arguments_are_refused_before_anything_starts(
         args: list[str], says: str, tmp_path: Path) -> None:
     done = bureau_cli(*args, env={"PATH": "/usr/bin:/bin", "BUREAU_HOME": str(tmp_path / "h")})
@@ -178,12 +186,12 @@ def test_bad_arguments_are_refused_before_anything_starts(
 
 @pytest.mark.slow
 async def test_serving_on_is_printed_once_the_database_is_ready(
-        database_url: str, tmp_path: Path) -> None:
+        empty_database_url: str, tmp_path: Path) -> None:
     """A newcomer reads "serving on …" as "ready": it comes after every migration and
     the genesis entry, and the address it names answers."""
     admin = wire.generate_key()
     log = tmp_path / "serve.log"
-    server = ServeProcess(bureau_env(database_url, tmp_path / "home", kid(admin)), log)
+    server = ServeProcess(bureau_env(empty_database_url, tmp_path / "home", kid(admin)), log)
     await server.start()
     try:
         deadline = time.monotonic() + 60

@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from bureau import ledger_line
 from bureau.config import Config
 from reporters import wire
@@ -43,6 +45,7 @@ def test_the_line_counts_in_words() -> None:
                     "(from 2026-12-01 01:44:30 UTC)")
 
 
+@pytest.mark.slow
 async def test_verify_and_report_name_their_ledger_first(bureau: BureauUnderTest,
                                                          tmp_path: Path) -> None:
     agent = await _agent_with_a_report(bureau)
@@ -65,6 +68,7 @@ async def test_verify_and_report_name_their_ledger_first(bureau: BureauUnderTest
     assert "no report for" in missing.stderr.splitlines()[1]
 
 
+@pytest.mark.slow
 async def test_report_over_http_is_the_local_report(bureau: BureauUnderTest,
                                                     tmp_path: Path) -> None:
     agent = await _agent_with_a_report(bureau)
@@ -88,6 +92,7 @@ async def test_report_over_http_is_the_local_report(bureau: BureauUnderTest,
     assert not (tmp_path / "none").exists()  # over HTTP nothing local is read or made
 
 
+@pytest.mark.slow
 def test_now_is_a_payload_timestamp() -> None:
     fine = bureau_cli("now").stdout.strip()
     seconds = bureau_cli("now", "--seconds").stdout.strip()
@@ -108,6 +113,7 @@ def _fake_venv(tmp_path: Path) -> Path:
     return venv
 
 
+@pytest.mark.slow
 def test_first_make_run_says_it_is_installing(tmp_path: Path) -> None:
     dry = subprocess.run(["make", "-n", "--no-print-directory", "-C", str(ROOT), "run",
                           f"VENV={tmp_path / 'v'}"], capture_output=True, text=True,
@@ -116,6 +122,7 @@ def test_first_make_run_says_it_is_installing(tmp_path: Path) -> None:
     assert "installing into" in first and "first run only, about a minute" in first
 
 
+@pytest.mark.slow
 async def test_make_demo_prints_the_export_line_and_serve_its_stop_line(
         database_url: str, tmp_path: Path) -> None:
     venv = _fake_venv(tmp_path)
@@ -150,6 +157,7 @@ async def test_make_demo_prints_the_export_line_and_serve_its_stop_line(
                      stop[0]), stop
 
 
+@pytest.mark.slow
 async def test_a_closed_pipe_is_no_traceback(bureau: BureauUnderTest, tmp_path: Path) -> None:
     """``bureau report AGENT | head -1``: the reader stops reading; no traceback. Here
     standard output is a pipe whose reading end is already closed, so every write

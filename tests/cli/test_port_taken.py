@@ -16,6 +16,8 @@ import pytest
 from reporters import wire
 from tests.processes import bureau_env, free_port, run_cli
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def held_port() -> Iterator[int]:

@@ -7,6 +7,8 @@ import datetime as dt
 import json
 from pathlib import Path
 
+import pytest
+
 from bureau.scoring.policy import DEFAULT_POLICY_NAME, policy_name_of
 from bureau.status import seal_plan
 from reporters import wire
@@ -28,6 +30,7 @@ def test_seal_plan() -> None:
     assert late["overdue"] and late["due"] == "2026-12-01T00:00:00Z"
 
 
+@pytest.mark.slow
 async def test_status_of_the_local_ledger(bureau: BureauUnderTest, tmp_path: Path) -> None:
     await _agent_with_a_report(bureau)
     env = _env(bureau, tmp_path)
@@ -55,6 +58,7 @@ async def test_status_of_the_local_ledger(bureau: BureauUnderTest, tmp_path: Pat
     assert "leader     reports: pid" in text
 
 
+@pytest.mark.slow
 async def test_status_over_http(bureau: BureauUnderTest, tmp_path: Path) -> None:
     await _agent_with_a_report(bureau)
     nowhere = {"PATH": "/usr/bin:/bin", "BUREAU_HOME": str(tmp_path / "none")}

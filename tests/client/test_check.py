@@ -28,6 +28,8 @@ from tests.transparency.service import entry_ids, get_text
 from tests.transparency.witness import TestWitness
 from tests.views.support import EPOCH_SECONDS, World, next_epoch
 
+pytestmark = pytest.mark.slow
+
 
 @dataclass
 class Ran:

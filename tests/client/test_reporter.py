@@ -102,6 +102,7 @@ _CRASHING_GATEWAY = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 async def test_spooled_facts_survive_a_crash_of_the_gateway(
         bureau: BureauUnderTest, tmp_path: Path) -> None:
     key = await bureau.reporter(("facts",))

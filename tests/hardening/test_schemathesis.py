@@ -27,6 +27,8 @@ from bureau.errors import Code
 from reporters import wire
 from tests.processes import ServeProcess, bureau_env
 
+pytestmark = pytest.mark.slow
+
 EXAMPLES_PER_OPERATION = 25
 ERROR_FIELDS = {"status", "code", "path", "detail"}
 CODES = {c.value for c in Code}

@@ -170,6 +170,7 @@ def test_registrable_domains_by_the_bundled_list(domain: str, registrable: str |
     assert registrable_domain(domain) == registrable
 
 
+@pytest.mark.slow
 def test_the_list_is_the_bundled_one_read_without_a_network() -> None:
     """A fresh interpreter with sockets disabled loads the list and answers from its
     private section: nothing is fetched at run time."""

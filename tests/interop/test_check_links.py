@@ -7,12 +7,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from reporters import identity_links
 from reporters.interop import card_extension
 from tests.client.test_check import check
 from tests.interop.cards import sdk_card, self_signed, serving
 from tests.interop.support import IDENTITY, PUBLIC_URL, linked_world
 from tests.support import BureauUnderTest
+
+pytestmark = pytest.mark.slow
 
 CARD = "/.well-known/agent-card.json"
 

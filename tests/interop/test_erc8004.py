@@ -179,6 +179,7 @@ def test_the_address_is_configuration_checked_and_checksummed() -> None:
             Config.from_env({"BUREAU_ETH_ADDRESS": bad})
 
 
+@pytest.mark.slow
 async def test_export_writes_every_linked_agents_feedback(linked: Linked,
                                                           tmp_path: Path) -> None:
     from reporters import identity_links

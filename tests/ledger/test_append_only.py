@@ -92,6 +92,7 @@ async def test_rewritten_bytes_without_new_id_are_found(bureau: BureauUnderTest)
     assert bad is not None and bad.seq == 3
 
 
+@pytest.mark.slow
 async def test_deleted_entry_is_found(bureau: BureauUnderTest, tmp_path: Path) -> None:
     await _ledger_with_facts(bureau)
     await _tamper(bureau.database_url, "DELETE FROM entries WHERE seq = 5")
@@ -125,6 +126,7 @@ OTHER_KEY = kid(wire.generate_key())
     pytest.param("recorded_at", "recorded_at + interval '1 microsecond'", id="recorded_at"),
     pytest.param("prev", "'" + "1" * 64 + "'", id="prev"),
 ])
+@pytest.mark.slow
 async def test_a_column_changed_behind_verifys_back_is_named(
         bureau: BureauUnderTest, column: str, value: str | None, tmp_path: Path) -> None:
     """Issue 12: an entry's subject and epoch columns were changed and verify still said

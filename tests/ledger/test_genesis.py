@@ -78,6 +78,7 @@ async def test_the_ledger_settings_rule_a_later_start(database_url: str,
             pass
 
 
+@pytest.mark.slow
 async def test_serve_refuses_a_different_epoch_length_in_one_line(
         bureau: BureauUnderTest, tmp_path: Path) -> None:
     env = bureau_env(bureau.database_url, tmp_path, kid(bureau.admin),

@@ -191,6 +191,7 @@ async def test_another_signing_key_or_admin_set_is_refused_naming_the_ledgers(
             pass
 
 
+@pytest.mark.slow
 async def test_a_node_joining_a_ledger_creates_no_keys(bureau: BureauUnderTest,
                                                        tmp_path: Path) -> None:
     """An empty BUREAU_HOME on an existing ledger: refused in one line, nothing made."""

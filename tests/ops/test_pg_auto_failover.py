@@ -32,7 +32,7 @@ from tests.processes import free_port
 from tests.scaling.autofailover import Formation, Node, Unavailable, find_tools
 from tests.support import missing
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.thirdparty]
 
 OPS = Path(__file__).resolve().parent.parent.parent / "ops"
 SCRIPTS = OPS / "pg_auto_failover"

@@ -23,7 +23,7 @@ from reporters import wire
 from tests.processes import ServeProcess, bureau_env, free_port
 from tests.support import fact_payload, issued, kid, missing
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.thirdparty]
 
 ROUNDS, PER_ROUND = 6, 20
 WATCHED = ("bureau_http_request_seconds_count", "bureau_intake_total", "bureau_refusals_total")

@@ -31,6 +31,7 @@ def test_the_flag_overrides_the_default() -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
+@pytest.mark.slow
 def test_cores_are_those_the_process_may_run_on() -> None:
     """A process held to one core (as by ``taskset`` or a container's CPU set) serves
     with one process, however many the machine has."""

@@ -22,9 +22,9 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--hide-scrollbars"]
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.thirdparty, pytest.mark.skipif(
     CHROMIUM is None, reason="Chromium is not installed (.ci/run installs Debian's chromium; "
-                             "elsewhere: apt-get install chromium)")
+                             "elsewhere: apt-get install chromium)")]
 
 
 async def _chromium(*args: str) -> bytes:

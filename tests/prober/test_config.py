@@ -154,6 +154,7 @@ def _without_a2a(tmp_path: Path) -> dict[str, str]:
         [str(tmp_path / "shim"), str(ROOT), os.environ.get("PYTHONPATH", "")])}
 
 
+@pytest.mark.slow
 def test_an_a2a_route_without_the_extra_fails_at_start_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "probe.json").write_text(json.dumps(base(
         {"agent": A, "upstream": "http://a.internal", "protocol": "a2a"})))
@@ -166,6 +167,7 @@ def test_an_a2a_route_without_the_extra_fails_at_start_in_one_line(tmp_path: Pat
         "'bureau-reporters[a2a]' (or 'agent-reputation-bureau[a2a]')"]
 
 
+@pytest.mark.slow
 def test_http_routes_never_import_a2a(tmp_path: Path) -> None:
     script = textwrap.dedent(f"""
         import sys

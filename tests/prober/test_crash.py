@@ -129,6 +129,7 @@ async def test_kill_9_during_a_batch_loses_no_probe_and_reports_none_twice(
     assert interrupted >= 3, f"seed {seed}: no kill left a task in flight"
 
 
+@pytest.mark.slow
 async def test_sigterm_stops_it_cleanly_and_limit_stops_it_by_itself(
         bureau: BureauUnderTest, tmp_path: Path) -> None:
     key: nacl.signing.SigningKey = await bureau.reporter(("facts", "probes"))

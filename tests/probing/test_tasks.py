@@ -47,6 +47,7 @@ def test_the_vectors_cover_every_kind() -> None:
         "integer", "choice"}
 
 
+@pytest.mark.slow
 def test_another_process_with_another_hash_seed_makes_the_same_bytes() -> None:
     """Nothing in a batch depends on the process: hash randomisation, the global
     random generator's state, the time."""

@@ -50,6 +50,7 @@ def _without(tmp_path: Path, *packages: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(("protocol", "package"), [("a2a", "a2a"), ("mcp", "mcp")])
+@pytest.mark.slow
 def test_a_protocol_route_without_its_extra_is_refused_in_one_line(
         tmp_path: Path, protocol: str, package: str) -> None:
     script = textwrap.dedent(f"""
@@ -68,6 +69,7 @@ def test_a_protocol_route_without_its_extra_is_refused_in_one_line(
         f"pip install 'agent-reputation-bureau[{protocol}]'")
 
 
+@pytest.mark.slow
 def test_an_auto_route_without_the_extras_is_plain_http(tmp_path: Path) -> None:
     script = textwrap.dedent(f"""
         import sys

@@ -243,6 +243,7 @@ async def test_a_stop_with_the_bureau_away_keeps_the_facts_on_disk(
     assert sorted(f["interaction"] for f in facts) == sorted(ids)
 
 
+@pytest.mark.slow
 async def test_kept_facts_are_sent_again_after_a_restore(
         bureau: BureauUnderTest, pg_server_url: str, tmp_path: Path) -> None:
     """``--keep-delivered-days`` keeps what was delivered; ``bureau-reporter resend``

@@ -48,7 +48,7 @@ from tests.scaling.autofailover import (
 from tests.scaling.replication import wait_replayed
 from tests.support import fact_payload, issued, kid, missing
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.thirdparty]
 
 FACTS = 600
 CHUNK = 50

@@ -10,12 +10,15 @@ import json
 from pathlib import Path
 
 import asyncpg
+import pytest
 
 from bureau.intake.clock import epoch_of
 from reporters import wire
 from tests.client.test_check import check
 from tests.support import BureauUnderTest, kid
 from tests.views.support import EPOCH_SECONDS, World, next_epoch
+
+pytestmark = pytest.mark.slow
 
 
 async def _settled(bureau: BureauUnderTest, tmp_path: Path) -> tuple[int, Path, Path, Path]:

@@ -18,6 +18,8 @@ from bureau.simulate.driver import Target
 from tests.copy import assert_plain
 from tests.support import fresh_database, start_bureau
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 async def runs(pg_server_url: str, tmp_path_factory: pytest.TempPathFactory

@@ -15,6 +15,8 @@ from bureau.simulate.render import as_json
 from tests.copy import assert_plain
 from tests.support import start_bureau
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize("policy", sorted(KNOWN_POLICIES))
 async def test_small_simulation_ranks_as_it_should(database_url: str, tmp_path: Path,

@@ -263,6 +263,7 @@ def _flip(h: bytes, j: int) -> bytes:
     return h[:j] + bytes([h[j] ^ 0x80]) + h[j + 1:]
 
 
+@pytest.mark.slow
 def test_changing_any_byte_of_an_inclusion_proof_fails(store: CountingStore) -> None:
     for size in range(1, 65):
         root = _root(size)
@@ -283,6 +284,7 @@ def test_changing_any_byte_of_an_inclusion_proof_fails(store: CountingStore) -> 
                         verify.verify_inclusion(leaf, index, size, bad, root)
 
 
+@pytest.mark.slow
 def test_changing_any_byte_of_a_consistency_proof_fails(store: CountingStore) -> None:
     for size in range(1, 65):
         new_root = _root(size)

@@ -90,6 +90,7 @@ async def test_the_served_root_is_the_definition_at_every_size(
         assert head.root == reference.mth(leaves(ids)), f"size {head.size}"
 
 
+@pytest.mark.slow
 async def test_every_proof_up_to_64_is_the_definition_and_verifies(
         bureau: BureauUnderTest) -> None:
     world = await World.make(bureau)  # the genesis entry, the reporter's registration

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import asyncpg
+import pytest
 
 from bureau.scoring.inputs import ReporterUpdate
 from bureau.storage.reports import seals
@@ -109,6 +110,7 @@ async def test_rebuild_gives_identical_bytes(bureau: BureauUnderTest, tmp_path: 
         await conn.close()
 
 
+@pytest.mark.slow
 async def test_rebuild_and_report_commands(bureau: BureauUnderTest, tmp_path: Path) -> None:
     w = await busy_ledger(bureau)
     key_file = tmp_path / "signing.key"

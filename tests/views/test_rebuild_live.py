@@ -15,6 +15,7 @@ from pathlib import Path
 import aiohttp
 import asyncpg
 import nacl.signing
+import pytest
 
 from reporters import wire
 from tests.processes import BUREAU, ServeProcess, bureau_env
@@ -49,6 +50,7 @@ async def _sealed_epochs(database_url: str) -> int:
         await conn.close()
 
 
+@pytest.mark.slow
 async def test_rebuild_during_seals_never_reports_an_unfinished_epoch(
         database_url: str, tmp_path: Path) -> None:
     admin = wire.generate_key()

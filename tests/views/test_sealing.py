@@ -11,6 +11,7 @@ from pathlib import Path
 import aiohttp
 import asyncpg
 import nacl.signing
+import pytest
 
 from bureau.http.keys import SEALER
 from bureau.intake.clock import epoch_of
@@ -149,6 +150,7 @@ async def test_two_apps_on_one_database_seal_each_epoch_once(
             assert one == two and one[0] == 200
 
 
+@pytest.mark.slow
 async def test_two_serve_processes_seal_each_epoch_once(database_url: str,
                                                          tmp_path: Path) -> None:
     """Real ``bureau serve`` processes, one-second epochs, sealers ticking every 50 ms."""
