@@ -319,14 +319,14 @@ async def start_bureau(database_url: str, home: Path, *, epoch_seconds: int = 21
                               ops_url)
 
 
-def module_bureau(prefix: str) -> Any:
-    """A ``bureau`` fixture one test module shares: one bureau on one fresh database
-    whose name starts with ``prefix`` (a conftest or module says
+def module_bureau(prefix: str, name: str = "bureau") -> Any:
+    """A ``bureau`` fixture (or one called ``name``) one test module shares: one bureau
+    on one fresh database whose name starts with ``prefix`` (a conftest or module says
     ``bureau = module_bureau("bureau_agents_")``). Starting a bureau costs tens of
     milliseconds on top of its database; the tests sharing it use keys of their own, so
     they cannot see each other's entries."""
 
-    @pytest.fixture(scope="module")
+    @pytest.fixture(scope="module", name=name)
     async def bureau(pg_server_url: str, tmp_path_factory: pytest.TempPathFactory
                      ) -> AsyncIterator[BureauUnderTest]:
         async with fresh_database(pg_server_url, prefix) as url, \

@@ -27,7 +27,11 @@ from tests.hardening.support import (
     raw_exchange,
 )
 from tests.intake.envelopes import IDENTITY_POINT, b64, signed_raw, with_signature
-from tests.support import BureauUnderTest, fact_payload
+from tests.support import BureauUnderTest, fact_payload, module_bureau
+
+# One bureau for the module: every test signs with keys of its own, and a test that
+# counts entries compares its own before and after.
+bureau = module_bureau("bureau_hostile_")
 
 SUBJECT = wire.signing_key_id(wire.generate_key())
 #: a point of order 8 on Ed25519: adding it to a public key gives a mixed-order key

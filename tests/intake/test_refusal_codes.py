@@ -19,9 +19,13 @@ from tests.intake.envelopes import (
     signed_raw,
     with_signature,
 )
-from tests.support import BureauUnderTest, fact_payload, issued, kid, now_text
+from tests.support import BureauUnderTest, fact_payload, issued, kid, module_bureau, now_text
 
 Case = Callable[[BureauUnderTest], Awaitable[tuple[int, Any]]]
+
+# The refusal cases share one bureau: each signs with keys of its own, and nothing it
+# is refused changes what another is judged against.
+shared_bureau = module_bureau("bureau_refusals_", name="shared_bureau")
 
 AGENT = wire.signing_key_id(wire.generate_key())
 
@@ -287,9 +291,9 @@ CASES: list[tuple[str, str, int, str | None, Case]] = [
 
 @pytest.mark.parametrize(("code", "status", "path", "case"),
                          [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-async def test_refusal(bureau: BureauUnderTest, code: str, status: int, path: str | None,
-                       case: Case) -> None:
-    got_status, body = await case(bureau)
+async def test_refusal(shared_bureau: BureauUnderTest, code: str, status: int,
+                       path: str | None, case: Case) -> None:
+    got_status, body = await case(shared_bureau)
     assert set(body) == {"status", "code", "path", "detail"}, body
     assert body["status"] == "rejected"
     assert body["code"] == code, body
