@@ -348,6 +348,10 @@ class Proxy:
             self.metrics.calls.labels(route.prefix, _failure_kind(exc)).inc()
             raise
         self.metrics.calls.labels(route.prefix, "answered").inc()
+        if isinstance(got, Streamed) and got.too_large:
+            self.metrics.limits.labels("event_size").inc()
+            log.warning("an event of a stream from %s passed max_body (%d bytes): relayed, "
+                        "no longer read", route.prefix, self.config.max_body)
         if isinstance(got, Buffered):
             self.metrics.upstream_seconds.labels(route.prefix).observe(got.latency_ms / 1000)
         self.run.calls += 1
