@@ -13,8 +13,10 @@ in its own file. A covert re-check of a checked call (a probe after the verdict 
 interaction whose fact said ``PASS`` or ``FAIL`` already) grades nothing, whatever it
 says: an evaluator that read ``check: PASS``, attested ``ACCEPTED`` and was then
 re-probed was paid the whole pool before this rule (issue 35). The fact counts as
-readable whether or not it was later set aside: the evaluator read it all the same. Value judgments are verdicts on engagements, which have no ground
-truth in this protocol (probes are of interactions), so none of them counts in ``g``.
+readable whether or not it was later set aside: the evaluator read it all the same.
+
+Value judgments are verdicts on engagements, which have no ground truth in this
+protocol (probes are of interactions), so none of them counts in ``g``.
 
 ``J`` is the evaluator's informedness as of the seal under the epoch's policy (the
 scoring library's :class:`~bureau.scoring.evaluators.EvaluatorStats`). One reading this
