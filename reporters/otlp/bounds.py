@@ -63,7 +63,7 @@ _COUNTED = {_SPAN: "max_spans", _RESOURCE_SPANS: "max_blocks", _SCOPE_SPANS: "ma
 #: the walk lets the event loop's thread have the GIL this often (fields): a walk in a
 #: worker thread then delays the loop by well under a millisecond, not by the 5 ms
 #: switch interval each time
-_YIELD_EVERY = 20_000
+_YIELD_EVERY = 1_000
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,9 @@ RUNS = {
                        ["through the proxy", "A2A SendMessage",
                         "A2A stream, time to first event", "OTLP receiver, 512 spans a request"]),
     "ranking_bench.py": (["200"], ["200 reports  epoch read", "name search"]),
+    "bounds_bench.py": (["--requests", "20", "--bombers", "1", "--bomb-spans", "200000"],
+                        ["export alone", "during bombs", "p99 during / p99 alone",
+                         "answered 413", "peak RSS"]),
     # through HTTP on a live bureau, as the full run; the bench exits 1 if the bureau's
     # published reports differ from the policy computed over the same entries
     "accuracy_bench.py": (["--seeds", "1", "--agents", "8", "--calls", "6",
