@@ -117,7 +117,7 @@ async def otlp(requests: int, bombers: int, bomb_spans: int) -> None:
                 await _honest(session, url, body, 20)  # warm up
                 rss_before = _peak_rss_mb(proc.pid)
                 alone = await _honest(session, url, body, requests)
-                stop, answers = asyncio.Event(), []
+                stop, answers = asyncio.Event(), list[tuple[int, float]]()
                 tasks = [asyncio.create_task(_bomber(session, url, bomb, stop, answers))
                          for _ in range(bombers)]
                 while not answers:  # the bombs are under way

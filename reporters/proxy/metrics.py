@@ -68,7 +68,7 @@ class ProxyMetrics:
             ["route", "protocol", "made"], registry=r)
         self.card_failures = Counter(
             "bureau_proxy_agent_card_failures", "Reads of an a2a route's agent card that "
-            "left it unused, by route prefix and reason: unreachable, status, invalid, "
+            "left it unused, by route prefix and reason: unreachable, status, too_large, invalid, "
             "bad_signature, other_agent. The route works; its facts carry no card promises.",
             ["route", "reason"], registry=r)
         self.limits = Counter(

@@ -29,7 +29,7 @@ from reporters.otlp.bounds import (
 from reporters.otlp.work import Decoder, Refused
 from tests.client.helpers import DEAD_URL
 from tests.otlp.support import agent_spans, export, running_receiver
-from tests.proxy.support import new_agent
+from tests.proxy.support import new_agent, stalled
 from tests.support import until
 
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
@@ -152,14 +152,9 @@ async def test_the_decoding_queue_is_bounded() -> None:
 async def test_a_body_that_does_not_arrive_is_408_within_body_seconds(tmp_path: Path) -> None:
     async with running_receiver(tmp_path, DEAD_URL, body_seconds=0.5,
                                 **_settings()) as r:
-        host, port = r.url.split("//")[1].split("/")[0].split(":")
-        reader, writer = await asyncio.open_connection(host, int(port))
-        writer.write(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                     b"application/x-protobuf\r\nContent-Length: 10\r\n\r\n\x0a")
-        await writer.drain()
-        status = await asyncio.wait_for(reader.readline(), 30)  # waits for the deadline
-        writer.close()
-        assert status.startswith(b"HTTP/1.1 408"), status
+        answer = await stalled(r.url, b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                               b"application/x-protobuf\r\nContent-Length: 10\r\n\r\n\x0a")
+        assert answer.startswith(b"HTTP/1.1 408"), answer
         assert await r.metric("bureau_otlp_limits_total", limit="body_seconds") == 1
         assert await r.metric("bureau_otlp_requests_total", result="too_slow") == 1
 
@@ -167,12 +162,8 @@ async def test_a_body_that_does_not_arrive_is_408_within_body_seconds(tmp_path: 
 async def test_a_head_that_does_not_arrive_is_cut_at_header_seconds(tmp_path: Path) -> None:
     async with running_receiver(tmp_path, DEAD_URL, header_seconds=0.5,
                                 **_settings()) as r:
-        host, port = r.url.split("//")[1].split("/")[0].split(":")
-        reader, writer = await asyncio.open_connection(host, int(port))
-        writer.write(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\n")  # and never the rest
-        await writer.drain()
-        assert await asyncio.wait_for(reader.read(), 30) == b""  # closed, no answer
-        writer.close()
+        # the head, and never the rest: closed, no answer
+        assert await stalled(r.url, b"POST /v1/traces HTTP/1.1\r\nHost: x\r\n") == b""
         assert await r.metric("bureau_otlp_limits_total", limit="header_seconds") == 1
         # an honest exporter on a connection of its own is answered as ever
         assert await export(r.url, agent_spans([SPEC])) == SpanExportResult.SUCCESS
