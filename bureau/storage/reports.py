@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from bureau.storage import db
+from bureau.storage import db, public_rows
 
 #: what :func:`store_epoch` raises (out of the caller's transaction, which rolls back)
 #: when another writer stored the epoch first: its bytes are the same bytes
@@ -50,8 +50,11 @@ async def store_epoch(conn: db.Connection, epoch: int, agents: list[str],
 
 
 async def store_checkpoint(conn: db.Connection, epoch: int, checkpoint: bytes) -> None:
-    """Write an epoch's checkpoint: from then on its reports are served. Another
-    writer's checkpoint of the same epoch is the same bytes."""
+    """Write an epoch's checkpoint, with the rows the public listings read of it
+    (:mod:`bureau.storage.public_rows`, built from its reports here, once): from then on
+    its reports are served. Another writer's checkpoint of the same epoch is the same
+    bytes."""
+    await public_rows.build(conn, epoch)
     await conn.execute("INSERT INTO checkpoints (epoch, envelope) VALUES ($1, $2)"
                        " ON CONFLICT DO NOTHING", epoch, checkpoint)
 
