@@ -32,6 +32,7 @@ import json
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -39,7 +40,7 @@ from reporters._internal.capped import TooLarge, read_capped
 from reporters.interop import card_key_mismatch
 from reporters.protocols.answers import parse_strict
 from reporters.proxy.config import Route
-from reporters.proxy.jku import NOT_PUBLIC, GuardedResolver, jku_allowed
+from reporters.proxy.jku import GuardedResolver, jku_allowed, trusted_hosts
 from reporters.proxy.metrics import ProxyMetrics
 
 if TYPE_CHECKING:
@@ -72,6 +73,7 @@ class AgentCards:
         self._digest: dict[str, bytes] = {}
         self._task: asyncio.Task[None] | None = None
         self._jku_session: aiohttp.ClientSession | None = None
+        self._jku_resolver: GuardedResolver | None = None
 
     def declared(self, prefix: str) -> a2a.Declared | None:
         return self._declared.get(prefix)
@@ -186,12 +188,14 @@ class AgentCards:
                 if why is not None:
                     self._refused_jku(route, jku, why)
                     continue
+                session = self._jkus_session(route)
                 try:
-                    texts.append(await self._fetch(self._jkus_session(route), jku,
-                                                   route.timeout_seconds))
-                except CardError as exc:
-                    if NOT_PUBLIC in str(exc):
-                        self._refused_jku(route, jku, str(exc))
+                    texts.append(await self._fetch(session, jku, route.timeout_seconds))
+                except CardError:
+                    assert self._jku_resolver is not None
+                    why = self._jku_resolver.refused.pop(_host(jku), None)
+                    if why is not None:
+                        self._refused_jku(route, jku, why)
         keys: list[Any] = []
         for text in texts:  # each at most max_card_bytes
             try:
@@ -211,12 +215,16 @@ class AgentCards:
         for every host but the configured ones (a session of its own, so the proxy's
         forwarding is never filtered)."""
         if self._jku_session is None:
-            resolver = GuardedResolver(self._routes)
+            self._jku_resolver = GuardedResolver(trusted_hosts(self._routes))
             self._jku_session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(resolver=resolver, limit=8,
+                connector=aiohttp.TCPConnector(resolver=self._jku_resolver, limit=8,
                                                use_dns_cache=False),
                 cookie_jar=aiohttp.DummyCookieJar())
         return self._jku_session
+
+
+def _host(url: str) -> str:
+    return (urlsplit(url).hostname or "").lower()
 
 
 def _jkus(card: Any) -> list[str]:

@@ -42,14 +42,9 @@ def jku_allowed(jku: str, route: Route) -> str | None:
     where = _host_port(jku)
     if where is None:
         return "not a URL with a host"
-    if where == _host_port(route.upstream):
+    if where == _host_port(route.upstream) or host_listed(jku, route.card_jku_hosts):
         return None
     host, port = where
-    for allowed in route.card_jku_hosts:
-        name, _, only = allowed.lower().rpartition(":") if _has_port(allowed) else (
-            allowed.lower(), "", "")
-        if name == host and (not only or int(only) == port):
-            return None
     return f"{host}:{port} is neither the route's upstream nor in card_jku_hosts"
 
 
@@ -71,21 +66,50 @@ def _literal(host: str) -> bool:
 NOT_PUBLIC = "is not a public address"
 
 
+def trusted_hosts(routes: Iterable[Route]) -> frozenset[str]:
+    """The hosts that may resolve to any address: the routes' upstream hosts (the
+    operator's own), and the address literals of their ``card_jku_hosts``."""
+    trusted: set[str] = set()
+    for route in routes:
+        upstream = _host_port(route.upstream)
+        if upstream is not None:
+            trusted.add(upstream[0])
+        trusted.update(literal_hosts(route.card_jku_hosts))
+    return frozenset(trusted)
+
+
+def literal_hosts(entries: Iterable[str]) -> frozenset[str]:
+    """The address literals among ``host`` / ``host:port`` entries (an operator who lists
+    an address means that address, private or not)."""
+    hosts = (e.rpartition(":")[0] if _has_port(e) else e for e in entries)
+    return frozenset(h.lower().strip("[]") for h in hosts if _literal(h))
+
+
+def host_listed(url: str, entries: Iterable[str]) -> bool:
+    """Is ``url``'s host (and port) one of ``entries`` (``host``: any port)?"""
+    where = _host_port(url)
+    if where is None:
+        return False
+    host, port = where
+    for entry in entries:
+        name, _, only = entry.lower().rpartition(":") if _has_port(entry) else (
+            entry.lower(), "", "")
+        if name.strip("[]") == host.strip("[]") and (not only or int(only) == port):
+            return True
+    return False
+
+
 class GuardedResolver(AbstractResolver):
     """aiohttp's resolver, with every non-public address taken out for hosts the operator
-    did not configure as such (the routes' upstream hosts, and address literals of
-    ``card_jku_hosts``); nothing left is an error, and no connection is opened."""
+    did not configure as such (``trusted``: :func:`trusted_hosts`); nothing left is an
+    error, and no connection is opened."""
 
-    def __init__(self, routes: Iterable[Route]) -> None:
+    def __init__(self, trusted: Iterable[str]) -> None:
         self._inner = DefaultResolver()
-        trusted = set()
-        for route in routes:
-            upstream = _host_port(route.upstream)
-            if upstream is not None:
-                trusted.add(upstream[0])
-            trusted.update(h.lower().strip("[]") for h in route.card_jku_hosts
-                           if _literal(h.rpartition(":")[0] if _has_port(h) else h))
         self._trusted = frozenset(trusted)
+        #: hosts refused for resolving only to non-public addresses, with what they
+        #: resolved to (aiohttp reports a resolver's error without its message)
+        self.refused: dict[str, str] = {}
 
     async def resolve(self, host: str, port: int = 0,
                       family: socket.AddressFamily = socket.AF_INET) -> list[ResolveResult]:
@@ -94,8 +118,10 @@ class GuardedResolver(AbstractResolver):
             return found
         public = [r for r in found if ipaddress.ip_address(r["host"]).is_global]
         if not public:
-            raise OSError(f"{host} {NOT_PUBLIC} (it resolves to "
-                          f"{', '.join(sorted({r['host'] for r in found}))})")
+            why = (f"{host} {NOT_PUBLIC} (it resolves to "
+                   f"{', '.join(sorted({r['host'] for r in found}))})")
+            self.refused[host.lower()] = why
+            raise OSError(why)
         return public
 
     async def close(self) -> None:
@@ -105,4 +131,5 @@ class GuardedResolver(AbstractResolver):
         return f"GuardedResolver(trusted={sorted(self._trusted)})"
 
 
-__all__ = ["NOT_PUBLIC", "GuardedResolver", "jku_allowed"]
+__all__ = ["NOT_PUBLIC", "GuardedResolver", "host_listed", "jku_allowed", "literal_hosts",
+           "trusted_hosts"]

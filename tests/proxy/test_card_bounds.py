@@ -19,7 +19,7 @@ from aiohttp import web
 from google.protobuf import json_format
 
 from reporters.proxy.config import Route
-from reporters.proxy.jku import GuardedResolver, jku_allowed
+from reporters.proxy.jku import GuardedResolver, jku_allowed, trusted_hosts
 from tests.proxy.support import new_agent, running_proxy, upstream
 from tests.support import BureauUnderTest, sample, scrape, until
 
@@ -148,7 +148,8 @@ async def test_a_listed_name_that_resolves_to_loopback_is_refused() -> None:
     """Names are checked where they resolve, when the connection opens: ``localhost``
     listed by name is not a public address; the upstream's host and address literals
     listed are the operator's word."""
-    resolver = GuardedResolver([_route("http://127.0.0.2:9001", "localhost", "127.0.0.3")])
+    resolver = GuardedResolver(trusted_hosts(
+        [_route("http://127.0.0.2:9001", "localhost", "127.0.0.3")]))
     try:
         with pytest.raises(OSError, match="not a public address"):
             await resolver.resolve("localhost", 443)

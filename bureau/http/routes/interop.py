@@ -28,6 +28,7 @@ from bureau.http.params import KEY_ID
 from bureau.interop import mcp_view
 from bureau.interop.mcp_pages import server_entry, servers_page
 from bureau.replica import absent
+from bureau.storage import erc8004 as erc8004_store
 from bureau.storage.reports import report_envelope
 from reporters.identity_links import McpLink
 from reporters.interop import card_extension
@@ -86,8 +87,13 @@ async def agent_erc8004(request: web.Request) -> web.Response:
     try:
         epoch = _epoch(request)
         erc8004, bureau = _erc8004_bureau(request)
-        report = await _report(request, request.match_info["agent"], epoch)
-        doc = erc8004.feedback_document(report, bureau, request.app[CONFIG].epoch_seconds)
+        agent = request.match_info["agent"]
+        report = await _report(request, agent, epoch)
+        confirmed = await request.app[READS].run(lambda conn: erc8004_store.confirmed(
+            conn, agent))
+        offer = erc8004.Offer(confirmed, request.app[CONFIG].erc8004_unconfirmed_calldata)
+        doc = erc8004.feedback_document(report, bureau, request.app[CONFIG].epoch_seconds,
+                                        offer)
         if not doc["feedback"]:
             raise BureauError(Code.NOT_FOUND, "", "the report carries no erc8004 link, "
                               "or no figure to give as feedback")
