@@ -7,7 +7,13 @@ holding 4 million empty spans). Prints each phase's p50 and p99, the ratio of th
 (the target: at most 2), how long a bomb takes to be refused, and the receiver's peak
 RSS before and after (``VmHWM``).
 
+The proxy (``bureau-reporter proxy``, its own process, an upstream in this one): an
+honest call through an HTTP route, one at a time, alone and while ``--bombers`` clients
+each read an MCP session stream whose one event never ends (``--stream-mib`` each, the
+issue's 250 MiB by default); the same p99s and ratio, and the proxy's peak RSS.
+
     python bench/bounds_bench.py [--requests 300] [--bombers 2] [--bomb-spans 4000000]
+        [--stream-mib 250]
 """
 
 from __future__ import annotations
@@ -144,10 +150,100 @@ async def otlp(requests: int, bombers: int, bomb_spans: int) -> None:
           f"after (load average {load:.2f})")
 
 
+async def _stream_reader(session: aiohttp.ClientSession, url: str, stop: asyncio.Event,
+                         relayed: list[int]) -> None:
+    while not stop.is_set():
+        async with session.get(url, headers={"Accept": "text/event-stream",
+                                             "Mcp-Session-Id": "bench"}) as resp:
+            async for chunk in resp.content.iter_any():
+                relayed.append(len(chunk))
+
+
+async def proxy(requests: int, bombers: int, stream_mib: int) -> None:
+    from aiohttp import web
+
+    line = b"data: " + b"x" * (64 * 1024 - 7) + b"\n"
+
+    async def upstream(request: web.Request) -> web.StreamResponse:
+        if request.path.endswith("/mcp"):
+            out = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await out.prepare(request)
+            for _ in range(stream_mib * 16):
+                await out.write(line)
+            await out.write_eof()
+            return out
+        return web.json_response({"status": "ok"})
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", upstream)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    up = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    with tempfile.TemporaryDirectory(prefix="bounds-bench-proxy-") as tmp:
+        save_key(generate_key(), Path(tmp) / "r.key")
+        (Path(tmp) / "proxy.json").write_text(json.dumps({
+            "bureau_url": "http://127.0.0.1:9", "key_file": "r.key", "spool_dir": "spool",
+            "ops_listen": "off", "drain_seconds": 0, "max_body": 1024 * 1024,
+            "routes": [{"prefix": "/a", "agent": key_id(generate_key()), "upstream": up,
+                        "protocol": "http"},
+                       {"prefix": "/m", "agent": key_id(generate_key()), "upstream": up,
+                        "protocol": "mcp"}]}))
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "reporters.proxy.cli", "proxy", "--config",
+            str(Path(tmp) / "proxy.json"), "--listen", "127.0.0.1:0",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+        assert proc.stdout is not None
+        url = (await proc.stdout.readline()).decode().split(" on ")[1].split(",")[0]
+        try:
+            async with aiohttp.ClientSession() as session:
+                call = url + "/a/ok"
+                await _honest_get(session, call, 20)
+                rss_before = _peak_rss_mb(proc.pid)
+                alone = await _honest_get(session, call, requests)
+                stop, relayed = asyncio.Event(), list[int]()
+                tasks = [asyncio.create_task(_stream_reader(session, url + "/m/mcp", stop,
+                                                            relayed)) for _ in range(bombers)]
+                while not relayed:
+                    await asyncio.sleep(0.01)
+                during = await _honest_get(session, call, requests)
+                while sum(relayed) < stream_mib * 1024 * 1024:  # one whole stream, at least
+                    await asyncio.sleep(0.05)
+                stop.set()
+                await asyncio.gather(*tasks)
+            rss_after = _peak_rss_mb(proc.pid)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            await proc.wait()
+            await runner.cleanup()
+    print(f"proxy, honest call alone:                        p50 {_p(alone, .5):6.2f} ms  "
+          f"p99 {_p(alone, .99):6.2f} ms  ({requests} requests)")
+    print(f"proxy, honest call during endless events:        p50 {_p(during, .5):6.2f} ms  "
+          f"p99 {_p(during, .99):6.2f} ms  ({bombers} streams of {stream_mib} MiB)")
+    print(f"proxy, p99 during / p99 alone: {_p(during, .99) / _p(alone, .99):.2f} "
+          "(target: at most 2)")
+    print(f"proxy, peak RSS {rss_before:.0f} MB before the streams, {rss_after:.0f} MB after "
+          f"{sum(relayed) / 2**20:.0f} MiB relayed (load average {os.getloadavg()[0]:.2f})")
+
+
+async def _honest_get(session: aiohttp.ClientSession, url: str, n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        started = time.perf_counter()
+        async with session.get(url) as resp:
+            await resp.read()
+            assert resp.status == 200, resp.status
+        out.append(time.perf_counter() - started)
+    return out
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--bombers", type=int, default=2)
     parser.add_argument("--bomb-spans", type=int, default=4_000_000)
+    parser.add_argument("--stream-mib", type=int, default=250)
     args = parser.parse_args()
     asyncio.run(otlp(args.requests, args.bombers, args.bomb_spans))
+    asyncio.run(proxy(args.requests, args.bombers, args.stream_mib))
