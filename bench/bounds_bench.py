@@ -150,37 +150,75 @@ async def otlp(requests: int, bombers: int, bomb_spans: int) -> None:
           f"after (load average {load:.2f})")
 
 
-async def _stream_reader(session: aiohttp.ClientSession, url: str, stop: asyncio.Event,
-                         relayed: list[int]) -> None:
-    while not stop.is_set():
-        async with session.get(url, headers={"Accept": "text/event-stream",
-                                             "Mcp-Session-Id": "bench"}) as resp:
-            async for chunk in resp.content.iter_any():
-                relayed.append(len(chunk))
+#: the agent behind the proxy, in a process of its own (the bench's own loop measures the
+#: honest calls and must not be the one busy writing the streams): an HTTP route, and an
+#: MCP session stream whose one event never ends
+_UPSTREAM = """
+import sys
+from aiohttp import web
+mib = int(sys.argv[1])
+line = b"data: " + b"x" * (64 * 1024 - 7) + b"\\n"
+async def handle(request):
+    if request.path.endswith("/mcp"):
+        out = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await out.prepare(request)
+        for _ in range(mib * 16):
+            await out.write(line)
+        await out.write_eof()
+        return out
+    return web.json_response({"status": "ok"})
+app = web.Application()
+app.router.add_route("*", "/{tail:.*}", handle)
+web.run_app(app, host="127.0.0.1", port=int(sys.argv[2]), print=None, access_log=None)
+"""
+#: a client reading such streams through the proxy, again and again, in its own process
+_READER = """
+import asyncio, sys
+import aiohttp
+async def main():
+    async with aiohttp.ClientSession() as s:
+        while True:
+            async with s.get(sys.argv[1], headers={"Accept": "text/event-stream",
+                                                  "Mcp-Session-Id": "bench"}) as resp:
+                async for chunk in resp.content.iter_any():
+                    sys.stdout.write(f"{len(chunk)}\\n")
+asyncio.run(main())
+"""
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def _ready(url: str) -> None:
+    async with aiohttp.ClientSession() as session:
+        for _ in range(300):
+            try:
+                async with session.get(url) as resp:
+                    if resp.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.05)
+    raise TimeoutError(url)
 
 
 async def proxy(requests: int, bombers: int, stream_mib: int) -> None:
-    from aiohttp import web
-
-    line = b"data: " + b"x" * (64 * 1024 - 7) + b"\n"
-
-    async def upstream(request: web.Request) -> web.StreamResponse:
-        if request.path.endswith("/mcp"):
-            out = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-            await out.prepare(request)
-            for _ in range(stream_mib * 16):
-                await out.write(line)
-            await out.write_eof()
-            return out
-        return web.json_response({"status": "ok"})
-
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", upstream)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    up = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    # two agents, each its own process: the streaming one's loop is busy writing, and
+    # must not be what delays the honest calls
+    ups, upstreams = [], []
+    for _ in range(2):
+        port = _free_port()
+        ups.append(f"http://127.0.0.1:{port}")
+        upstreams.append(await asyncio.create_subprocess_exec(
+            sys.executable, "-c", _UPSTREAM, str(stream_mib), str(port)))
+        await _ready(ups[-1] + "/ok")
+    up, streaming = ups
     with tempfile.TemporaryDirectory(prefix="bounds-bench-proxy-") as tmp:
         save_key(generate_key(), Path(tmp) / "r.key")
         (Path(tmp) / "proxy.json").write_text(json.dumps({
@@ -188,35 +226,40 @@ async def proxy(requests: int, bombers: int, stream_mib: int) -> None:
             "ops_listen": "off", "drain_seconds": 0, "max_body": 1024 * 1024,
             "routes": [{"prefix": "/a", "agent": key_id(generate_key()), "upstream": up,
                         "protocol": "http"},
-                       {"prefix": "/m", "agent": key_id(generate_key()), "upstream": up,
-                        "protocol": "mcp"}]}))
+                       {"prefix": "/m", "agent": key_id(generate_key()),
+                        "upstream": streaming, "protocol": "mcp"}]}))
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "reporters.proxy.cli", "proxy", "--config",
             str(Path(tmp) / "proxy.json"), "--listen", "127.0.0.1:0",
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
         assert proc.stdout is not None
         url = (await proc.stdout.readline()).decode().split(" on ")[1].split(",")[0]
+        readers: list[asyncio.subprocess.Process] = []
         try:
             async with aiohttp.ClientSession() as session:
                 call = url + "/a/ok"
                 await _honest_get(session, call, 20)
                 rss_before = _peak_rss_mb(proc.pid)
                 alone = await _honest_get(session, call, requests)
-                stop, relayed = asyncio.Event(), list[int]()
-                tasks = [asyncio.create_task(_stream_reader(session, url + "/m/mcp", stop,
-                                                            relayed)) for _ in range(bombers)]
-                while not relayed:
-                    await asyncio.sleep(0.01)
+                for _ in range(bombers):
+                    readers.append(await asyncio.create_subprocess_exec(
+                        sys.executable, "-c", _READER, url + "/m/mcp",
+                        stdout=asyncio.subprocess.PIPE))
+                relayed = 0
+                for r in readers:  # every stream under way
+                    assert r.stdout is not None
+                    relayed += int(await r.stdout.readline())
                 during = await _honest_get(session, call, requests)
-                while sum(relayed) < stream_mib * 1024 * 1024:  # one whole stream, at least
-                    await asyncio.sleep(0.05)
-                stop.set()
-                await asyncio.gather(*tasks)
             rss_after = _peak_rss_mb(proc.pid)
         finally:
+            for r in readers:
+                r.kill()
+                await r.wait()
             proc.send_signal(signal.SIGTERM)
             await proc.wait()
-            await runner.cleanup()
+            for upstream in upstreams:
+                upstream.kill()
+                await upstream.wait()
     print(f"proxy, honest call alone:                        p50 {_p(alone, .5):6.2f} ms  "
           f"p99 {_p(alone, .99):6.2f} ms  ({requests} requests)")
     print(f"proxy, honest call during endless events:        p50 {_p(during, .5):6.2f} ms  "
@@ -224,7 +267,7 @@ async def proxy(requests: int, bombers: int, stream_mib: int) -> None:
     print(f"proxy, p99 during / p99 alone: {_p(during, .99) / _p(alone, .99):.2f} "
           "(target: at most 2)")
     print(f"proxy, peak RSS {rss_before:.0f} MB before the streams, {rss_after:.0f} MB after "
-          f"{sum(relayed) / 2**20:.0f} MiB relayed (load average {os.getloadavg()[0]:.2f})")
+          f"(load average {os.getloadavg()[0]:.2f})")
 
 
 async def _honest_get(session: aiohttp.ClientSession, url: str, n: int) -> list[float]:
@@ -244,6 +287,9 @@ if __name__ == "__main__":
     parser.add_argument("--bombers", type=int, default=2)
     parser.add_argument("--bomb-spans", type=int, default=4_000_000)
     parser.add_argument("--stream-mib", type=int, default=250)
+    parser.add_argument("--doors", default="otlp,proxy", help="which doors: otlp, proxy")
     args = parser.parse_args()
-    asyncio.run(otlp(args.requests, args.bombers, args.bomb_spans))
-    asyncio.run(proxy(args.requests, args.bombers, args.stream_mib))
+    if "otlp" in args.doors:
+        asyncio.run(otlp(args.requests, args.bombers, args.bomb_spans))
+    if "proxy" in args.doors:
+        asyncio.run(proxy(args.requests, args.bombers, args.stream_mib))
