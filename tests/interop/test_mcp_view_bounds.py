@@ -76,6 +76,7 @@ async def test_a_page_never_reads_the_reports(bureau: BureauUnderTest) -> None:
                 assert status == 200, (path, page)
     finally:
         await conn.close()
+    await bureau.verify()
 
 
 async def test_a_search_looks_through_a_bounded_window_and_says_where_to_go_on(
@@ -99,3 +100,4 @@ async def test_a_search_looks_through_a_bounded_window_and_says_where_to_go_on(
     assert pages >= 6
     status, page = await get_json(bureau, "/v0/servers?search=nothing-like-it")
     assert page["servers"] == [] and "nextCursor" in page["metadata"]  # 4 of 11 looked at
+    await bureau.verify()

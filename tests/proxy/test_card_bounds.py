@@ -89,6 +89,7 @@ async def test_a_huge_card_costs_only_the_cap_and_is_not_kept(
     # before: the whole 32 MiB read and held (peak above it). After: 8.2 MiB for a 32 MiB
     # card and for a 96 MiB one alike — the proxy's start and both ends' buffers
     assert peak < 16 * 1024 * 1024, f"{peak / 2**20:.1f} MiB for a 32 MiB card"
+    await bureau.verify()
 
 
 async def test_a_jku_to_a_host_not_configured_is_never_fetched(
@@ -107,6 +108,7 @@ async def test_a_jku_to_a_host_not_configured_is_never_fetched(
             assert sample(samples, "bureau_proxy_agent_card_failures_total", route="/a",
                           reason="bad_signature") == 1
         assert seen[1:] == []  # before: a TLS ClientHello arrived on the card's port
+    await bureau.verify()
 
 
 async def test_a_listed_jku_host_is_fetched_with_the_cap(
@@ -128,6 +130,7 @@ async def test_a_listed_jku_host_is_fetched_with_the_cap(
             samples = await scrape(p.session, p.ops_url)
             assert sample(samples, "bureau_proxy_limits_total", limit="jku_host") == 0
         assert seen[1].startswith(b"\x16\x03")  # a TLS handshake: the fetch was made
+    await bureau.verify()
 
 
 def test_where_a_jku_may_point() -> None:

@@ -38,6 +38,7 @@ async def test_a_body_that_does_not_arrive_is_408_and_never_forwarded(
         assert status == 200 and asked == ["/x"]
         samples = await scrape(p.session, p.ops_url)
         assert sample(samples, "bureau_proxy_limits_total", limit="body_seconds") == 1
+    await bureau.verify()
 
 
 async def test_a_head_that_does_not_arrive_closes_its_connection(
@@ -51,3 +52,4 @@ async def test_a_head_that_does_not_arrive_closes_its_connection(
         assert status == 200
         samples = await scrape(p.session, p.ops_url)
         assert sample(samples, "bureau_proxy_limits_total", limit="header_seconds") == 2
+    await bureau.verify()

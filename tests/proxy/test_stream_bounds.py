@@ -49,3 +49,4 @@ async def test_an_endless_event_on_the_mcp_plumbing_get_holds_only_the_cap(
         assert peak < 6 * MAX_BODY, f"{peak / 2**20:.1f} MiB held for a 24 MiB stream"
         samples = await scrape(p.session, p.ops_url)
         assert sample(samples, "bureau_proxy_limits_total", limit="event_size") == 1
+    await bureau.verify()

@@ -80,3 +80,4 @@ async def test_an_agent_missing_from_the_newest_epoch_is_served_its_newest_repor
         await conn.execute("INSERT INTO reports VALUES ($1, $2, $3)", *kept.values())
     finally:
         await conn.close()
+    await bureau.verify()
