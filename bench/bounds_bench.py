@@ -162,9 +162,12 @@ async def handle(request):
     if request.path.endswith("/mcp"):
         out = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await out.prepare(request)
-        for _ in range(mib * 16):
-            await out.write(line)
-        await out.write_eof()
+        try:
+            for _ in range(mib * 16):
+                await out.write(line)
+            await out.write_eof()
+        except ConnectionError:  # the reader was stopped
+            pass
         return out
     return web.json_response({"status": "ok"})
 app = web.Application()
