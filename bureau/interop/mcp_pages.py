@@ -52,8 +52,8 @@ async def servers_page(conn: db.Connection, cursor: str | None, limit: int,
         more = rows[limit - 1].name if len(rows) > limit else None
         rows = rows[:limit]
     else:
-        rows, more = await public_rows.search_servers(conn, epoch, cursor, search, limit + 1,
-                                                      mcp_view.SEARCH_WINDOW)
+        rows, more = await public_rows.search_servers(conn, epoch, public_rows.Search(
+            search, cursor, limit + 1, mcp_view.SEARCH_WINDOW))
         if len(rows) > limit:
             rows, more = rows[:limit], rows[limit - 1].name
     entries = await _entries(conn, epoch, rows, None, mcp_view.CLAIMS_IN_LIST)

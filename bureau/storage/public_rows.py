@@ -107,11 +107,23 @@ async def claims(conn: db.Connection, epoch: int, names: list[str], after: str |
                      None if r["card"] is None else bytes(r["card"])) for r in rows]
 
 
-async def search_servers(conn: db.Connection, epoch: int, after: str | None, text: str,
-                         limit: int, window: int) -> tuple[list[ServerRow], str | None]:
-    """Names holding ``text``, among at most ``window`` names after ``after``: at most
-    ``limit`` of them, and the last name looked at when the window was used up before
-    ``limit`` were found (a reader goes on from there), else None."""
+@dataclass(frozen=True, slots=True)
+class Search:
+    """A search of names: those holding ``text`` after ``after``, at most ``limit``,
+    looking through at most ``window`` names."""
+
+    text: str
+    after: str | None
+    limit: int
+    window: int
+
+
+async def search_servers(conn: db.Connection, epoch: int,
+                         search: Search) -> tuple[list[ServerRow], str | None]:
+    """Names holding the text among the window's: at most ``limit`` of them, and the
+    last name looked at when the window was used up before ``limit`` were found (a
+    reader goes on from there), else None."""
+    text, after, limit, window = search.text, search.after, search.limit, search.window
     found = await conn.fetch(
         "SELECT server, claims FROM (SELECT server, claims FROM mcp_servers WHERE epoch = $1"
         " AND server > $2 ORDER BY server LIMIT $5) AS w WHERE strpos(server, $3) > 0"

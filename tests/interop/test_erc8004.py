@@ -84,9 +84,9 @@ async def _confirmed_by_operator(linked: Linked, registry: str = f"eip155:8453:{
 
     conn = await asyncpg.connect(linked.bureau.database_url)
     try:
-        await store.record(conn, linked.key_id, registry, agent_id,
-                           "https://registry.example/22.json", b"\0" * 32,
-                           dt.datetime.now(dt.UTC))
+        await store.record(conn, store.Confirmed(
+            linked.key_id, registry, agent_id, "https://registry.example/22.json",
+            b"\0" * 32, dt.datetime.now(dt.UTC)))
     finally:
         await conn.close()
 
