@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run demo test test-fast lint bench bench-intake bench-seal bench-judge bench-tlog bench-proofs bench-proxy bench-ranking bench-failover bench-wrk bench-accuracy schemas vectors ops-tools clean client-wheel
+.PHONY: run demo test test-fast lint bench bench-intake bench-seal bench-judge bench-tlog bench-proofs bench-proxy bench-ranking bench-failover bench-wrk bench-accuracy bench-bounds bench-servers schemas vectors ops-tools clean client-wheel
 
 $(STAMP): pyproject.toml
 	@echo "installing into $(VENV) (first run only, about a minute)…"
@@ -69,6 +69,12 @@ bench-accuracy: $(STAMP) ## scores against the truth: every policy, the anchors,
 
 bench-wrk: $(STAMP)      ## single POSTs driven by wrk beside a bare aiohttp handler, in one run
 	$(BIN)/python bench/wrk_bench.py
+
+bench-bounds: $(STAMP)   ## honest requests during abusive ones at each door (issue 35): p99 ratios
+	$(BIN)/python bench/bounds_bench.py
+
+bench-servers: $(STAMP)  ## GET /v0/servers at 10 and 10,000 linked agents, and a fact POST beside it
+	$(BIN)/python bench/servers_bench.py
 
 bench-judge: $(STAMP)    ## the committer's CPU per envelope, in memory (no database)
 	$(BIN)/python bench/judge_bench.py

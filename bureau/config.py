@@ -66,6 +66,12 @@ class Config:
     #: ``clientAddress`` of its ERC-8004 feedback. Only an address: the bureau holds no
     #: Ethereum key and sends nothing on chain (docs/interop.md). None: no feedback
     eth_address: str | None = None
+    #: hosts (``host`` or ``host:port``) an ERC-8004 registration file may be fetched
+    #: from to confirm a link (``BUREAU_ERC8004_HOSTS``; bureau.interop.confirm)
+    erc8004_hosts: frozenset[str] = frozenset()
+    #: offer ``giveFeedback`` calldata for links the bureau has not confirmed too
+    #: (``BUREAU_ERC8004_UNCONFIRMED_CALLDATA=1``); by default only confirmed links get it
+    erc8004_unconfirmed_calldata: bool = False
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Config:
@@ -105,6 +111,9 @@ class Config:
             read_database_url=env.get("BUREAU_READ_DATABASE_URL") or None,
             read_wait=read_wait,
             eth_address=eth_address(env.get("BUREAU_ETH_ADDRESS") or None),
+            erc8004_hosts=frozenset(h.strip().lower() for h in env.get(
+                "BUREAU_ERC8004_HOSTS", "").split(",") if h.strip()),
+            erc8004_unconfirmed_calldata=_flag(env, "BUREAU_ERC8004_UNCONFIRMED_CALLDATA"),
             public_url=public_url(env.get("BUREAU_PUBLIC_URL") or None),
             settle_interval=settle,
             home=Path(env.get("BUREAU_HOME", ".bureau")),
@@ -119,6 +128,13 @@ class Config:
             witnesses=witnesses,
             checkpoint_interval=interval,
         )
+
+
+def _flag(env: dict[str, str], name: str) -> bool:
+    value = env.get(name, "").strip().lower()
+    if value not in ("", "0", "1", "false", "true"):
+        raise ValueError(f"{name} must be 1 or 0 (true or false), not {value!r}")
+    return value in ("1", "true")
 
 
 _PUBLIC_URL = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~/-]*)?$")

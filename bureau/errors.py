@@ -113,6 +113,9 @@ class Pushback(enum.StrEnum):
     #: this process's signing key is no longer the one in force (a ``keys`` entry
     #: rotated it): ``/readyz`` until it is restarted with the new key file
     KEY_NOT_IN_FORCE = "key_not_in_force"
+    #: a sealed epoch's reports are being built and the agent asked for has none in an
+    #: earlier epoch: it may have one once they are (``GET /v1/agents/{a}/report``)
+    REPORTS_BUILDING = "reports_building"
     #: a bug: answered 500, not 503
     INTERNAL_ERROR = "internal_error"
 

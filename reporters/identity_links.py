@@ -4,8 +4,9 @@ its A2A agent card, its MCP registry entry.
 A link is the agent's own claim: the bureau checks its form only, and a reader confirms
 the other direction (``bureau-check links``, docs/interop.md). Every failure of one item
 is ``SCHEMA`` at the item (``/links/3``), never at a field inside it: an item is one
-claim, right or wrong as a whole. Too many links, or one given twice, is ``SCHEMA`` at
-``/links`` (no one item is wrong then).
+claim, right or wrong as a whole. *(r4)* The limits are held at the item too: a link
+equal to an earlier one is ``SCHEMA`` at the later item, a 17th item at ``/links/16``,
+and an ``agent_id`` above 2^256 - 1 (not a uint256 token id) at the item's ``/agent_id``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,25 @@ from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 import pydantic
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WrapValidator, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WrapValidator,
+    field_validator,
+)
+
+
+class ItemRuleError(ValueError):
+    """A link limit broken at a place inside the list: ``field`` is the path below
+    ``/links`` the refusal names (``"16"``, ``"3"``, ``"0/agent_id"``), read by
+    :func:`reporters.models.validate_payload` as it reads a cross-field rule's field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class _Claim(BaseModel):
@@ -33,6 +52,11 @@ _REGISTRY_RE = re.compile(r"eip155:[1-9][0-9]{0,31}:0x[0-9a-fA-F]{40}")
 #: an ERC-721 token id as decimal text: at most 78 digits (2^256 - 1 has 78), no
 #: leading zero
 _AGENT_ID_RE = re.compile(r"0|[1-9][0-9]{0,77}")
+#: decimal text without a leading zero, of any length: a token id in the right form whose
+#: value may still be out of range
+_DECIMAL_RE = re.compile(r"0|[1-9][0-9]*")
+#: the largest ERC-721 token id (a uint256)
+MAX_AGENT_ID = 2**256 - 1
 MAX_CARD_URL = 2048
 #: the characters RFC 3986 allows in a URL (unreserved, reserved, percent escapes)
 _URL_CHARS_RE = re.compile(r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]+")
@@ -98,6 +122,9 @@ def _one_claim(value: Any, handler: Any) -> Any:
     kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
     if not isinstance(kind, str) or kind not in _LINK_KINDS:
         raise ValueError("a link is an object whose kind is erc8004, a2a or mcp")
+    if kind == "erc8004" and isinstance(value, dict) and _out_of_range(value.get("agent_id")):
+        raise ItemRuleError("agent_id", f"agent_id is at most 2^256 - 1 ({MAX_AGENT_ID}): "
+                            "an ERC-721 token id is a uint256")
     try:
         return _LINK_KINDS[kind].model_validate(value)
     except pydantic.ValidationError as exc:
@@ -112,16 +139,35 @@ Link = Annotated[Erc8004Link | A2aLink | McpLink, Field(discriminator="kind"),
                  WrapValidator(_one_claim)]
 
 
-def _distinct_links(links: list[Any]) -> list[Any]:
-    seen: set[Any] = set()
-    for link in links:
-        if link in seen:
-            raise ValueError("links must be distinct")
-        seen.add(link)
+def _out_of_range(agent_id: Any) -> bool:
+    """Is ``agent_id`` decimal text whose value is above a uint256? (79 digits or more
+    always is; the length is looked at first, so no huge number is ever built.)"""
+    if not isinstance(agent_id, str) or not _DECIMAL_RE.fullmatch(agent_id):
+        return False
+    return len(agent_id) > len(str(MAX_AGENT_ID)) or int(agent_id) > MAX_AGENT_ID
+
+
+def _at_most_16(links: Any) -> Any:
+    """Before the items are read: a 17th item is refused where it stands, and no item
+    past it is validated."""
+    if isinstance(links, list) and len(links) > MAX_LINKS:
+        raise ItemRuleError(str(MAX_LINKS), f"at most {MAX_LINKS} links: this is item "
+                            f"{MAX_LINKS + 1} of {len(links)}")
     return links
 
 
-Links = Annotated[list[Link], Field(max_length=MAX_LINKS), AfterValidator(_distinct_links)]
+def _distinct_links(links: list[Any]) -> list[Any]:
+    seen: dict[Any, int] = {}
+    for i, link in enumerate(links):
+        if link in seen:
+            raise ItemRuleError(str(i), f"links must be distinct: this one is item {seen[link]}"
+                                " again")
+        seen[link] = i
+    return links
+
+
+Links = Annotated[list[Link], BeforeValidator(_at_most_16), AfterValidator(_distinct_links),
+                  Field(json_schema_extra={"maxItems": MAX_LINKS})]
 
 
 def erc8004(chain_id: int, registry: str, agent_id: int) -> dict[str, str]:

@@ -141,3 +141,23 @@ def erc8004_lookup(registry: str, agent_id: str, keyid: str) -> str:
             f"{address}; the registration file it points to should list {keyid} among "
             "its services (endpoints), and its registrations should name "
             f"{{agentRegistry: {registry}, agentId: {agent_id}}}")
+
+
+def registration_confirms(doc: Any, registry: str, agent_id: str, keyid: str) -> str | None:
+    """None when ``doc`` — an ERC-8004 registration file, the JSON the token's
+    ``tokenURI`` points to — confirms the link: its ``registrations`` name
+    ``{agentRegistry: registry, agentId: agent_id}`` and its ``services`` (or the older
+    ``endpoints``) name ``keyid``. Else what is missing, in a line."""
+    if not isinstance(doc, Mapping):
+        return "not a registration file (a JSON object is needed)"
+    wanted = registry.lower()
+    registrations = doc.get("registrations")
+    if not isinstance(registrations, list) or not any(
+            isinstance(r, Mapping) and str(r.get("agentRegistry", "")).lower() == wanted
+            and str(r.get("agentId")) == agent_id for r in registrations):
+        return f"its registrations do not name {{agentRegistry: {registry}, agentId: {agent_id}}}"
+    services = [*(doc.get("services") or []), *(doc.get("endpoints") or [])] if all(
+        isinstance(doc.get(k) or [], list) for k in ("services", "endpoints")) else []
+    if not any(s == keyid for s in _strings(services)):
+        return f"its services do not name {keyid}"
+    return None

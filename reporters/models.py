@@ -239,7 +239,7 @@ class Anchor(Payload):
         return value
 
 
-from reporters.identity_links import Links  # noqa: E402 - after Payload, which it mirrors
+from reporters.identity_links import ItemRuleError, Links  # noqa: E402 - after Payload
 
 
 class PromiseDeclared(Payload):
@@ -508,6 +508,6 @@ def validate_payload(model: type[P], doc: dict[str, Any], *,
         first = exc.errors(include_url=False)[0]
         path = _document_path(doc, tuple(first["loc"]), first["type"] == "missing")
         broken = first.get("ctx", {}).get("error")
-        if isinstance(broken, FieldRuleError):  # a cross-field rule: the field it is about
-            path = (*path, broken.field)
+        if isinstance(broken, FieldRuleError | ItemRuleError):  # the field the rule is about
+            path = (*path, *broken.field.split("/"))
         raise PayloadInvalid(json_pointer(*path), first["msg"]) from None

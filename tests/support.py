@@ -210,6 +210,17 @@ class BureauUnderTest:
             text = await resp.text()
         return [json.loads(line) for line in text.splitlines()]
 
+    async def verify(self) -> None:
+        """``bureau verify`` of the ledger and everything signed over it: after a test
+        that writes (issue 35)."""
+        from bureau.verify import verify_database
+
+        conn = await asyncpg.connect(self.database_url)
+        try:
+            await verify_database(conn)
+        finally:
+            await conn.close()
+
     async def reporter(self, roles: Sequence[str] = ("facts", "probes"),
                        operator: str = "Gateway Co") -> nacl.signing.SigningKey:
         """Register a new reporter key with ``roles``."""

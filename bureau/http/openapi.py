@@ -302,7 +302,9 @@ def _interop_operations() -> dict[tuple[str, str], Json]:
             "operationId": "agent_erc8004",
             "summary": "ERC-8004 feedback files of the agent's report, with feedbackHash "
                        "and giveFeedback calldata",
-            "description": "For each erc8004 link: bureauScore, reachable, responseTime. "
+            "description": "For each erc8004 link: bureauScore, reachable, responseTime, "
+                           "each with confirmed (the link confirmed from the token's side); "
+                           "no calldata for an unconfirmed link unless the operator asks. "
                            "404 NOT_FOUND without BUREAU_ETH_ADDRESS, without a report or "
                            "without an erc8004 link" + needs,
             "security": public, "parameters": [_key_param("agent"), _epoch_param()],
@@ -328,22 +330,28 @@ def _interop_operations() -> dict[tuple[str, str], Json]:
             "summary": "MCP subregistry view: the servers agents linked, with the "
                        "bureau's reputation _meta",
             "description": "Cursor pagination as the MCP registry API: pass "
-                           "metadata.nextCursor as cursor" + needs,
+                           "metadata.nextCursor as cursor. Each entry shows at most 10 "
+                           "claims, with claimsTotal and claimsCursor; a search looks "
+                           "through at most 5,000 names a page" + needs,
             "security": public, "parameters": [
                 {"name": "cursor", "in": "query", "required": False,
-                 "schema": {"type": "string"}},
+                 "schema": {"type": "string", "maxLength": 200}},
                 _query("limit", "at most this many servers", 100, 30, 1),
                 {"name": "search", "in": "query", "required": False,
                  "description": "servers whose name contains this",
-                 "schema": {"type": "string"}}],
+                 "schema": {"type": "string", "maxLength": 200}}],
             "responses": {"200": servers, **_errors(404, 422, 503)}},
         ("GET", "/v0/servers/{name}"): {
             "operationId": "mcp_server",
             "summary": "One linked MCP server, by its URL-encoded name",
+            "description": "At most 50 claims a page, after agent cursor (the "
+                           "claimsCursor of the page before)",
             "security": public, "parameters": [
                 {"name": "name", "in": "path", "required": True,
                  "description": "the server name, / written %2F",
-                 "schema": {"type": "string"}}],
+                 "schema": {"type": "string"}},
+                {"name": "cursor", "in": "query", "required": False,
+                 "schema": {"type": "string", "maxLength": 100}}],
             "responses": {"200": _object("the MCP registry API's ServerResponse"),
                           **_errors(404, 422, 503)}},
     }

@@ -13,8 +13,13 @@ Each file points at what makes it checkable: the signed report, the epoch's sign
 and the inclusion proof of the report's ledger head in the tree of that note.
 
 Beside each file: its bytes (canonical JSON), ``feedbackHash`` = keccak-256 of exactly
-those bytes (``eth-hash``), and the ``giveFeedback`` calldata (``eth-abi``) an operator
-sends to the Reputation Registry from the bureau's account with any wallet tool. Pure:
+those bytes (``eth-hash``), ``confirmed`` (SPEC §9.1 r4: whether the bureau confirmed the
+link from the token's side, bureau.interop.confirm) and — for a confirmed link, or for
+any when the operator asks (``BUREAU_ERC8004_UNCONFIRMED_CALLDATA``) — the
+``giveFeedback`` calldata (``eth-abi``) an operator sends to the Reputation Registry from
+the bureau's account with any wallet tool. ``confirmed`` is beside the file, not in it:
+the file's bytes are what ``feedbackHash`` fixes, served immutable, while a link may be
+confirmed after its epoch. Pure:
 the same report, link and configuration give the same bytes. Nothing here holds a key
 or talks to a chain.
 """
@@ -98,11 +103,14 @@ class Feedback:
         return bytes(function_signature_to_4byte_selector(GIVE_FEEDBACK)) + encode(
             list(GIVE_FEEDBACK_TYPES), list(args))
 
-    def as_json(self) -> dict[str, Any]:
-        calldata = self.calldata()
+    def as_json(self, confirmed: bool = False, offer: bool = False) -> dict[str, Any]:
+        """The feedback as the export shows it. ``confirmed``: the bureau confirmed the
+        link from the token's side (bureau.interop.confirm); the calldata is given only
+        then, or when the operator asks for it anyway (``offer``)."""
+        calldata = self.calldata() if confirmed or offer else None
         return {
-            "tag1": self.tag1, "file": self.file, "feedbackURI": self.uri,
-            "feedbackHash": "0x" + self.feedback_hash.hex(),
+            "tag1": self.tag1, "confirmed": confirmed, "file": self.file,
+            "feedbackURI": self.uri, "feedbackHash": "0x" + self.feedback_hash.hex(),
             "transaction": {
                 "chainId": self.chain_id, "to": self.reputation_registry,
                 "from": self.file["clientAddress"].split(":")[2],
@@ -188,9 +196,24 @@ def feedback_files(report: Mapping[str, Any], bureau: Bureau,
     return out
 
 
-def feedback_document(report: Mapping[str, Any], bureau: Bureau,
-                      epoch_seconds: int) -> dict[str, Any]:
-    """What ``GET /v1/agents/{agent}/erc8004`` serves: every feedback of the report."""
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """Which links are confirmed (registry, agent id), and whether calldata is offered
+    for the others too (``BUREAU_ERC8004_UNCONFIRMED_CALLDATA``)."""
+
+    confirmed: frozenset[tuple[str, str]] = frozenset()
+    unconfirmed_calldata: bool = False
+
+    def as_json(self, feedback: Feedback) -> dict[str, Any]:
+        return feedback.as_json((feedback.registry, feedback.agent_id) in self.confirmed,
+                                self.unconfirmed_calldata)
+
+
+def feedback_document(report: Mapping[str, Any], bureau: Bureau, epoch_seconds: int,
+                      offer: Offer) -> dict[str, Any]:
+    """What ``GET /v1/agents/{agent}/erc8004`` serves: every feedback of the report,
+    each saying whether its link is confirmed (SPEC §9.1 r4)."""
     return {"agent": report["agent"], "epoch": report["epoch"],
             "clientAddress": bureau.eth_address,
-            "feedback": [f.as_json() for f in feedback_files(report, bureau, epoch_seconds)]}
+            "feedback": [offer.as_json(f)
+                         for f in feedback_files(report, bureau, epoch_seconds)]}

@@ -8,16 +8,21 @@ schema requires (``name``, ``description``, ``version``; ``version`` is ``"unkno
 and readers merge it with the upstream registry's entry. What the view adds is
 ``_meta["<reverse-DNS of the bureau>/reputation"]``: the sealed epoch and, for each agent
 that linked the name, its score, interval and signed report. A link is the agent's own
-claim; several agents may claim one name, and the view lists them all, by key id, never
+claim; several agents may claim one name, and the view lists them by key id, never
 ranked: a reader confirms the claim in the upstream entry's ``_meta``
 (``bureau-check links``).
 
-Pure: a function of report payloads and the bureau's public URL.
+Bounded (issue 35): a page reads only its own rows, built at seal time
+(bureau.storage.public_rows); each entry shows at most :data:`CLAIMS_IN_LIST` claims
+with ``claimsTotal`` and a ``claimsCursor``, so 4,000 claims of one name cost a page,
+not a 1.2 MB answer.
+
+Pure: a function of the page's rows and the bureau's public URL.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -39,58 +44,68 @@ def meta_key(public_url: str) -> str:
     return f"{namespace(public_url)}/reputation"
 
 
+#: claims shown with each name in a list; the rest are paged from ``/v0/servers/{name}``
+CLAIMS_IN_LIST = 10
+#: claims in one page of ``/v0/servers/{name}``
+CLAIMS_PAGE = 50
+#: names a search looks through for one page: a page may hold fewer matches than
+#: ``limit`` (even none) and a ``nextCursor`` to go on
+SEARCH_WINDOW = 5000
+
+
 @dataclass(frozen=True, slots=True)
 class Claim:
-    """One agent's report, for one server name it linked."""
+    """One agent's claim of a server name, as the epoch's public rows give it
+    (bureau.storage.public_rows): its score and interval from its signed report, and the
+    agent's card when one was built at seal time."""
 
-    server: str
     agent: str
-    report: Mapping[str, Any]
+    summary: Mapping[str, Any]
+    card: Any | None = None
 
 
-def claims_of(reports: Iterable[Mapping[str, Any]]) -> dict[str, list[Claim]]:
-    """Server name → the claims on it, each list by agent key id."""
-    out: dict[str, list[Claim]] = {}
-    for report in reports:
-        names = {link["server"] for link in report.get("links") or ()
-                 if link.get("kind") == "mcp"}
-        for name in names:
-            out.setdefault(name, []).append(Claim(name, report["agent"], report))
-    for claims in out.values():
-        claims.sort(key=lambda c: c.agent)
-    return dict(sorted(out.items()))
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One server name of a page: how many agents claim it, and a page of the claims."""
+
+    name: str
+    claims_total: int
+    claims: list[Claim]
+    more: bool  # claims follow the last of ``claims``
 
 
-def server_response(name: str, claims: list[Claim], epoch: int,
-                    public_url: str) -> dict[str, Any]:
-    """One ``ServerResponse`` of the registry API, with the bureau's ``_meta``."""
+def server_response(entry: Entry, epoch: int, public_url: str) -> dict[str, Any]:
+    """One ``ServerResponse`` of the registry API, with the bureau's ``_meta``: at most a
+    page of the claims, by agent key id, how many there are, and where the next page is
+    (``claimsCursor``, for ``/v0/servers/{name}?cursor=``)."""
     rows = []
-    for c in claims:
-        score = c.report.get("score")
-        rows.append({
+    for c in entry.claims:
+        row = {
             "agent": c.agent,
-            "score": None if score is None else score["value"],
-            "interval": None if score is None else [score["low"], score["high"]],
+            "score": c.summary.get("score"),
+            "interval": c.summary.get("interval"),
             "report": f"{public_url}/v1/agents/{c.agent}/report?epoch={epoch}",
             "page": f"{public_url}/agents/{c.agent}",
-        })
+        }
+        if c.card is not None:
+            row["card"] = c.card
+        rows.append(row)
+    meta: dict[str, Any] = {"epoch": epoch, "claims": rows, "claimsTotal": entry.claims_total}
+    if entry.more and rows:
+        meta["claimsCursor"] = rows[-1]["agent"]
     return {
-        "server": {"$schema": SERVER_SCHEMA, "name": name, "description": DESCRIPTION,
+        "server": {"$schema": SERVER_SCHEMA, "name": entry.name, "description": DESCRIPTION,
                    "version": "unknown"},
-        "_meta": {meta_key(public_url): {"epoch": epoch, "claims": rows}},
+        "_meta": {meta_key(public_url): meta},
     }
 
 
-def server_list(by_name: Mapping[str, list[Claim]], epoch: int, public_url: str, *,
-                cursor: str | None, limit: int, search: str | None) -> dict[str, Any]:
-    """One page of ``GET /v0/servers``: names after ``cursor`` (the last name of the
-    page before: opaque to readers), those holding ``search`` if given, at most
-    ``limit``; ``nextCursor`` only when more follow."""
-    names = [n for n in by_name if (cursor is None or n > cursor)
-             and (search is None or search in n)]
-    page = names[:limit]
-    metadata: dict[str, Any] = {"count": len(page)}
-    if len(names) > limit:
-        metadata["nextCursor"] = page[-1]
-    return {"servers": [server_response(n, by_name[n], epoch, public_url) for n in page],
+def server_list(entries: list[Entry], epoch: int, public_url: str, *,
+                next_cursor: str | None) -> dict[str, Any]:
+    """One page of ``GET /v0/servers``; ``nextCursor`` (the last name looked at: opaque
+    to readers) only when more may follow."""
+    metadata: dict[str, Any] = {"count": len(entries)}
+    if next_cursor is not None:
+        metadata["nextCursor"] = next_cursor
+    return {"servers": [server_response(e, epoch, public_url) for e in entries],
             "metadata": metadata}

@@ -1,12 +1,22 @@
 """What an evaluator earns in an epoch: ``score = g · J`` (SPEC §8.2).
 
 ``g`` counts the evaluator's standing verdicts recorded in the epoch, not set aside
-(exclusions, distrust), on interactions whose ground truth is *blind* — a probe recorded
-after the verdict, under every policy (§7.1 rule 1) — and whose polarity matched that
-truth. A verdict on an interaction without blind truth is unscoreable: dropped, neither
-right nor wrong. A caller that copied a check it could read earns nothing for it: a
-check is never blind. Value judgments are verdicts on engagements, which have no ground
-truth in this protocol (probes are of interactions), so none of them counts in ``g``.
+(exclusions, distrust), on interactions whose ground truth is *blind* and whose polarity
+matched that truth. A verdict on an interaction without blind truth is unscoreable:
+dropped, neither right nor wrong. A caller that copied a check it could read earns
+nothing for it: a check is never blind.
+
+*Blind* (SPEC §8.2 r4): nothing the evaluator could read before its verdict carried the
+truth. The truth is a probe recorded after the verdict, *and* no fact of that
+interaction recorded before the verdict carried a ``check`` — the caller reads that fact
+in its own file. A covert re-check of a checked call (a probe after the verdict on an
+interaction whose fact said ``PASS`` or ``FAIL`` already) grades nothing, whatever it
+says: an evaluator that read ``check: PASS``, attested ``ACCEPTED`` and was then
+re-probed was paid the whole pool before this rule (issue 35). The fact counts as
+readable whether or not it was later set aside: the evaluator read it all the same.
+
+Value judgments are verdicts on engagements, which have no ground truth in this
+protocol (probes are of interactions), so none of them counts in ``g``.
 
 ``J`` is the evaluator's informedness as of the seal under the epoch's policy (the
 scoring library's :class:`~bureau.scoring.evaluators.EvaluatorStats`). One reading this
@@ -64,12 +74,15 @@ def matched_blind(evidence: Evidence, policy: Policy, lo: int, hi: int) -> dict[
     interactions, and every exclusion and reporter update up to ``hi``."""
     aside = set_aside(evidence)
     truth = truth_index(evidence.facts, evidence.probes, aside)
+    checked = checked_since(evidence)
     threshold = policy.evaluators.polarity_threshold
     g: dict[str, int] = {}
     for (evaluator, _), a in standing(evidence.attestations, aside).items():
         if a is None or not lo < a.seq <= hi:
             continue
         key = (a.reporter, a.interaction, a.subject)
+        if checked.get(key, hi + 1) < a.seq:
+            continue  # the caller could read a check of this call: nothing here is blind
         c = contribution(a.outcome, a.corrections,
                          graded_truth(truth.get(key), a.seq, blind=True), policy)
         if c is None:
@@ -78,6 +91,17 @@ def matched_blind(evidence: Evidence, policy: Policy, lo: int, hi: int) -> dict[
         if passed is not None and (value >= threshold) == passed:
             g[evaluator] = g.get(evaluator, 0) + 1
     return g
+
+
+def checked_since(evidence: Evidence) -> dict[tuple[str, str, str], int]:
+    """Interaction -> the seq of the first fact of it that carried a ``check``: from
+    there on its caller can read a verdict on it in its own file."""
+    out: dict[tuple[str, str, str], int] = {}
+    for f in evidence.facts:
+        if f.check is not None:
+            key = (f.reporter, f.interaction, f.subject)
+            out[key] = min(f.seq, out.get(key, f.seq))
+    return out
 
 
 def one_sided(record: EvaluatorRecord | None, policy: Policy) -> bool:

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from bureau.storage import db
+from bureau.storage import db, public_rows
 
 INDEX_TABLES = ("reporters", "facts", "probes", "agents", "verdicts", "exclusions",
                 "disputes", "resolutions", "policies", "pools", "ledger_keys")
 DERIVED_TABLES = (*INDEX_TABLES, "tree_nodes", "seals", "reports", "checkpoints",
-                  "settlements", "settlement_rows")
+                  "settlements", "settlement_rows", "agent_summaries", "mcp_servers",
+                  "mcp_claims")
 
 
 async def set_aside(conn: db.Connection) -> list[int]:
@@ -43,11 +44,18 @@ async def copy_tree_nodes(conn: db.Connection,
                                      columns=("level", "idx", "hash"))
 
 
+#: tables written with an epoch's checkpoint, from its reports (bureau.storage.public_rows):
+#: compared, like reports, only for epochs whose checkpoint the service stored
+PUBLIC_ROWS = ("agent_summaries", "mcp_servers", "mcp_claims")
+
+
 async def keep_signed(conn: db.Connection, epoch: int) -> None:
-    """Put back an epoch's reports and checkpoint as they were set aside."""
-    for table in ("reports", "checkpoints"):
-        await conn.execute(f"INSERT INTO {table} SELECT * FROM old_{table} WHERE epoch = $1",
-                           epoch)
+    """Put back an epoch's reports and checkpoint as they were set aside, with the public
+    rows built from those reports."""
+    await conn.execute("INSERT INTO reports SELECT * FROM old_reports WHERE epoch = $1", epoch)
+    await public_rows.build(conn, epoch)
+    await conn.execute("INSERT INTO checkpoints SELECT * FROM old_checkpoints"
+                       " WHERE epoch = $1", epoch)
 
 
 async def first_difference(conn: db.Connection, table: str,
@@ -67,10 +75,11 @@ async def first_difference(conn: db.Connection, table: str,
                 if row["dropped"] else "different bytes")
         where = ", ".join(f"{k}={row[k]}" for k in keys.split(", "))
         return f"{table}: {where}: {what}"
+    where = " WHERE epoch <> ALL($1::bigint[])" if table in PUBLIC_ROWS else ""
     row = await conn.fetchrow(
         f"(SELECT 'missing from the rebuild' AS what, o::text AS r FROM"
-        f" (SELECT * FROM old_{table} EXCEPT ALL SELECT * FROM {table}) o)"
+        f" (SELECT * FROM old_{table}{where} EXCEPT ALL SELECT * FROM {table}{where}) o)"
         f" UNION ALL (SELECT 'only in the rebuild', n::text FROM"
-        f" (SELECT * FROM {table} EXCEPT ALL SELECT * FROM old_{table}) n)"
-        f" ORDER BY 2 LIMIT 1")
+        f" (SELECT * FROM {table}{where} EXCEPT ALL SELECT * FROM old_{table}{where}) n)"
+        f" ORDER BY 2 LIMIT 1", *((unfinished,) if where else ()))
     return None if row is None else f"{table}: {row['what']}: {row['r']}"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from bureau.storage import db
+from bureau.storage import db, public_rows
 
 #: what :func:`store_epoch` raises (out of the caller's transaction, which rolls back)
 #: when another writer stored the epoch first: its bytes are the same bytes
@@ -50,8 +50,11 @@ async def store_epoch(conn: db.Connection, epoch: int, agents: list[str],
 
 
 async def store_checkpoint(conn: db.Connection, epoch: int, checkpoint: bytes) -> None:
-    """Write an epoch's checkpoint: from then on its reports are served. Another
-    writer's checkpoint of the same epoch is the same bytes."""
+    """Write an epoch's checkpoint, with the rows the public listings read of it
+    (:mod:`bureau.storage.public_rows`, built from its reports here, once): from then on
+    its reports are served. Another writer's checkpoint of the same epoch is the same
+    bytes."""
+    await public_rows.build(conn, epoch)
     await conn.execute("INSERT INTO checkpoints (epoch, envelope) VALUES ($1, $2)"
                        " ON CONFLICT DO NOTHING", epoch, checkpoint)
 
@@ -78,15 +81,26 @@ async def latest_epoch(conn: db.Connection) -> int | None:
 
 async def report_envelope(conn: db.Connection, agent: str,
                           epoch: int | None) -> bytes | None:
+    """The agent's report of ``epoch``; with None, its latest report of an epoch whose
+    reports are complete — never nothing for an agent that has one (issue 35: a reader
+    was told "no report" for 20 s after a seal)."""
     if epoch is None:
         row = await conn.fetchrow(
-            "SELECT r.envelope FROM reports r WHERE r.agent = $1"
-            " AND r.epoch = (SELECT max(epoch) FROM checkpoints)", agent)
+            "SELECT r.envelope FROM reports r JOIN checkpoints c USING (epoch)"
+            " WHERE r.agent = $1 ORDER BY r.epoch DESC LIMIT 1", agent)
     else:
         row = await conn.fetchrow(
             "SELECT r.envelope FROM reports r JOIN checkpoints c USING (epoch)"
             " WHERE r.agent = $1 AND r.epoch = $2", agent, epoch)
     return None if row is None else bytes(row["envelope"])
+
+
+async def building(conn: db.Connection) -> int | None:
+    """The oldest sealed epoch whose reports are not complete yet (no checkpoint)."""
+    value: int | None = await conn.fetchval(
+        "SELECT min(s.epoch) FROM seals s WHERE NOT EXISTS"
+        " (SELECT 1 FROM checkpoints c WHERE c.epoch = s.epoch)")
+    return value
 
 
 async def checkpoint_envelope(conn: db.Connection, epoch: int | None) -> bytes | None:

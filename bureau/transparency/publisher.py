@@ -50,7 +50,14 @@ class Publisher:
             return await heads.publish(conn, self.log_key)
 
     async def start(self) -> None:
-        await self.publish_now()
+        try:
+            await self.publish_now()
+        except NotInForce as exc:
+            # The head's last entry is a `keys` entry rotating to this process's key
+            # (issue 35): the key in force at that size is the old one, which signs it;
+            # this key signs from the next entry on. Starting is right; refusing was not.
+            log.info("the tree head at the ledger's size is not this key's to sign (%s); "
+                     "it signs from the next entry on", exc.detail)
         await self.witnesses.start()
         self._task = asyncio.create_task(self._run(), name="tree-head publisher")
 

@@ -51,6 +51,9 @@ class ReportBuilder:
         self.key = signing_key
         self.log_key = log_key
         self.deriver: Deriver | None = None
+        #: the epochs the last :meth:`build_pending` left for another key to sign
+        self.passed_over: list[int] = []
+        self._said: set[int] = set()  # of those, the ones said in the log already
         self._threads = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sign")
         self._shards: ShardPool | None = None
         if workers > 1:
@@ -69,6 +72,7 @@ class ReportBuilder:
 
     def reset(self) -> None:
         self.deriver = None
+        self._said.clear()
         if self._shards is not None:
             self._shards.reset()
 
@@ -155,9 +159,22 @@ class ReportBuilder:
         return count
 
     async def build_pending(self, conn: db.Connection) -> list[int]:
-        """Build every sealed epoch that has no checkpoint yet, oldest first."""
+        """Build every sealed epoch that has no checkpoint yet and that this process's
+        key signs (the key in force at the epoch's last entry), oldest first. An epoch
+        another key must sign is passed over, said once in the log, and the later ones
+        are built all the same (issue 35: an epoch whose last entry is a ``keys`` entry
+        needs the old key; before, it stopped every later epoch's reports for good)."""
         built = []
+        self.passed_over = []
         for seal in await seals(conn, pending_only=True):
-            await self.build(conn, seal)
+            try:
+                await self.build(conn, seal)
+            except ledger_keys.NotInForce as exc:
+                self.passed_over.append(seal.epoch)
+                if seal.epoch not in self._said:
+                    self._said.add(seal.epoch)
+                    log.warning("epoch %d: not built by this process: %s", seal.epoch,
+                                exc.detail)
+                continue
             built.append(seal.epoch)
         return built

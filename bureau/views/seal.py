@@ -140,10 +140,12 @@ class Sealer:
         async with self._lock:
             current = epoch_of(self.clock(), self.config.epoch_seconds)
             async with self.pool.acquire() as conn:
-                if not await self._key_in_force(conn):
-                    return []
-                due = await seal_due(conn, current)
-            if due or force:
+                # A process whose key was rotated away seals nothing more, but still
+                # builds the epochs its key is the one in force for (their last entry
+                # came before the rotation): no other key may sign them.
+                signing = await self._key_in_force(conn)
+                due = signing and await seal_due(conn, current)
+            if signing and (due or force):
                 # Through the ledger queue even when forced: it runs after any group
                 # still committing (e.g. the admin seal that woke us).
                 await self.seal_now()
@@ -151,7 +153,7 @@ class Sealer:
             if leader is None:
                 return []
             try:
-                return await self.builder.build_pending(leader)
+                built = await self.builder.build_pending(leader)
             except ledger_keys.NotInForce as exc:  # an epoch sealed under another key
                 self.retired.note(exc)
                 return []
@@ -161,6 +163,12 @@ class Sealer:
                 self.builder.reset()
                 await self._leader.resign()
                 raise
+            if self.builder.passed_over:
+                # Epochs only another key may sign are waiting: let a process that holds
+                # it take the builder's lock at its next pass (a node not yet restarted
+                # after a rotation finishes the epochs that are its key's).
+                await self._leader.resign()
+            return built
 
     async def _run(self) -> None:
         await every(self.config.settle_interval, self._wake,

@@ -14,7 +14,6 @@ fetched makes it inconclusive (exit 2) unless another link failed.
 
 from __future__ import annotations
 
-import json
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,6 +22,8 @@ from urllib.parse import quote
 
 import aiohttp
 
+from reporters import strictjson
+from reporters._internal.capped import TooLarge, read_capped
 from reporters.check.bureau import Bureau, CannotCheck, CheckFailed, Trust
 from reporters.check.checks import NO_WITNESSES, Outcome, Witnessing, check_report
 from reporters.interop import card_names_key, erc8004_lookup, meta_names_key
@@ -48,16 +49,17 @@ async def _fetch_json(session: aiohttp.ClientSession, url: str, how: Fetching) -
         async with session.get(url, ssl=how.ssl_context if how.ssl_context else True,
                                timeout=aiohttp.ClientTimeout(total=how.timeout),
                                allow_redirects=False) as resp:
-            body = await resp.content.read(MAX_DOCUMENT + 1)
-            status = resp.status
+            if resp.status != 200:
+                raise CannotCheck(f"{url}: HTTP {resp.status}")
+            # the whole document, up to the cap (``content.read(n)`` returned what had
+            # arrived so far: a card in several TLS records read as cut short)
+            body = await read_capped(resp, MAX_DOCUMENT)
+    except TooLarge:
+        raise CannotCheck(f"{url}: more than {MAX_DOCUMENT} bytes") from None
     except (aiohttp.ClientError, TimeoutError, OSError, ssl.SSLError) as exc:
         raise CannotCheck(f"{url}: unreachable ({exc.__class__.__name__})") from None
-    if status != 200:
-        raise CannotCheck(f"{url}: HTTP {status}")
-    if len(body) > MAX_DOCUMENT:
-        raise CannotCheck(f"{url}: more than {MAX_DOCUMENT} bytes")
     try:
-        return json.loads(body)
+        return strictjson.loads(body)  # bounded nesting: no RecursionError from a card
     except ValueError:
         raise CannotCheck(f"{url} did not answer JSON") from None
 

@@ -41,8 +41,15 @@ def build_config(args: argparse.Namespace) -> dict[str, Any]:
     return raw
 
 
+#: how long the decoding thread may hold the GIL while the event loop waits for it (5 ms
+#: by default): a large export decoded in the thread then delays an honest 1-span export
+#: by at most about this much per hand-over (reporters.otlp.work; bench/bounds_bench.py)
+SWITCH_INTERVAL = 0.0005
+
+
 async def serve(receiver: Any, config: Any) -> None:
     """Run the receiver and its ops listener until SIGTERM or SIGINT."""
+    sys.setswitchinterval(SWITCH_INTERVAL)  # this process is the receiver's alone
     stop, received = ops.stop_on_signals()
     runner = receiver.runner(access_log=None, shutdown_timeout=config.drain_seconds)
     await runner.setup()  # opens the spool

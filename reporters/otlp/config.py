@@ -9,6 +9,13 @@ frozen values from a JSON or TOML file and/or flags. docs/proxy.md has the refer
     drain_seconds = 10
     keep_delivered_days = 0
     max_body = 16777216               # bytes of a request, inflated
+    header_seconds = 10               # a request's head must be in within this
+    body_seconds = 60                 # ... and its body within this (else 408)
+    decode_queue = 4                  # large requests waiting to be decoded (else 503)
+
+    [limits]                          # what one request may decode to (docs/proxy.md)
+    max_spans = 50000
+    max_attributes = 500000
 
     [agent_ids]                       # gen_ai.agent.id -> the agent's key id
     "asst_5j66UpCpwteGg4YSxUnt7lPY" = "ed25519:…"
@@ -28,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reporters.otlp.bounds import Limits
 from reporters.otlp.mapping import AGENT_ID, AGENT_NAME, SERVER_ADDRESS, Subjects
 from reporters.proxy.config import (
     ConfigError,
@@ -57,6 +65,12 @@ class OtlpConfig:
     drain_seconds: float = 10.0
     keep_delivered_days: float = 0.0
     max_body: int = 16 * 1024 * 1024
+    #: what one request may decode to (reporters.otlp.bounds)
+    limits: Limits = field(default_factory=Limits)
+    header_seconds: float = 10.0
+    body_seconds: float = 60.0
+    #: large requests that may wait for the decoding thread; one more is answered 503
+    decode_queue: int = 4
 
     def __post_init__(self) -> None:
         if not any(self.subjects.tables.values()):
@@ -68,6 +82,10 @@ class OtlpConfig:
             raise ConfigError("keep_delivered_days must not be negative")
         if self.max_body < 1024:
             raise ConfigError("max_body: at least 1024 bytes")
+        if not (self.header_seconds > 0 and self.body_seconds > 0):
+            raise ConfigError("header_seconds, body_seconds: more than 0")
+        if self.decode_queue < 0:
+            raise ConfigError("decode_queue must not be negative")
 
 
 def _table(raw: Any, name: str) -> dict[str, str]:
@@ -82,6 +100,7 @@ def from_mapping(raw: Mapping[str, Any], base: Path = Path(".")) -> OtlpConfig:
     """An :class:`OtlpConfig` from a parsed file (``base``: its directory)."""
     unknown = set(raw) - {"bureau_url", "key_file", "spool_dir", "listen", "ops_listen",
                           "drain_seconds", "keep_delivered_days", "max_body", "agents",
+                          "header_seconds", "body_seconds", "decode_queue", "limits",
                           *TABLES}
     if unknown:
         raise ConfigError(f"unknown field(s) {sorted(unknown)}")
@@ -97,4 +116,24 @@ def from_mapping(raw: Mapping[str, Any], base: Path = Path(".")) -> OtlpConfig:
         drain_seconds=float(raw.get("drain_seconds", 10.0)),
         keep_delivered_days=float(raw.get("keep_delivered_days", 0.0)),
         max_body=int(raw.get("max_body", 16 * 1024 * 1024)),
+        limits=_limits(raw.get("limits", {})),
+        header_seconds=float(raw.get("header_seconds", 10.0)),
+        body_seconds=float(raw.get("body_seconds", 60.0)),
+        decode_queue=int(raw.get("decode_queue", 4)),
     )
+
+
+def _limits(raw: Any) -> Limits:
+    """The ``[limits]`` table: any of :class:`Limits`'s fields, whole numbers ≥ 1."""
+    if not isinstance(raw, Mapping):
+        raise ConfigError("limits: a table of bound -> number")
+    unknown = set(raw) - set(Limits.names())
+    if unknown:
+        raise ConfigError(f"limits: unknown field(s) {sorted(unknown)}; the bounds are "
+                          f"{', '.join(Limits.names())}")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in raw.values()):
+        raise ConfigError("limits: whole numbers")
+    try:
+        return Limits(**raw)
+    except ValueError as exc:
+        raise ConfigError(f"limits.{exc}") from None

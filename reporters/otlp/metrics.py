@@ -18,8 +18,15 @@ class OtlpMetrics:
         self.requests = Counter(
             "bureau_otlp_requests", "Export requests answered, by result: accepted (every "
             "agent span became a fact), partial (some agent spans were not mapped), "
-            "not_otlp (400), unsupported (415), too_large (413), unavailable (503: the "
-            "spool could not take them; the exporter retries).", ["result"], registry=r)
+            "not_otlp (400), unsupported (415), too_large (413: over max_body or a bound "
+            "of [limits]), too_slow (408: the body was not in within body_seconds), "
+            "unavailable (503: the spool could not take them, or decode_queue requests "
+            "were waiting; the exporter retries).", ["result"], registry=r)
+        self.limits = Counter(
+            "bureau_otlp_limits", "Times a bound on a stranger's bytes was reached, by "
+            "limit: spans, blocks, attributes, events, links, depth, fields (what one "
+            "request decodes to, [limits]: 413), decode_queue (503), header_seconds (the "
+            "connection closed), body_seconds (408).", ["limit"], registry=r)
         self.spans = Counter(
             "bureau_otlp_spans", "Spans received, by result: mapped (a fact was spooled), "
             "ignored (not an agent invocation), not_mapped (an agent span that did not "

@@ -1,8 +1,12 @@
 """The OTLP receiver: OTLP/HTTP ``POST /v1/traces`` in, facts out (docs/proxy.md).
 
-Per export request: (1) read the body (at most ``max_body``), (2) inflate and decode it
-with opentelemetry-proto's types (:mod:`reporters.otlp.decode`: a body that is not OTLP
-is a 400 with the reason), (3) map every span (:mod:`reporters.otlp.mapping`), (4) sign
+Per export request: (1) read the body (at most ``max_body``, its head within
+``header_seconds`` and the body within ``body_seconds``: :mod:`reporters.proxy.deadlines`),
+(2) inflate it, count what it decodes to before building it (:mod:`reporters.otlp.bounds`:
+over a bound is a 413 naming it), decode it with opentelemetry-proto's types
+(:mod:`reporters.otlp.decode`: a body that is not OTLP is a 400 with the reason), and
+(3) map every span (:mod:`reporters.otlp.mapping`) — (2) and (3) off the event loop for
+anything but a small plain body (:mod:`reporters.otlp.work`) — (4) sign
 the facts and spool them in **one** transaction and one fsync, (5) answer 200 — with
 ``partial_success`` when agent spans were not mapped — only once they are on disk. The
 exporter's retry of a request it got no answer for spools the same envelopes again,
@@ -30,17 +34,20 @@ from reporters import Rejection, Reporter
 from reporters._internal.errors import BureauClientError
 from reporters._internal.outcomes import Delivery
 from reporters.otlp.config import OtlpConfig
-from reporters.otlp.decode import NotOtlp, decode_request, encode_response, error_status, inflate
-from reporters.otlp.mapping import Mapped, map_request
+from reporters.otlp.decode import NotOtlp, encode_response, error_status
+from reporters.otlp.mapping import Mapped
 from reporters.otlp.metrics import OtlpMetrics
+from reporters.otlp.work import Decoder, Refused, Request, Rules, decode_and_map, inline
 from reporters.proxy import ops
+from reporters.proxy.deadlines import BodyLate, DeadlineRunner, read_body
 
 log = logging.getLogger("reporters.otlp")
 
 TRACES_PATH = "/v1/traces"
 #: distinct unmapped agents logged (after that, the metric alone counts them)
 _LOGGED_UNMAPPED = 1000
-_STATUS_RESULTS = {400: "not_otlp", 413: "too_large", 415: "unsupported"}
+_STATUS_RESULTS = {400: "not_otlp", 408: "too_slow", 413: "too_large", 415: "unsupported",
+                   503: "unavailable"}
 
 
 class Receiver:
@@ -57,12 +64,15 @@ class Receiver:
         self.serving = False
         self._logged: set[str] = set()
         self._session: aiohttp.ClientSession | None = None
+        self._rules = Rules(config.max_body, config.limits, config.subjects, config.promises)
+        self.decoder = Decoder(config.decode_queue)
 
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
         """Open the spool (one receiver per spool directory) and start delivering."""
         await self.reporter.start()
+        self.decoder.start()
         self._session = aiohttp.ClientSession()  # for /readyz's look at the bureau
         self.serving = True
 
@@ -77,6 +87,7 @@ class Receiver:
                      self.reporter.pending, self.config.spool_dir)
         if self._session is not None:
             await self._session.close()
+        await asyncio.to_thread(self.decoder.close)
         await self.reporter.close()
 
     def app(self) -> web.Application:
@@ -95,8 +106,12 @@ class Receiver:
     def runner(self, **kwargs: Any) -> web.AppRunner:
         """A runner for :meth:`app` that leaves ``Content-Encoding`` to the receiver
         (aiohttp would inflate gzip itself, unbounded by the receiver's limit and with
-        its own error answers): the way to serve it."""
-        return web.AppRunner(self.app(), auto_decompress=False, **kwargs)
+        its own error answers) and holds the head deadline: the way to serve it."""
+        return DeadlineRunner(self.app(), self.config.header_seconds, self._late,
+                              auto_decompress=False, **kwargs)
+
+    def _late(self, limit: str) -> None:
+        self.metrics.limits.labels(limit).inc()
 
     def ops_app(self) -> web.Application:
         return ops.ops_app(self)
@@ -109,16 +124,20 @@ class Receiver:
     async def handle(self, request: web.Request) -> web.Response:
         content_type = request.headers.get("Content-Type", "")
         try:
-            body = await request.read()
+            body = await read_body(request, self.config.body_seconds)
         except web.HTTPRequestEntityTooLarge:
             return self._refuse(NotOtlp(413, f"the body is over {self.config.max_body} bytes"))
+        except BodyLate as exc:
+            return self._refuse(Refused(408, str(exc), "body_seconds"))
+        export = Request(body, request.headers.get("Content-Encoding", ""), content_type)
+        del body
         try:
-            raw = inflate(body, request.headers.get("Content-Encoding", ""),
-                          self.config.max_body)
-            export = decode_request(raw, content_type)
+            if inline(export):
+                mapped = decode_and_map(export, self._rules)
+            else:
+                mapped = await self.decoder.run(lambda: decode_and_map(export, self._rules))
         except NotOtlp as exc:
             return self._refuse(exc)
-        mapped = map_request(export, self.config.subjects, self.config.promises)
         try:
             await self.reporter.send_facts(mapped.facts)
         except BureauClientError as exc:  # the spool is closing or failing: retry later
@@ -134,8 +153,13 @@ class Receiver:
 
     def _refuse(self, exc: NotOtlp) -> web.Response:
         self.metrics.requests.labels(_STATUS_RESULTS.get(exc.status, "not_otlp")).inc()
+        headers = {}
+        if isinstance(exc, Refused):
+            self.metrics.limits.labels(exc.limit).inc()
+            if exc.status == 503:
+                headers["Retry-After"] = "1"
         text, kind = error_status(exc.reason)
-        return web.Response(status=exc.status, body=text, content_type=kind)
+        return web.Response(status=exc.status, body=text, content_type=kind, headers=headers)
 
     def _count(self, mapped: Mapped) -> None:
         m = self.metrics

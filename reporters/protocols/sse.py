@@ -4,6 +4,13 @@
 returns the events completed so far; the caller forwards the bytes untouched, so reading
 never delays them. Only ``event`` and ``data`` matter here (``id``/``retry``/comments
 are skipped); an event's data lines are joined with ``\\n``.
+
+**The event is capped, not only the line** (issue 35): what the reader holds — the
+unfinished line plus the ``data`` lines of the unfinished event — is at most
+``max_event`` bytes at every moment. A stream whose event never ends (``data:`` lines
+without the blank line that closes it) is refused once they pass the cap, and the reader
+holds nothing after that: a 250 MiB stream of one endless event cost the proxy 317 MB
+before, and costs ``max_event`` now.
 """
 
 from __future__ import annotations
@@ -17,48 +24,72 @@ class Event:
     data: str
 
 
+class EventTooLarge(ValueError):
+    """An event (its unfinished line and data lines together) passed ``max_event``."""
+
+
 class EventReader:
     def __init__(self, max_event: int = 16 * 1024 * 1024) -> None:
-        self._buffer = b""
+        self._buffer = bytearray()
+        self._start = 0  # where the unread part of ``_buffer`` begins
         self._data: list[str] = []
+        self._held = 0  # bytes of the current event's data lines
         self._event = ""
         self._max = max_event
 
     def feed(self, chunk: bytes) -> list[Event]:
-        """The events that ``chunk`` completes. Raises ``ValueError`` for an event
-        larger than ``max_event`` bytes (the stream is still forwarded; it is just not
-        read any further)."""
+        """The events that ``chunk`` completes. Raises :class:`EventTooLarge` (a
+        ``ValueError``) once the event being read holds more than ``max_event`` bytes;
+        the reader then holds nothing (the caller still forwards the stream, it just
+        does not read it any further)."""
         self._buffer += chunk
         out: list[Event] = []
         while True:
-            cut = _line_end(self._buffer)
+            cut = _line_end(self._buffer, self._start)
             if cut is None:
-                if len(self._buffer) > self._max:
-                    raise ValueError("an event larger than the limit")
+                self._compact()
+                if self._held + len(self._buffer) > self._max:
+                    self._drop()
+                    raise EventTooLarge(f"an event larger than {self._max} bytes")
                 return out
             end, width = cut
-            line = self._buffer[:end].decode("utf-8", "replace")
-            self._buffer = self._buffer[end + width:]
+            line = self._buffer[self._start:end].decode("utf-8", "replace")
+            self._start = end + width
             if line == "":
                 if self._data:
                     out.append(Event(self._event or "message", "\n".join(self._data)))
-                self._data, self._event = [], ""
+                self._data, self._event, self._held = [], "", 0
                 continue
             name, _, value = line.partition(":")
             value = value[1:] if value.startswith(" ") else value
             if name == "data":
                 self._data.append(value)
+                self._held += len(value) + 1
+                if self._held > self._max:
+                    self._drop()
+                    raise EventTooLarge(f"an event larger than {self._max} bytes")
             elif name == "event":
-                self._event = value
+                self._event = value[:256]
+
+    def _compact(self) -> None:
+        """Forget the lines already read (once per chunk: slicing per line would copy
+        the rest of the chunk for every line)."""
+        if self._start:
+            del self._buffer[:self._start]
+            self._start = 0
+
+    def _drop(self) -> None:
+        self._buffer, self._start, self._data, self._held = bytearray(), 0, [], 0
 
 
-def _line_end(buffer: bytes) -> tuple[int, int] | None:
-    """Where the first line ends (CRLF, LF or CR) and how wide its end is."""
-    lf, cr = buffer.find(b"\n"), buffer.find(b"\r")
-    if cr == -1 and lf == -1:
-        return None
-    if cr == -1 or (lf != -1 and lf < cr):
-        return lf, 1
+def _line_end(buffer: bytearray, start: int) -> tuple[int, int] | None:
+    """Where the first line from ``start`` ends (CRLF, LF or CR) and how wide its end is.
+    A CR is looked for only before the LF found: a chunk of many LF lines is read in one
+    pass, not once per line."""
+    lf = buffer.find(b"\n", start)
+    cr = buffer.find(b"\r", start, len(buffer) if lf == -1 else lf)
+    if cr == -1:
+        return None if lf == -1 else (lf, 1)
     if cr + 1 == len(buffer):
         return None  # a CR at the end may be the start of a CRLF
     return cr, 2 if buffer[cr + 1:cr + 2] == b"\n" else 1

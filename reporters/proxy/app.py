@@ -43,6 +43,7 @@ from reporters.protocols import jsonrpc
 from reporters.proxy import ops
 from reporters.proxy.cards import AgentCards
 from reporters.proxy.config import ProxyConfig, Route, extra_installed
+from reporters.proxy.deadlines import BodyLate, DeadlineRunner, read_body
 from reporters.proxy.holding import HeldFacts, Measured
 from reporters.proxy.ids import InteractionIds
 from reporters.proxy.measure import (
@@ -158,7 +159,8 @@ class Proxy:
             r.prefix: load_check(r.check) for r in config.routes if r.check is not None}
         self._checks.update(checks or {})
         self._ids: InteractionIds | None = None
-        self.cards = AgentCards(config.routes, self.metrics, config.card_refresh_seconds)
+        self.cards = AgentCards(config.routes, self.metrics, config.card_refresh_seconds,
+                                config.max_card_bytes)
         self._readers: dict[str, Any] = {}
         self._session: aiohttp.ClientSession | None = None
         #: the run's tally, for the log line at the stop
@@ -235,6 +237,12 @@ class Proxy:
         """The ops listener's application: ``/healthz``, ``/readyz``, ``/metrics``."""
         return ops.ops_app(self)
 
+    def runner(self, **kwargs: Any) -> web.AppRunner:
+        """A runner for :meth:`app` that holds the head deadline (``header_seconds``):
+        the way to serve it."""
+        return DeadlineRunner(self.app(), self.config.header_seconds,
+                              lambda limit: self.metrics.limits.labels(limit).inc(), **kwargs)
+
     async def bureau_ready(self) -> str | None:
         """``None`` when the bureau answers its ``/readyz`` with 200 within 2 s, else
         why not."""
@@ -249,7 +257,12 @@ class Proxy:
             self.metrics.unrouted.inc()
             return web.json_response({"status": "rejected", "code": "NOT_FOUND", "path": "",
                                       "detail": "no route for this path"}, status=404)
-        body = await request.read()
+        try:
+            body = await read_body(request, self.config.body_seconds)
+        except BodyLate as exc:
+            self.metrics.limits.labels("body_seconds").inc()
+            return web.json_response({"status": "rejected", "code": "MALFORMED_ENVELOPE",
+                                      "path": "", "detail": str(exc)}, status=408)
         caller = self._caller(request)
         sub_path = raw_path[len(route.prefix):] or "/"
         wall = self._wall()
@@ -348,6 +361,10 @@ class Proxy:
             self.metrics.calls.labels(route.prefix, _failure_kind(exc)).inc()
             raise
         self.metrics.calls.labels(route.prefix, "answered").inc()
+        if isinstance(got, Streamed) and got.too_large:
+            self.metrics.limits.labels("event_size").inc()
+            log.warning("an event of a stream from %s passed max_body (%d bytes): relayed, "
+                        "no longer read", route.prefix, self.config.max_body)
         if isinstance(got, Buffered):
             self.metrics.upstream_seconds.labels(route.prefix).observe(got.latency_ms / 1000)
         self.run.calls += 1

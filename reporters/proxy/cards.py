@@ -9,6 +9,17 @@ at the signature's own ``jku``. A card that cannot be read, parsed or verified l
 the route working: its facts then carry no card promises, and
 ``bureau_proxy_agent_card_failures_total`` and a log line say why. A card that changed
 is logged.
+
+Bounds (issue 35): a card and a JWKS are read up to ``max_card_bytes`` (a larger one is
+refused as it arrives: ``too_large``) within the route's ``timeout_seconds``, and only
+the card's digest is kept between reads, never its bytes. A ``jku`` is the card's word,
+so the proxy follows it only to a host the operator configured — the route's own
+upstream (host and port), or one listed in the route's ``card_jku_hosts`` — and never
+to a loopback, private, link-local or otherwise non-public address unless that host is
+the route's upstream or is listed as an address literal: the check is made on the
+addresses the connection is opened to (:class:`GuardedResolver`), so a name that
+resolves elsewhere later cannot slip through. A refused ``jku`` is counted as
+``bureau_proxy_limits_total{limit="jku_host"}``.
 """
 
 from __future__ import annotations
@@ -16,16 +27,20 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import hashlib
 import json
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import aiohttp
 
+from reporters._internal.capped import TooLarge, read_capped
 from reporters.interop import card_key_mismatch
 from reporters.protocols.answers import parse_strict
 from reporters.proxy.config import Route
+from reporters.proxy.jku import GuardedResolver, jku_allowed, trusted_hosts
 from reporters.proxy.metrics import ProxyMetrics
 
 if TYPE_CHECKING:
@@ -48,13 +63,17 @@ class CardError(Exception):
 
 class AgentCards:
     def __init__(self, routes: tuple[Route, ...], metrics: ProxyMetrics,
-                 refresh_seconds: float) -> None:
+                 refresh_seconds: float, max_card_bytes: int = 1024 * 1024) -> None:
         self._routes = [r for r in routes if r.protocol == "a2a"]
         self._metrics = metrics
         self._refresh = refresh_seconds
+        self._max = max_card_bytes
         self._declared: dict[str, a2a.Declared] = {}
-        self._raw: dict[str, bytes] = {}
+        #: the digest of the card in use, per route: only to tell that it changed
+        self._digest: dict[str, bytes] = {}
         self._task: asyncio.Task[None] | None = None
+        self._jku_session: aiohttp.ClientSession | None = None
+        self._jku_resolver: GuardedResolver | None = None
 
     def declared(self, prefix: str) -> a2a.Declared | None:
         return self._declared.get(prefix)
@@ -71,6 +90,8 @@ class AgentCards:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        if self._jku_session is not None:
+            await self._jku_session.close()
 
     async def _loop(self, session: aiohttp.ClientSession) -> None:
         while True:
@@ -81,35 +102,39 @@ class AgentCards:
         try:
             raw = await self._fetch(session, route.upstream + route.card_path,
                                     route.timeout_seconds)
-            if raw == self._raw.get(route.prefix):
+            digest = hashlib.sha256(raw).digest()
+            if digest == self._digest.get(route.prefix):
                 return
             card = await self._verified(session, route, raw)
         except CardError as exc:
             self._metrics.card_failures.labels(route.prefix, exc.reason).inc()
+            if exc.reason == "too_large":
+                self._metrics.limits.labels("card_size").inc()
             log.warning("agent card of route %s not used (%s): %s; the route works, its "
                         "facts carry no card promises", route.prefix, exc.reason, exc)
             self._declared.pop(route.prefix, None)
-            self._raw.pop(route.prefix, None)
+            self._digest.pop(route.prefix, None)
             return
         from reporters.protocols import a2a  # only for a2a routes: the a2a extra
 
-        if route.prefix in self._raw:
+        if route.prefix in self._digest:
             log.info("agent card of route %s changed; its promises are now the new card's",
                      route.prefix)
-        self._raw[route.prefix] = raw
+        self._digest[route.prefix] = digest
         self._declared[route.prefix] = a2a.declared(card)
 
-    @staticmethod
-    async def _fetch(session: aiohttp.ClientSession, url: str, timeout: float) -> bytes:
+    async def _fetch(self, session: aiohttp.ClientSession, url: str, timeout: float) -> bytes:
+        """``url``'s body: at most ``max_card_bytes``, the whole read within ``timeout``."""
         try:
             async with session.get(url, timeout=aiohttp.ClientTimeout(total=timeout),
                                    allow_redirects=False) as resp:
-                body = await resp.read()
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise CardError("unreachable", f"{url}: {type(exc).__name__}") from None
-        if resp.status != 200:
-            raise CardError("status", f"{url} answered {resp.status}")
-        return body
+                if resp.status != 200:
+                    raise CardError("status", f"{url} answered {resp.status}")
+                return await read_capped(resp, self._max)
+        except TooLarge as exc:
+            raise CardError("too_large", f"{url}: {exc} (max_card_bytes)") from None
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raise CardError("unreachable", f"{url}: {type(exc).__name__}: {exc}") from None
 
     async def _verified(self, session: aiohttp.ClientSession, route: Route,
                         raw: bytes) -> Any:
@@ -159,15 +184,47 @@ class AgentCards:
             texts.append(Path(route.card_keys_file).read_bytes())
         else:
             for jku in _jkus(card):
-                with contextlib.suppress(CardError):
+                why = jku_allowed(jku, route)
+                if why is not None:
+                    self._refused_jku(route, jku, why)
+                    continue
+                session = self._jkus_session(route)
+                try:
                     texts.append(await self._fetch(session, jku, route.timeout_seconds))
+                except CardError:
+                    assert self._jku_resolver is not None
+                    why = self._jku_resolver.refused.pop(_host(jku), None)
+                    if why is not None:
+                        self._refused_jku(route, jku, why)
         keys: list[Any] = []
-        for text in texts:
+        for text in texts:  # each at most max_card_bytes
             try:
                 keys += PyJWKSet.from_json(text.decode()).keys
             except (PyJWKSetError, ValueError):
                 continue
         return keys
+
+
+    def _refused_jku(self, route: Route, jku: str, why: str) -> None:
+        self._metrics.limits.labels("jku_host").inc()
+        log.warning("agent card of route %s: its jku %s is not followed: %s (card_jku_hosts)",
+                    route.prefix, jku[:200], why)
+
+    def _jkus_session(self, route: Route) -> aiohttp.ClientSession:
+        """The session for ``jku`` fetches: its resolver refuses non-public addresses
+        for every host but the configured ones (a session of its own, so the proxy's
+        forwarding is never filtered)."""
+        if self._jku_session is None:
+            self._jku_resolver = GuardedResolver(trusted_hosts(self._routes))
+            self._jku_session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(resolver=self._jku_resolver, limit=8,
+                                               use_dns_cache=False),
+                cookie_jar=aiohttp.DummyCookieJar())
+        return self._jku_session
+
+
+def _host(url: str) -> str:
+    return (urlsplit(url).hostname or "").lower()
 
 
 def _jkus(card: Any) -> list[str]:

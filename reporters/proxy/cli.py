@@ -95,8 +95,7 @@ async def serve(proxy: Proxy, config: ProxyConfig) -> None:
     stop accepting, give calls in flight ``drain_seconds`` to finish, then
     :meth:`Proxy.close` (release held facts, deliver for ``drain_seconds``)."""
     stop, received = ops.stop_on_signals()
-    runner = web.AppRunner(proxy.app(), access_log=None,
-                           shutdown_timeout=config.drain_seconds)
+    runner = proxy.runner(access_log=None, shutdown_timeout=config.drain_seconds)
     await runner.setup()  # starts the proxy: opens the spool, takes back held facts
     ops_runner: web.AppRunner | None = None
     try:

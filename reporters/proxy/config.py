@@ -27,6 +27,7 @@ The file (docs/proxy.md has the full reference)::
     protocol = "auto"                 # or "http", "a2a", "mcp" (docs/proxy.md, "Protocols")
     card_path = "/.well-known/agent-card.json"   # a2a routes: the agent card
     card_keys_file = "alpha.jwks.json"           # a2a routes: keys for a signed card
+    card_jku_hosts = ["keys.example.com"]        # a2a routes: where a card's jku may point
 
 Relative paths in a file are relative to the file.
 """
@@ -50,6 +51,8 @@ _PREFIX_RE = re.compile(r"^(/[A-Za-z0-9._~!$&'()*+,;=:@%-]+)+$")
 _PROXY_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 PROTOCOLS = ("auto", "http", "a2a", "mcp")
 _PROMISE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")
+#: a host name or address literal, with an optional port: ``keys.example.com:8443``
+_JKU_HOST_RE = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]{1,253})(:[0-9]{1,5})?")
 
 #: Paths the proxy answers itself, on its own port as well as on the ops listener:
 #: never forwarded, so no route may cover them.
@@ -96,6 +99,9 @@ class Route:
     protocol: str = "auto"
     card_path: str = "/.well-known/agent-card.json"
     card_keys_file: Path | None = None
+    #: hosts (``host`` or ``host:port``) a signed card's ``jku`` may name besides the
+    #: upstream's own (reporters.proxy.jku)
+    card_jku_hosts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,12 @@ class ProxyConfig:
     max_body: int = 16 * 1024 * 1024
     #: how often an a2a route's agent card is read again
     card_refresh_seconds: float = 300.0
+    #: largest agent card (or JWKS) read, in bytes
+    max_card_bytes: int = 1024 * 1024
+    #: a request's head must be in within this many seconds, its body within this many
+    #: more (reporters.proxy.deadlines)
+    header_seconds: float = 10.0
+    body_seconds: float = 60.0
 
     def __post_init__(self) -> None:
         if not self.routes:
@@ -140,6 +152,10 @@ class ProxyConfig:
             raise ConfigError("card_refresh_seconds must be positive")
         if not self.keep_delivered_days >= 0:
             raise ConfigError("keep_delivered_days must not be negative")
+        if self.max_card_bytes < 1024:
+            raise ConfigError("max_card_bytes: at least 1024")
+        if not (self.header_seconds > 0 and self.body_seconds > 0):
+            raise ConfigError("header_seconds, body_seconds: more than 0")
         for route in self.routes:
             if route.prefix in RESERVED_PATHS:
                 raise ConfigError(f"routes: {route.prefix} is the proxy's own; choose "
@@ -170,7 +186,7 @@ def _route(raw: Mapping[str, Any], base: Path, i: int) -> Route:
     where = f"routes[{i}]"
     unknown = set(raw) - {"prefix", "agent", "upstream", "timeout_seconds", "schema",
                           "schema_file", "claim", "check", "protocol", "card_path",
-                          "card_keys_file"}
+                          "card_keys_file", "card_jku_hosts"}
     if unknown:
         raise ConfigError(f"{where}: unknown field(s) {sorted(unknown)}")
     prefix = str(raw.get("prefix", "")).rstrip("/")
@@ -206,9 +222,13 @@ def _route(raw: Mapping[str, Any], base: Path, i: int) -> Route:
     keys = raw.get("card_keys_file")
     if keys is not None and not isinstance(keys, str):
         raise ConfigError(f"{where}.card_keys_file: a JWKS file's path")
+    jku_hosts = raw.get("card_jku_hosts", [])
+    if not isinstance(jku_hosts, list) or not all(
+            isinstance(h, str) and _JKU_HOST_RE.fullmatch(h) for h in jku_hosts):
+        raise ConfigError(f"{where}.card_jku_hosts: a list of host or host:port")
     return Route(prefix, key_id_field(raw.get("agent"), f"{where}.agent"), upstream,
                  float(raw.get("timeout_seconds", 30.0)), schema, claim, check, protocol,
-                 card_path, None if keys is None else base / keys)
+                 card_path, None if keys is None else base / keys, tuple(jku_hosts))
 
 
 def _promises(raw: Mapping[str, Any]) -> dict[str, dict[str, int]]:
@@ -232,7 +252,8 @@ def from_mapping(raw: Mapping[str, Any], base: Path = Path(".")) -> ProxyConfig:
     unknown = set(raw) - {"bureau_url", "key_file", "spool_dir", "proxy_id", "listen",
                           "ops_listen", "drain_seconds", "keep_delivered_days",
                           "settle_seconds", "quiet_seconds",
-                          "max_body", "agents", "routes", "card_refresh_seconds"}
+                          "max_body", "agents", "routes", "card_refresh_seconds",
+                          "max_card_bytes", "header_seconds", "body_seconds"}
     if unknown:
         raise ConfigError(f"unknown field(s) {sorted(unknown)}")
     ops_host, ops_port = reporter_basics(raw, "127.0.0.1:9465")
@@ -251,6 +272,9 @@ def from_mapping(raw: Mapping[str, Any], base: Path = Path(".")) -> ProxyConfig:
         quiet_seconds=float(raw.get("quiet_seconds", 300.0)),
         max_body=int(raw.get("max_body", 16 * 1024 * 1024)),
         card_refresh_seconds=float(raw.get("card_refresh_seconds", 300.0)),
+        max_card_bytes=int(raw.get("max_card_bytes", 1024 * 1024)),
+        header_seconds=float(raw.get("header_seconds", 10.0)),
+        body_seconds=float(raw.get("body_seconds", 60.0)),
     )
 
 

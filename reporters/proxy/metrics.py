@@ -68,9 +68,17 @@ class ProxyMetrics:
             ["route", "protocol", "made"], registry=r)
         self.card_failures = Counter(
             "bureau_proxy_agent_card_failures", "Reads of an a2a route's agent card that "
-            "left it unused, by route prefix and reason: unreachable, status, invalid, "
+            "left it unused, by route prefix and reason: unreachable, status, too_large, invalid, "
             "bad_signature, other_agent. The route works; its facts carry no card promises.",
             ["route", "reason"], registry=r)
+        self.limits = Counter(
+            "bureau_proxy_limits", "Times a bound on a stranger's bytes was reached, by "
+            "limit: event_size (an event of a relayed stream over max_body: relayed on, no "
+            "longer read), card_size (an agent card over max_card_bytes), jku_host (a "
+            "card's jku naming a host not in card_jku_hosts, or a loopback or private "
+            "address), header_seconds (a request's head not in within header_seconds: the "
+            "connection is closed), body_seconds (a body not in within body_seconds: 408).",
+            ["limit"], registry=r)
         self.schema_failures = Counter(
             "bureau_proxy_mcp_schema_failures", "Times the proxy could not learn an mcp "
             "route's tools by asking the server (outputSchema not checked), by route.",

@@ -21,7 +21,7 @@ import yarl
 from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from reporters.protocols.sse import Event, EventReader
+from reporters.protocols.sse import Event, EventReader, EventTooLarge
 
 # RFC 9110 §7.6.1 hop-by-hop fields, plus what aiohttp recomputes for us.
 _HOP_BY_HOP = frozenset({
@@ -63,6 +63,8 @@ class Streamed:
     response: web.StreamResponse  # already sent
     events: int
     clean: bool  # the agent's stream ended normally (not cut, not unreadable)
+    #: an event passed ``max_body``: relayed on, no longer read (and nothing held for it)
+    too_large: bool = False
 
 
 async def forward(session: aiohttp.ClientSession, request: web.Request, target: str,
@@ -87,19 +89,19 @@ async def forward(session: aiohttp.ClientSession, request: web.Request, target: 
         out = web.StreamResponse(status=resp.status, headers=out_headers)
         await out.prepare(request)
         reader: EventReader | None = EventReader(max_body)
-        events, clean = 0, True
+        events, clean, too_large = 0, True, False
         try:
             async for chunk in resp.content.iter_any():
                 try:
                     await out.write(chunk)
                 except (ConnectionError, aiohttp.ClientConnectionResetError):
-                    return Streamed(resp.status, out, events, False)  # the caller left
+                    return Streamed(resp.status, out, events, False, too_large)  # caller left
                 if reader is None:
                     continue
                 try:
                     got = reader.feed(chunk)
-                except ValueError:
-                    reader, clean = None, False  # relayed still, no longer read
+                except EventTooLarge:
+                    reader, clean, too_large = None, False, True  # relayed, no longer read
                     continue
                 for event in got:
                     events += 1
@@ -108,7 +110,7 @@ async def forward(session: aiohttp.ClientSession, request: web.Request, target: 
             clean = False  # the agent's stream was cut or went silent
         with contextlib.suppress(ConnectionError, aiohttp.ClientConnectionResetError):
             await out.write_eof()
-        return Streamed(resp.status, out, events, clean)
+        return Streamed(resp.status, out, events, clean, too_large)
 
 
 async def _buffered(resp: aiohttp.ClientResponse, started: float,

@@ -36,6 +36,14 @@ RUNS = {
                        ["through the proxy", "A2A SendMessage",
                         "A2A stream, time to first event", "OTLP receiver, 512 spans a request"]),
     "ranking_bench.py": (["200"], ["200 reports  epoch read", "name search"]),
+    "servers_bench.py": (["--agents", "3", "12", "--requests", "5"],
+                         ["?limit=1", "?limit=100", "squatted name", "fact POST, reader on",
+                          "target: within 10 ms"]),
+    "bounds_bench.py": (["--requests", "20", "--bombers", "1", "--bomb-spans", "200000",
+                         "--stream-mib", "4"],
+                        ["export alone", "during bombs", "p99 during / p99 alone",
+                         "answered 413", "peak RSS", "proxy, honest call during endless",
+                         "proxy, peak RSS"]),
     # through HTTP on a live bureau, as the full run; the bench exits 1 if the bureau's
     # published reports differ from the policy computed over the same entries
     "accuracy_bench.py": (["--seeds", "1", "--agents", "8", "--calls", "6",

@@ -292,6 +292,22 @@ def test_any_answer_ends_in_one_line(bureau: HostileBureau, path: str, body: byt
             refused(capsys, *args)
 
 
+HOSTILE_SETTLEMENTS = [b"[]", b"null", b"{}", b"[" * 10_000, b"\xff\xfe", b"",
+                       b'{"payload": 1, "payloadType": [], "signatures": "x"}',
+                       b'{"payload": "e30", "payloadType": '
+                       b'"application/vnd.bureau.settlement.v1+json", "signatures": []}',
+                       b" " * (64 * 1024), b'{"a": 1, "a": 2}', b'{"x": NaN}']
+
+
+@pytest.mark.parametrize("body", HOSTILE_SETTLEMENTS)
+def test_any_settlement_answer_ends_in_one_line(bureau: HostileBureau, body: bytes,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """``bureau-check settlement`` against a hostile bureau (issue 35, looked at): every
+    shape, a truncation, an answer over its 16 KiB cap — one line, exit 1 or 2."""
+    bureau.answers["/v1/settlements/3"] = (200, body, JSON)
+    refused(capsys, "settlement", bureau.url, "3")
+
+
 def test_an_error_answer_is_one_line_whatever_it_holds(bureau: HostileBureau,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     detail = json.dumps({"code": "X", "detail": "line one\nbureau-check report: OK\n\x1b[2J"})

@@ -83,7 +83,8 @@ def test_every_cli_command_and_flag_is_documented() -> None:
 @pytest.mark.parametrize("variable", ["BUREAU_DATABASE_URL", "BUREAU_HOME",
                                       "BUREAU_ADMIN_KEYS", "BUREAU_SIGNING_KEY",
                                       "BUREAU_EPOCH_SECONDS", "BUREAU_WITNESSES",
-                                      "BUREAU_CHECKPOINT_INTERVAL"])
+                                      "BUREAU_CHECKPOINT_INTERVAL", "BUREAU_ERC8004_HOSTS",
+                                      "BUREAU_ERC8004_UNCONFIRMED_CALLDATA"])
 def test_every_environment_variable_is_documented(variable: str) -> None:
     assert f"`{variable}`" in (DOCS / "operations.md").read_text()
     source = (Path(__file__).resolve().parent.parent.parent / "bureau" / "config.py").read_text()

@@ -76,3 +76,32 @@ async def test_an_agent_without_links_has_nothing_to_confirm(bureau: BureauUnder
     linked = await linked_world(bureau, links=[])
     ran = await check("links", bureau.url, linked.key_id)
     assert ran.status == 0 and "no links" in ran.out, ran.out
+
+
+async def test_a_large_card_is_read_whole_and_a_hostile_one_is_cannot_check(
+        bureau: BureauUnderTest, tmp_path: Path) -> None:
+    """Issue 35, ``bureau-check links`` against hostile answers: an honest card of
+    300 KB (many TLS records) is read whole — before, a read of what had arrived so far
+    cut it short and it was "not JSON" — while one over 1 MiB, or nested deeper than
+    strict JSON allows, ends in CANNOT CHECK on its line, never a traceback."""
+    context, cafile = self_signed(tmp_path)
+    cards: dict[str, object] = {}
+    async with serving(cards, context) as card_base:
+        linked = await linked_world(bureau, links=[identity_links.a2a(f"{card_base}{CARD}")])
+        agent = linked.key_id
+        big = sdk_card(signature_kids=[agent])
+        big["description"] = "x" * 300_000
+        cards[CARD] = big
+        args = ["links", bureau.url, agent, "--cafile", str(cafile)]
+        ran = await check(*args)
+        assert ran.status == 0 and "a2a link: confirmed" in ran.out, ran.out
+        big["description"] = "x" * (2 << 20)
+        ran = await check(*args)
+        assert ran.status == 2 and "more than 1048576 bytes" in ran.out, ran.out
+        nested: object = agent
+        for _ in range(500):  # deeper than strictjson.MAX_DEPTH; the server can write it
+            nested = [nested]
+        cards[CARD] = {"signatures": nested}
+        ran = await check(*args)
+        assert ran.status == 2 and "did not answer JSON" in ran.out, ran.out
+        assert "Traceback" not in ran.out

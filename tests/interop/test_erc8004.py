@@ -74,7 +74,25 @@ async def _served(bureau: BureauUnderTest, uri: str) -> bytes:
         return await resp.read()
 
 
+async def _confirmed_by_operator(linked: Linked, registry: str = f"eip155:8453:{IDENTITY}",
+                                 agent_id: str = "22") -> None:
+    """Record the link as confirmed, as ``bureau erc8004 confirm`` does once the token's
+    registration file names the agent (tests/interop/test_erc8004_confirm.py)."""
+    import asyncpg
+
+    from bureau.storage import erc8004 as store
+
+    conn = await asyncpg.connect(linked.bureau.database_url)
+    try:
+        await store.record(conn, store.Confirmed(
+            linked.key_id, registry, agent_id, "https://registry.example/22.json",
+            b"\0" * 32, dt.datetime.now(dt.UTC)))
+    finally:
+        await conn.close()
+
+
 async def test_feedback_files_hashes_and_calldata(linked: Linked) -> None:
+    await _confirmed_by_operator(linked)
     doc = await _feedback(linked)
     assert doc["agent"] == linked.key_id and doc["epoch"] == linked.epoch
     assert doc["clientAddress"] == BUREAU_ETH
@@ -117,6 +135,7 @@ async def test_feedback_files_hashes_and_calldata(linked: Linked) -> None:
         assert fb["feedbackHash"] == "0x" + keccak256(body).hex()
 
         # the calldata: the selector, then the arguments, decoded by eth-abi
+        assert fb["confirmed"] is True
         tx = fb["transaction"]
         assert (tx["chainId"], tx["to"], tx["from"]) == (8453, REPUTATION, BUREAU_ETH)
         data = bytes.fromhex(tx["data"].removeprefix("0x"))
@@ -131,6 +150,7 @@ async def test_an_agent_without_an_a2a_link_has_no_endpoint(bureau: BureauUnderT
 
     linked = await linked_world(bureau, links=[identity_links.erc8004(1, "0x" + "12" * 20,
                                                                      7)])
+    await _confirmed_by_operator(linked, "eip155:1:0x" + "12" * 20, "7")
     doc = await _feedback(linked, f"?epoch={linked.epoch}")
     for fb in doc["feedback"]:
         assert "endpoint" not in fb["file"]

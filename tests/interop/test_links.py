@@ -18,8 +18,8 @@ REGISTRY = f"eip155:1:{IDENTITY}"
 GOOD_LINKS = [
     pytest.param({"kind": "erc8004", "registry": REGISTRY, "agent_id": "22"}, id="erc8004"),
     pytest.param({"kind": "erc8004", "registry": REGISTRY, "agent_id": "0"}, id="agent-id-0"),
-    pytest.param({"kind": "erc8004", "registry": REGISTRY, "agent_id": "9" * 78},
-                 id="agent-id-78-digits"),
+    pytest.param({"kind": "erc8004", "registry": REGISTRY, "agent_id": str(2**256 - 1)},
+                 id="agent-id-uint256-max"),
     pytest.param({"kind": "erc8004", "registry": "eip155:8453:0x" + "ab" * 20,
                   "agent_id": "1"}, id="lowercase-address-other-chain"),
     pytest.param({"kind": "erc8004", "registry": "eip155:" + "9" * 32 + ":0x" + "A" * 40,
@@ -52,8 +52,6 @@ BAD_LINKS = [
                  id="agent-id-leading-zero"),
     pytest.param({"kind": "erc8004", "registry": REGISTRY, "agent_id": "-1"},
                  id="agent-id-negative"),
-    pytest.param({"kind": "erc8004", "registry": REGISTRY, "agent_id": "1" * 79},
-                 id="agent-id-79-digits"),
     pytest.param({"kind": "erc8004", "registry": REGISTRY, "agent_id": "1 "},
                  id="agent-id-trailing-space"),
     pytest.param({"kind": "erc8004", "registry": REGISTRY, "agent_id": "١"},
@@ -126,20 +124,37 @@ def test_a_bad_link_is_schema_at_the_item(link: Any) -> None:
     assert err.path == "/links/0", err.detail
 
 
-def test_at_most_16_links() -> None:
+def test_at_most_16_links_and_the_17th_is_refused_at_its_item() -> None:
+    """SPEC §3 r4: a 17th item is ``SCHEMA`` at ``/links/16`` (issue 35)."""
     links = [identity_links.mcp(f"io.github.u/s{i}") for i in range(16)]
     assert len(validate_payload(EnrollmentPayload, _enrollment(links)).links) == 16
     err = _refused(EnrollmentPayload, _enrollment([*links, identity_links.mcp("a/b")]))
-    assert err.path == "/links" and "16" in err.detail
+    assert err.path == "/links/16" and "16" in err.detail
+    # however many follow, and whatever they are: the 17th is named, none is read
+    err = _refused(AmendmentPayload, {"issued_at": issued(), "links": [*links, *[None] * 500]})
+    assert err.path == "/links/16"
 
 
-def test_links_are_distinct() -> None:
+def test_a_duplicate_link_is_refused_at_the_later_item() -> None:
+    """SPEC §3 r4: a second link equal to an earlier one is ``SCHEMA`` at the later item."""
     link = identity_links.a2a("https://agent.example/card.json")
     err = _refused(EnrollmentPayload, _enrollment([link, identity_links.mcp("a/b"), link]))
-    assert err.path == "/links" and "distinct" in err.detail
+    assert err.path == "/links/2" and "distinct" in err.detail and "item 0" in err.detail
     # the same target under another kind, or another agent id, is another link
     validate_payload(EnrollmentPayload, _enrollment([
         identity_links.erc8004(1, IDENTITY, 1), identity_links.erc8004(1, IDENTITY, 2)]))
+
+
+@pytest.mark.parametrize("agent_id", [str(2**256), "9" * 78, "1" * 79, "1" + "0" * 400])
+def test_an_agent_id_above_uint256_is_refused_at_its_agent_id(agent_id: str) -> None:
+    """SPEC §3 r4: ``agent_id`` is at most 2^256 - 1, else ``SCHEMA`` at the item's
+    ``/agent_id``."""
+    good = {"kind": "mcp", "server": "io.github.user/ok"}
+    link = {"kind": "erc8004", "registry": REGISTRY, "agent_id": agent_id}
+    err = _refused(EnrollmentPayload, _enrollment([good, link]))
+    assert err.path == "/links/1/agent_id" and "2^256" in err.detail, err
+    err = _refused(AmendmentPayload, {"issued_at": issued(), "links": [link]})
+    assert err.path == "/links/0/agent_id"
 
 
 def test_links_are_a_list() -> None:
@@ -176,6 +191,18 @@ async def test_the_bureau_refuses_a_bad_link_at_the_item(bureau: BureauUnderTest
     status, body = await bureau.submit(_key(), "enrollment", _enrollment(
         [identity_links.mcp("io.github.u/ok"), {"kind": "a2a", "card": "http://x.example/"}]))
     assert status == 422 and (body["code"], body["path"]) == ("SCHEMA", "/links/1"), body
+
+
+async def test_the_bureau_holds_the_link_limits_at_the_item(bureau: BureauUnderTest) -> None:
+    """SPEC §3 r4 at the bureau: a 17th link, a repeated one, a token id above a uint256."""
+    many = [identity_links.mcp(f"io.github.u/s{i}") for i in range(17)]
+    repeated = [identity_links.mcp("a/b"), identity_links.mcp("c/d"), identity_links.mcp("a/b")]
+    big = [{"kind": "erc8004", "registry": REGISTRY, "agent_id": str(2**256)}]
+    for links, path in ((many, "/links/16"), (repeated, "/links/2"),
+                        (big, "/links/0/agent_id")):
+        status, body = await bureau.submit(_key(), "enrollment", _enrollment(links))
+        assert status == 422 and (body["code"], body["path"]) == ("SCHEMA", path), body
+    await bureau.verify()
 
 
 async def test_reports_carry_the_links_in_force_at_the_seal(bureau: BureauUnderTest) -> None:

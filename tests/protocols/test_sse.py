@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reporters.protocols.sse import Event, EventReader
+from reporters.protocols.sse import Event, EventReader, EventTooLarge
 
 STREAM = (b": a comment\r\nevent: status\r\ndata: {\"a\": 1}\r\n\r\n"
           b"data: line one\ndata: line two\nid: 7\n\n"
@@ -35,3 +35,17 @@ def test_a_stream_cut_anywhere(cuts: list[int]) -> None:
 def test_an_event_over_the_limit_is_refused() -> None:
     with pytest.raises(ValueError):
         EventReader(max_event=10).feed(b"data: " + b"x" * 20)
+
+
+def test_an_event_that_never_ends_is_refused_at_the_cap_and_nothing_is_held() -> None:
+    """Issue 35: the cap is on the event, not the line. Many short ``data:`` lines with
+    no blank line between them pass it, however they are cut."""
+    reader = EventReader(max_event=1000)
+    fed = 0
+    with pytest.raises(EventTooLarge):
+        while fed < 10_000:
+            reader.feed(b"data: 0123456789\n" * 7)
+            fed += 17 * 7
+    assert fed <= 2 * 1000  # the data held passed the cap within a few lines
+    assert reader.feed(b"\n") == []  # nothing of the refused event is left to complete
+    assert reader.feed(b"data: ok\n\n") == [Event("message", "ok")]

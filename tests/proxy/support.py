@@ -72,7 +72,7 @@ async def running_proxy(bureau: BureauUnderTest, tmp: Path, routes: list[dict[st
         "proxy_id": proxy_id, "settle_seconds": settle, "quiet_seconds": quiet,
         "routes": routes, "agents": dict(agents or {}), **settings}, tmp)
     proxy = Proxy(config, key, checks=checks)
-    async with serving(proxy.app()) as url, serving(proxy.ops_app()) as ops_url, \
+    async with serving(proxy.runner()) as url, serving(proxy.ops_app()) as ops_url, \
             aiohttp.ClientSession() as session:
         yield RunningProxy(url, proxy, session, ops_url)
 
@@ -105,3 +105,19 @@ async def metric(session: aiohttp.ClientSession, ops_url: str, name: str) -> flo
 def new_agent() -> str:
     """A key id for an agent behind the proxy (facts need no enrollment)."""
     return wire.signing_key_id(wire.generate_key())
+
+
+async def stalled(url: str, sent: bytes) -> bytes:
+    """Open a connection to ``url``'s host and port, send ``sent`` (a request cut short)
+    and nothing more; return everything the server answered before it closed."""
+    import asyncio
+
+    hostport = url.split("//", 1)[1].split("/", 1)[0]
+    host, port = hostport.rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        writer.write(sent)
+        await writer.drain()
+        return await asyncio.wait_for(reader.read(), 60)  # the server's deadline ends it
+    finally:
+        writer.close()

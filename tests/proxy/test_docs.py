@@ -41,7 +41,8 @@ def test_every_config_field_is_documented() -> None:
               "drain_seconds", "keep_delivered_days", "settle_seconds",
               "quiet_seconds", "max_body", "promises", "max_ms", "prefix", "agent", "upstream",
               "timeout_seconds", "schema", "schema_file", "claim", "check", "pointer", "values",
-              "protocol", "card_path", "card_keys_file", "card_refresh_seconds"}
+              "protocol", "card_path", "card_keys_file", "card_refresh_seconds",
+              "card_jku_hosts", "max_card_bytes", "header_seconds", "body_seconds"}
     listeners = ("host", "port", "ops_host", "ops_port", "routes")  # from listen, ops_listen
     assert {f for f in ProxyConfig.__dataclass_fields__ if f not in listeners} <= fields
     assert set(Route.__dataclass_fields__) <= fields

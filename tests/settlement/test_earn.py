@@ -32,6 +32,21 @@ def test_only_verdicts_a_later_probe_shows_right_earn() -> None:
     assert matched_blind(ev, V2, 11, 30) == {}  # attestation 11 is in an earlier epoch
 
 
+def test_a_covert_recheck_of_a_checked_call_is_not_blind() -> None:
+    """SPEC §8.2 r4 (issue 35): the evaluator read ``check: PASS`` in its file, attested
+    ``ACCEPTED``, and the same reporter then probed the call. The probe came after the
+    verdict, but the truth it carries was readable before it: nothing is earned, however
+    the probe comes out. A call with no check, probed after the verdict, still earns."""
+    facts = (fact(1, check="PASS"), fact(2, check="FAIL"), fact(4), fact(7, check="PASS"))
+    atts = (att(11, 1, "ACCEPTED"), att(12, 2, "FAILED_DISCOVERED"), att(14, 4, "ACCEPTED"),
+            att(17, 7, "ACCEPTED"))
+    probes = (probe(21, 1, True), probe(22, 2, False), probe(24, 4, True),
+              probe(27, 7, False))
+    ev = Evidence(facts, probes, atts)
+    # i1 (caller1) and i2, i7 (caller2) were checked before their verdicts; i4 (caller1) was not
+    assert matched_blind(ev, V2, 0, 30) == {"ed25519:caller1": 1}
+
+
 def test_an_excluded_verdict_earns_nothing() -> None:
     ev = Evidence((fact(1),), (probe(21, 1, True),), (att(11, 1, "ACCEPTED"),),
                   exclusions=(Exclusion("a11", "self_dealing"),))

@@ -6,7 +6,8 @@
 * ``GET /v1/erc8004/{agent}.{epoch}.{registry}.{agent_id}.{tag}.json`` — one feedback
   file, the very bytes its ``feedbackHash`` is the keccak-256 of.
 * ``GET /v1/agents/{agent}/a2a-extension`` — the A2A agent card extension object.
-* ``GET /v0/servers``, ``GET /v0/servers/{name}`` — the MCP subregistry view.
+* ``GET /v0/servers``, ``GET /v0/servers/{name}[?cursor=]`` — the MCP subregistry view,
+  read from rows built at seal time, a bounded page at a time (bureau.interop.mcp_pages).
 
 They need ``BUREAU_PUBLIC_URL`` (every one names the bureau's address) and the ERC-8004
 ones ``BUREAU_ETH_ADDRESS``; without it they answer ``404 NOT_FOUND`` saying which.
@@ -25,8 +26,9 @@ from bureau.http.keys import CONFIG, LOG_KEY, READS
 from bureau.http.pages import payload_of
 from bureau.http.params import KEY_ID
 from bureau.interop import mcp_view
-from bureau.interop.linked import complete_epoch, linked_reports
+from bureau.interop.mcp_pages import server_entry, servers_page
 from bureau.replica import absent
+from bureau.storage import erc8004 as erc8004_store
 from bureau.storage.reports import report_envelope
 from reporters.identity_links import McpLink
 from reporters.interop import card_extension
@@ -85,8 +87,13 @@ async def agent_erc8004(request: web.Request) -> web.Response:
     try:
         epoch = _epoch(request)
         erc8004, bureau = _erc8004_bureau(request)
-        report = await _report(request, request.match_info["agent"], epoch)
-        doc = erc8004.feedback_document(report, bureau, request.app[CONFIG].epoch_seconds)
+        agent = request.match_info["agent"]
+        report = await _report(request, agent, epoch)
+        confirmed = await request.app[READS].run(lambda conn: erc8004_store.confirmed(
+            conn, agent))
+        offer = erc8004.Offer(confirmed, request.app[CONFIG].erc8004_unconfirmed_calldata)
+        doc = erc8004.feedback_document(report, bureau, request.app[CONFIG].epoch_seconds,
+                                        offer)
         if not doc["feedback"]:
             raise BureauError(Code.NOT_FOUND, "", "the report carries no erc8004 link, "
                               "or no figure to give as feedback")
@@ -152,18 +159,16 @@ def _limit(request: web.Request) -> int:
     return int(text)
 
 
-async def _claims(request: web.Request) -> tuple[int, dict[str, list[mcp_view.Claim]]]:
-    async def read(conn: Any) -> tuple[int, list[dict[str, Any]]] | None:
-        epoch = await complete_epoch(conn, None)
-        if epoch is None:
-            return None
-        return epoch, [payload for payload, _ in await linked_reports(conn, "mcp", epoch)]
+def _text(request: web.Request, name: str, most: int) -> str | None:
+    """A query text of at most ``most`` characters (a cursor is a name or a key id)."""
+    text = _one(request, name)
+    if text is not None and len(text) > most:
+        raise BureauError(Code.SCHEMA, pointer(name), f"{name} is at most {most} characters")
+    return text
 
-    found = await request.app[READS].run(read, missing=absent)
-    if found is None:
-        raise BureauError(Code.NOT_FOUND, "", "no epoch is sealed yet")
-    epoch, reports = found
-    return epoch, mcp_view.claims_of(reports)
+
+def _nothing_sealed() -> BureauError:
+    return BureauError(Code.NOT_FOUND, "", "no epoch is sealed yet")
 
 
 @routes.get("/v0/servers")
@@ -172,14 +177,17 @@ async def mcp_servers(request: web.Request) -> web.Response:
     try:
         for name in sorted(set(request.query) - {"cursor", "limit", "search"}):
             raise BureauError(Code.SCHEMA, pointer(name), f"unknown query parameter {name}")
-        cursor, search, limit = _one(request, "cursor"), _one(request, "search"), \
-            _limit(request)
+        cursor, search = _text(request, "cursor", 200), _text(request, "search", 200)
+        limit = _limit(request)
         url = _public_url(request)
-        epoch, by_name = await _claims(request)
+        page = await request.app[READS].run(
+            lambda conn: servers_page(conn, cursor, limit, search), missing=absent)
+        if page is None:
+            raise _nothing_sealed()
     except BureauError as err:
         return error_response(err)
-    return web.json_response(mcp_view.server_list(by_name, epoch, url, cursor=cursor,
-                                                  limit=limit, search=search),
+    return web.json_response(mcp_view.server_list(page.entries, page.epoch, url,
+                                                  next_cursor=page.next_cursor),
                              headers=_LATEST)
 
 
@@ -189,16 +197,19 @@ async def mcp_server(request: web.Request) -> web.Response:
     name = request.match_info["name"]
     try:
         McpLink.model_validate({"kind": "mcp", "server": name})  # the path first
-        if request.query:
-            first = sorted(request.query)[0]
-            raise BureauError(Code.SCHEMA, pointer(first), f"unknown query parameter {first}")
+        for extra in sorted(set(request.query) - {"cursor"}):
+            raise BureauError(Code.SCHEMA, pointer(extra), f"unknown query parameter {extra}")
+        cursor = _text(request, "cursor", 100)
         url = _public_url(request)
-        epoch, by_name = await _claims(request)
-        if name not in by_name:
+        found = await request.app[READS].run(
+            lambda conn: server_entry(conn, name, cursor), missing=absent)
+        if found is None:
+            raise _nothing_sealed()
+        epoch, entry = found
+        if entry is None:
             raise BureauError(Code.NOT_FOUND, "", "no agent links an MCP server of that name")
     except ValueError:
         return error_response(BureauError(Code.NOT_FOUND, "", "not an MCP server name"))
     except BureauError as err:
         return error_response(err)
-    return web.json_response(mcp_view.server_response(name, by_name[name], epoch, url),
-                             headers=_LATEST)
+    return web.json_response(mcp_view.server_response(entry, epoch, url), headers=_LATEST)

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from bureau.errors import BureauError, Code, pointer
+from bureau.errors import BureauError, Code, Pushback, pointer
 from bureau.http.errors import error_response
 from bureau.http.keys import READS
 from bureau.http.params import EPOCH, KEY_ID, number
 from bureau.replica import absent
-from bureau.storage.reports import checkpoint_envelope, report_envelope
+from bureau.storage.reports import building, checkpoint_envelope, report_envelope
 from reporters import wire
 
 routes = web.RouteTableDef()
@@ -57,9 +57,22 @@ async def agent_report(request: web.Request) -> web.Response:
     body = await request.app[READS].run(lambda conn: report_envelope(conn, agent, epoch),
                                         missing=absent)
     if body is None:
-        where = "at the latest sealed epoch" if epoch is None else f"at epoch {epoch}"
-        return error_response(BureauError(Code.NOT_FOUND, "", f"no report for {agent} {where}"))
+        return error_response(await _no_report(request, agent, epoch))
     return _document(body, _LATEST if epoch is None else _IMMUTABLE)
+
+
+async def _no_report(request: web.Request, agent: str, epoch: int | None) -> BureauError:
+    """Why there is no report to serve. The latest is the agent's newest report of a
+    complete epoch, so "none" is final only when no sealed epoch is still being built:
+    while one is, the agent may have a report in it, and the answer says so (503,
+    ``Retry-After``) rather than "no report" (docs/epochs-and-reports.md)."""
+    if epoch is not None:
+        return BureauError(Code.NOT_FOUND, "", f"no report for {agent} at epoch {epoch}")
+    pending = await request.app[READS].run(building)
+    if pending is not None:
+        return BureauError(Code.UNAVAILABLE, "", f"the reports of epoch {pending} are being "
+                           f"built; {agent} has none before it", pushback=Pushback.REPORTS_BUILDING)
+    return BureauError(Code.NOT_FOUND, "", f"no report for {agent} in any sealed epoch")
 
 
 async def _checkpoint(request: web.Request, epoch: int | None) -> web.Response:

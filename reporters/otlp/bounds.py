@@ -1,0 +1,218 @@
+"""What an OTLP export may decode to, checked before anything is built (issue 35).
+
+The inflate is capped (``max_body``); what the bytes *decode to* is capped here: a 7.8 KB
+gzip body of 4 million empty spans (two bytes each on the wire) made protobuf build
+750 MB of messages and the mapping walk them for 15 s on the event loop. So before
+protobuf parses a byte, :func:`scan_protobuf` walks the wire format itself — tags and
+lengths only, never building a message — and counts what each request holds:
+
+===================  =========================================================  =========
+bound                what it counts                                             default
+===================  =========================================================  =========
+``max_spans``        spans                                                      50,000
+``max_blocks``       ``ResourceSpans`` and ``ScopeSpans`` blocks                10,000
+``max_attributes``   key-value pairs anywhere (resource, scope, span, event,    500,000
+                     link, and nested inside values)
+``max_events``       span events                                                100,000
+``max_links``        span links                                                 100,000
+``max_depth``        messages nested in messages (a request's spans are at      32
+                     depth 4; each array or key-value list in a value adds 2)
+``max_fields``       protobuf fields walked (scalars, unknown fields, all),     2,000,000
+                     or JSON strings, objects and arrays
+===================  =========================================================  =========
+
+The walk stops at the first bound passed, so refusing a bomb costs at most the bound's
+worth of walking (a 16 MiB body of empty spans: 50,001 steps, about 40 ms), and an
+honest export walks each field once (about 1.4 million fields a second; an SDK's
+512-span batch is a few milliseconds). ``max_fields`` bounds the walk itself: a body of
+16 MiB of two-byte scalar fields, which no other bound counts, stops at 2,000,000.
+
+JSON (``application/json``) is bounded before it is parsed by counting its strings,
+objects and arrays in the raw bytes (``"``, ``{`` and ``[``, inside strings too: an
+overcount, never an undercount) against ``max_fields``; the decoded request is then
+counted like a protobuf one (:func:`count_message`).
+
+Pure: bytes in, counts out or :class:`OverLimit`; no I/O.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, fields
+from typing import Any
+
+#: The message kinds of an export that hold other messages, by the order they nest in.
+(_REQUEST, _RESOURCE_SPANS, _RESOURCE, _SCOPE_SPANS, _SCOPE, _SPAN, _EVENT, _LINK, _KV,
+ _ANY, _ARRAY, _KVLIST) = range(12)
+#: (message kind, field number) -> the kind of message that field holds; every other
+#: field is walked over, not into (opentelemetry-proto's trace/v1 and common/v1)
+_NESTED = {
+    (_REQUEST, 1): _RESOURCE_SPANS,
+    (_RESOURCE_SPANS, 1): _RESOURCE, (_RESOURCE_SPANS, 2): _SCOPE_SPANS,
+    (_RESOURCE, 1): _KV,
+    (_SCOPE_SPANS, 1): _SCOPE, (_SCOPE_SPANS, 2): _SPAN,
+    (_SCOPE, 3): _KV,
+    (_SPAN, 9): _KV, (_SPAN, 11): _EVENT, (_SPAN, 13): _LINK,
+    (_EVENT, 3): _KV, (_LINK, 4): _KV,
+    (_KV, 2): _ANY, (_ANY, 5): _ARRAY, (_ANY, 6): _KVLIST,
+    (_ARRAY, 1): _ANY, (_KVLIST, 1): _KV,
+}
+#: which bound each counted kind is held to
+_COUNTED = {_SPAN: "max_spans", _RESOURCE_SPANS: "max_blocks", _SCOPE_SPANS: "max_blocks",
+            _KV: "max_attributes", _EVENT: "max_events", _LINK: "max_links"}
+#: the walk lets the event loop's thread have the GIL this often (fields): a walk in a
+#: worker thread then delays the loop by well under a millisecond, not by the 5 ms
+#: switch interval each time
+_YIELD_EVERY = 1_000
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The bounds of one export request (see the module's table)."""
+
+    max_spans: int = 50_000
+    max_blocks: int = 10_000
+    max_attributes: int = 500_000
+    max_events: int = 100_000
+    max_links: int = 100_000
+    max_depth: int = 32
+    max_fields: int = 2_000_000
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            if getattr(self, f.name) < 1:
+                raise ValueError(f"{f.name}: at least 1")
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+
+class OverLimit(ValueError):
+    """The request holds more than a bound allows: ``limit`` names the bound (the metric's
+    label, without ``max_``), the message says how much was found."""
+
+    def __init__(self, limit: str, bound: int, what: str) -> None:
+        super().__init__(f"the request holds more than {bound} {what} ({limit}: "
+                         "split the export into smaller requests)")
+        self.limit = limit.removeprefix("max_")
+
+
+class Malformed(ValueError):
+    """The bytes are not protobuf's wire format (protobuf itself would refuse them)."""
+
+
+_WHAT = {"max_spans": "spans", "max_blocks": "resource or scope blocks",
+         "max_attributes": "attributes", "max_events": "span events",
+         "max_links": "span links", "max_depth": "levels of nesting",
+         "max_fields": "protobuf fields"}
+
+
+def _over(limits: Limits, name: str) -> OverLimit:
+    return OverLimit(name, getattr(limits, name), _WHAT[name])
+
+
+def scan_protobuf(buf: bytes, limits: Limits) -> dict[str, int]:
+    """Walk an ``ExportTraceServiceRequest``'s wire format; the count of each bound's
+    items, or :class:`OverLimit` at the first bound passed, or :class:`Malformed`."""
+    try:
+        return _walk(buf, limits)
+    except IndexError:
+        raise Malformed("the wire format is cut short") from None
+
+
+def _walk(buf: bytes, limits: Limits) -> dict[str, int]:
+    # One flat loop with an explicit stack (no recursion: depth is a bound, not a crash);
+    # varints decoded inline, the one-byte case first: this loop is the whole cost.
+    caps = {kind: getattr(limits, name) for kind, name in _COUNTED.items()}
+    counts = dict.fromkeys(caps, 0)
+    blocks = 0
+    stack: list[tuple[int, int]] = []
+    pos, end, kind, walked, size = 0, len(buf), _REQUEST, 0, len(buf)
+    max_fields, max_depth, nested = limits.max_fields, limits.max_depth, _NESTED
+    while True:
+        if pos >= end:
+            if pos > end:
+                raise Malformed("a field runs past the end of its message")
+            if not stack:
+                break
+            end, kind = stack.pop()
+            continue
+        tag = buf[pos]
+        pos += 1
+        if tag >= 0x80:
+            tag, pos = _varint_rest(buf, pos, tag)
+        walked += 1
+        if walked > max_fields:
+            raise _over(limits, "max_fields")
+        if walked % _YIELD_EVERY == 0:
+            time.sleep(0)  # let the event loop's thread run (see _YIELD_EVERY)
+        wire_type = tag & 7
+        if wire_type == 2:
+            length = buf[pos]
+            pos += 1
+            if length >= 0x80:
+                length, pos = _varint_rest(buf, pos, length)
+            child = nested.get((kind, tag >> 3))
+            if child is None:
+                pos += length
+                continue
+            if child in counts:
+                counts[child] += 1
+                if child in (_RESOURCE_SPANS, _SCOPE_SPANS):
+                    blocks += 1
+                    if blocks > limits.max_blocks:
+                        raise _over(limits, "max_blocks")
+                elif counts[child] > caps[child]:
+                    raise _over(limits, _COUNTED[child])
+            if len(stack) >= max_depth:
+                raise _over(limits, "max_depth")
+            stack.append((end, kind))
+            end, kind = pos + length, child
+            if end > size:
+                raise Malformed("a message runs past the end of the body")
+        elif wire_type == 0:
+            while buf[pos] >= 0x80:
+                pos += 1
+            pos += 1
+        elif wire_type == 1:
+            pos += 8
+        elif wire_type == 5:
+            pos += 4
+        else:
+            raise Malformed(f"wire type {wire_type} is not protobuf's")
+    out = {_COUNTED[k]: n for k, n in counts.items() if k not in (_RESOURCE_SPANS,
+                                                                   _SCOPE_SPANS)}
+    return {**out, "max_blocks": blocks, "max_fields": walked}
+
+
+def _varint_rest(buf: bytes, pos: int, first: int) -> tuple[int, int]:
+    """A varint whose first byte (``first``, continuation bit set) was read."""
+    value, shift = first & 0x7F, 7
+    while True:
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+        if shift > 63:
+            raise Malformed("a varint longer than ten bytes")
+
+
+def check_json_size(body: bytes, limits: Limits) -> None:
+    """Before ``json.loads``: at most ``max_fields`` strings, objects and arrays (counted
+    by their opening bytes, in C: a bound on the Python objects the parse can make)."""
+    found = body.count(b'"') // 2 + body.count(b"{") + body.count(b"[")
+    if found > limits.max_fields:
+        raise OverLimit("max_fields", limits.max_fields, "JSON strings, objects and arrays")
+
+
+def count_message(request: Any, limits: Limits) -> dict[str, int]:
+    """The same counts for a decoded request (the JSON path: what ``json_format``
+    built), or :class:`OverLimit`."""
+    return scan_protobuf(request.SerializeToString(), limits)
+
+
+__all__ = ["Limits", "Malformed", "OverLimit", "check_json_size", "count_message",
+           "scan_protobuf"]
