@@ -1,7 +1,7 @@
 """Real OpenTelemetry instrumentation exporting to the receiver, end to end on loopback:
 pydantic-ai's own instrumentation of an agent run (a test model, no network), and
 ``opentelemetry-instrumentation-openai-v2`` around the ``openai`` client calling a local
-OpenAI-compatible server (answers built with the openai library's own types). Spans go
+OpenAI-compatible server (tests/integrations/support.py: the openai library's own types). Spans go
 out through the SDK's BatchSpanProcessor and OTLP/HTTP exporter, as in a deployment.
 Each call is counted, and the facts that landed are held to what happened (issue 32)."""
 
@@ -9,20 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from tests.client.helpers import DEAD_URL
+from tests.integrations.support import provider_app
 from tests.otlp.support import RunningReceiver, running_receiver, spooled_facts
 from tests.proxy.support import new_agent
 from tests.support import missing, serving
@@ -92,29 +91,6 @@ async def test_pydantic_ai_runs_that_succeed_and_raise(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- openai-v2
 
-def completion(model: str) -> dict[str, Any]:
-    """A chat completion as the openai library's own types write it."""
-    from openai.types import CompletionUsage
-    from openai.types.chat import ChatCompletion, ChatCompletionMessage
-    from openai.types.chat.chat_completion import Choice
-
-    return ChatCompletion(
-        id="chatcmpl-local", object="chat.completion", created=int(time.time()), model=model,
-        choices=[Choice(index=0, finish_reason="stop",
-                        message=ChatCompletionMessage(role="assistant", content="42"))],
-        usage=CompletionUsage(prompt_tokens=7, completion_tokens=1, total_tokens=8),
-    ).model_dump(mode="json", exclude_none=True)
-
-
-async def _chat(request: web.Request) -> web.Response:
-    """An OpenAI-compatible ``/v1/chat/completions``: model ``broken`` answers 500."""
-    model = (await request.json())["model"]
-    if model == "broken":
-        return web.json_response({"error": {"message": "the model is down",
-                                            "type": "server_error"}}, status=500)
-    return web.json_response(completion(model))
-
-
 @contextmanager
 def openai_instrumented(provider: TracerProvider) -> Iterator[None]:
     try:
@@ -137,9 +113,7 @@ async def test_an_llm_client_alone_reports_nothing_and_an_agent_span_around_it_d
     per call — answered, answered with an error status, or not answered at all."""
     import openai
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", _chat)
-    async with serving(app) as model_url, exporting(tmp_path) as (r, provider):
+    async with serving(provider_app()) as model_url, exporting(tmp_path) as (r, provider):
         with openai_instrumented(provider):
             up = openai.AsyncOpenAI(base_url=model_url + "/v1", api_key="x", max_retries=0)
             down = openai.AsyncOpenAI(base_url=DEAD_URL + "/v1", api_key="x", max_retries=0)
@@ -147,7 +121,7 @@ async def test_an_llm_client_alone_reports_nothing_and_an_agent_span_around_it_d
             alone = await up.chat.completions.create(model="gpt-local", messages=messages)
             assert alone.choices[0].message.content == "42"
             tracer = provider.get_tracer("a-gateway")
-            for client, model in ((up, "gpt-local"), (up, "broken"), (down, "gpt-local")):
+            for client, model in ((up, "gpt-local"), (up, "status-500"), (down, "gpt-local")):
                 # the docs' recipe, as written there (the error is the caller's business)
                 with contextlib.suppress(openai.APIError), tracer.start_as_current_span(
                         "invoke_agent Math Tutor", kind=trace.SpanKind.CLIENT,
