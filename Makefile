@@ -28,8 +28,8 @@ demo: $(STAMP)           ## a bureau with 30-second epochs under ./.bureau-demo:
 test: $(STAMP)           ## the whole test suite (real PostgreSQL, real HTTP)
 	$(BIN)/python -m pytest
 
-test-fast: $(STAMP)      ## everything but the multi-process and crash tests
-	$(BIN)/python -m pytest -m "not slow"
+test-fast: $(STAMP)      ## everything but the multi-process and crash tests and the third-party servers
+	$(BIN)/python -m pytest -m "not slow and not thirdparty"
 
 lint: $(STAMP)
 	$(BIN)/ruff check bureau reporters tests bench ops

@@ -54,7 +54,13 @@ from reporters.integrations.litellm_config import (
     config_from_mapping,
     read_config,
 )
-from reporters.integrations.litellm_facts import Attempt, attempt, attempt_from_record, derive
+from reporters.integrations.litellm_facts import (
+    Attempt,
+    attempt,
+    attempt_from_record,
+    derive,
+    fallback_attempt,
+)
 from reporters.integrations.litellm_metrics import METRICS
 from reporters.integrations.worker_spools import WorkerSpools
 
@@ -71,7 +77,7 @@ _WARN_EVERY = 60.0
 @dataclass
 class _Event:
     trace: str
-    #: None: LiteLLM gave up on the trace (its fallback-failed hook)
+    #: None, or a fallback LiteLLM did not log: LiteLLM gave up on the trace
     attempt: Attempt | None
 
 
@@ -133,10 +139,16 @@ class BureauLogger(CustomLogger):
     async def log_failure_fallback_event(self, original_model_group: str,
                                          kwargs: dict[str, Any],
                                          original_exception: Exception) -> None:
-        """LiteLLM tried every fallback and gave up: the trace is over."""
-        trace = kwargs.get("litellm_trace_id")
-        if isinstance(trace, str):
-            self._enqueue(_Event(trace, None))
+        """LiteLLM tried every fallback and gave up: the trace is over. LiteLLM's proxy
+        logs no failure event for the last fallback's own attempt (1.108): it makes no
+        fact — nothing says how it failed — but it was a switch to another agent, which
+        the request's earlier attempts' ``derived`` must say."""
+        try:
+            trace = kwargs.get("litellm_trace_id")
+            if isinstance(trace, str):
+                self._enqueue(_Event(trace, fallback_attempt(kwargs, self.config)))
+        except Exception:
+            log.exception("could not settle a LiteLLM request")
 
     # ------------------------------------------------------------------ the call's side
 
@@ -259,13 +271,17 @@ class BureauLogger(CustomLogger):
         room = self._room(reporter)
         settled: list[tuple[Attempt, str | None]] = []
         for event in batch:
-            if event.attempt is not None:
-                event.attempt.dropped = room <= 0
-                if event.attempt.dropped:
-                    self._drop("spool_full")
-                room -= 1
-                self._traces.setdefault(event.trace, []).append(event.attempt)
-            if event.attempt is None or event.attempt.satisfactory:
+            if event.attempt is None or event.attempt.dropped:  # LiteLLM gave up
+                if event.attempt is not None and event.trace in self._traces:
+                    self._traces[event.trace].append(event.attempt)
+                settled += self._settle(event.trace)
+                continue
+            event.attempt.dropped = room <= 0
+            if event.attempt.dropped:
+                self._drop("spool_full")
+            room -= 1
+            self._traces.setdefault(event.trace, []).append(event.attempt)
+            if event.attempt.satisfactory:
                 settled += self._settle(event.trace)
         if quiet:
             now = time.time()

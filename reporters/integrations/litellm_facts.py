@@ -153,11 +153,35 @@ def attempt(kwargs: Mapping[str, Any], success: bool,
         "latency_ms": max(0, round((end - start) * 1000)) if answered else None,
         "well_formed": True if success else None,
         "claimed": None if success or not answered else claimed(status)}
-    # LiteLLM's own id of the attempt: the payload's ``id`` is the provider's response id
-    # when there is one, which a provider may well repeat
-    call_id = _UNSAFE.sub("-", str(kwargs.get("litellm_call_id") or payload.get("id")))
+    call_id = str(kwargs.get("litellm_call_id") or payload.get("id"))
     trace = str(payload.get("trace_id") or call_id)
-    return trace, Attempt(f"litellm:{call_id}"[:128], agent, fields, success, time.time())
+    return trace, Attempt(interaction(call_id, payload), agent, fields, success, time.time())
+
+
+def fallback_attempt(kwargs: Mapping[str, Any], config: LiteLLMConfig) -> Attempt | None:
+    """The last fallback of a request LiteLLM gave up on, from its fallback-failed hook's
+    arguments (which name the fallback's deployment, never how it failed): an attempt
+    that is never written (``dropped``), there for its trace's ``derived``; None when
+    the fallback's deployment is not mapped."""
+    metadata = kwargs.get("metadata") or {}
+    model_info = metadata.get("model_info") or {}
+    agent = subject({"model_id": model_info.get("id") if isinstance(model_info, Mapping)
+                     else None, "model_group": metadata.get("model_group") or kwargs.get("model"),
+                     "model": metadata.get("deployment")}, config.deployments)
+    if agent is None:
+        return None
+    return Attempt("", agent, {}, False, time.time(), dropped=True)
+
+
+def interaction(call_id: str, payload: Mapping[str, Any]) -> str:
+    """``litellm:<call id>:<deployment>:<start, µs>``. LiteLLM's proxy gives a request one
+    call id, shared by its retries and fallbacks; the deployment and the attempt's start
+    tell its attempts apart (the payload's ``id`` will not: for a success it is the
+    provider's response id, which a provider may repeat)."""
+    deployment = payload.get("model_id") or \
+        f"{payload.get('custom_llm_provider')}/{payload.get('model')}"
+    start = round(float(payload.get("startTime") or 0) * 1_000_000)
+    return _UNSAFE.sub("-", f"litellm:{call_id[:64]}:{str(deployment)[:16]}:{start}")[:128]
 
 
 def derive(attempts: list[Attempt]) -> list[str | None]:
@@ -184,4 +208,4 @@ def derive(attempts: list[Attempt]) -> list[str | None]:
 
 
 __all__ = ["Attempt", "attempt", "attempt_from_record", "caller", "claimed", "derive",
-           "reached", "subject"]
+           "fallback_attempt", "interaction", "reached", "subject"]

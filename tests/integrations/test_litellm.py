@@ -109,6 +109,27 @@ async def test_a_fallback_is_a_switch_and_the_caller_comes_from_the_virtual_key(
     assert len({f["interaction"] for f in (first, retry, backup)}) == 3
 
 
+async def test_attempts_sharing_the_requests_call_id_are_told_apart(tmp_path: Path) -> None:
+    """LiteLLM's proxy gives a request one call id, which its fallbacks share (and a
+    provider may repeat a response id): each attempt is still its own interaction."""
+    router = litellm.Router(model_list=[
+        {"model_name": "primary", "model_info": {"id": "dep-primary"},
+         "litellm_params": {"model": "openai/a", "api_key": "x",
+                            "mock_response": "litellm.RateLimitError"}},
+        {"model_name": "backup", "litellm_params": {"model": "openai/b", "api_key": "x",
+                                                    "mock_response": "42"}},
+    ], fallbacks=[{"primary": ["backup"]}], num_retries=0)
+    async with installed(tmp_path, settle_seconds=300):
+        await router.acompletion(model="primary", messages=MESSAGES,
+                                 litellm_call_id="one-call-id-for-the-request")
+        await reported(lambda: len(worker_facts(tmp_path / "spool")) == 2)
+    switched, answered = worker_facts(tmp_path / "spool")
+    assert switched["interaction"] != answered["interaction"]
+    assert all(f["interaction"].startswith("litellm:one-call-id-for-the-request:")
+               for f in (switched, answered))
+    assert (switched["derived"], answered["well_formed"]) == ("SWITCHED_AGENT", True)
+
+
 async def test_a_retry_that_succeeds_is_retry_accepted(tmp_path: Path) -> None:
     trace = "trace-retry-1"
     async with installed(tmp_path, settle_seconds=300):

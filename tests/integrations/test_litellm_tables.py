@@ -24,6 +24,7 @@ from litellm.integrations.custom_logger import CustomLogger
 
 from reporters import save_key, wire
 from reporters.integrations.litellm import BureauLogger, LiteLLMConfig, config_from_mapping
+from reporters.integrations.litellm_facts import interaction
 from reporters.integrations.litellm_metrics import METRICS
 from tests.client.helpers import DEAD_URL
 from tests.docs.test_docs import _table_rows
@@ -61,7 +62,8 @@ class Recorder(CustomLogger):
         self._keep(kwargs)
 
     def _keep(self, kwargs: Any) -> None:
-        self.payloads[f"litellm:{kwargs['litellm_call_id']}"] = kwargs["standard_logging_object"]
+        payload = kwargs["standard_logging_object"]
+        self.payloads[interaction(kwargs["litellm_call_id"], payload)] = payload
 
 
 @dataclass
@@ -148,15 +150,21 @@ async def test_what_an_attempt_says(tmp_path: Path, row: list[str]) -> None:
         assert fact["latency_ms"] == (None if latency is None else own)
 
 
-async def _fell_back(provider: str) -> None:
+async def _fell_back(provider: str, backup: str = "ok") -> None:
     router = litellm.Router(model_list=[
         {"model_name": "primary", "litellm_params": {
             "model": "openai/status-503", "api_base": provider, "api_key": "x",
             "max_retries": 0}},
         {"model_name": "backup", "litellm_params": {
-            "model": "openai/ok", "api_base": provider, "api_key": "x"}}],
+            "model": f"openai/{backup}", "api_base": provider, "api_key": "x",
+            "max_retries": 0}}],
         fallbacks=[{"primary": ["backup"]}], num_retries=0)
-    await router.acompletion(model="primary", messages=MESSAGES)
+    with contextlib.suppress(openai.OpenAIError):
+        await router.acompletion(model="primary", messages=MESSAGES)
+
+
+async def _fell_back_in_vain(provider: str) -> None:
+    await _fell_back(provider, backup="status-429")
 
 
 async def _retried(provider: str) -> None:
@@ -169,23 +177,26 @@ async def _gave_up(provider: str) -> None:
     await call(provider, "status-500", litellm_trace_id="trace-gave-up")
 
 
-#: the first cell of each row of the derived table -> (how, attempts, the thread's head)
+#: the first cell of each row of the derived table -> the ways to make it happen:
+#: (how, attempts LiteLLM logs)
 DERIVED_CASES = {
-    "fell back to another agent": (_fell_back, 2, AGENT),
-    "retried the same agent, and a retry succeeded": (_retried, 2, AGENT),
-    "gave up": (_gave_up, 1, AGENT),
+    "fell back to another agent": [(_fell_back, 2), (_fell_back_in_vain, 2)],
+    "retried the same agent, and a retry succeeded": [(_retried, 2)],
+    "gave up": [(_gave_up, 1)],
 }
 
 
-@pytest.mark.parametrize("row", DERIVED, ids=[r[0] for r in DERIVED])
-async def test_what_litellm_did_next(tmp_path: Path, row: list[str]) -> None:
-    how, attempts, head = DERIVED_CASES[row[0]]
+@pytest.mark.parametrize(("row", "case"), [(row, n) for row in DERIVED
+                                           for n in range(len(DERIVED_CASES[row[0]]))],
+                         ids=lambda x: x[0] if isinstance(x, list) else str(x))
+async def test_what_litellm_did_next(tmp_path: Path, row: list[str], case: int) -> None:
+    how, attempts = DERIVED_CASES[row[0]][case]
     async with plugin(tmp_path) as running:
         await how(running.provider)
         await running.logged(attempts)
     facts = worker_facts(tmp_path / "spool")
     assert len(facts) == attempts
-    first = min((f for f in facts if f["subject"] == head),
+    first = min((f for f in facts if f["subject"] == AGENT),
                 key=lambda f: running.recorder.payloads[f["interaction"]]["startTime"])
     assert first["derived"] == _cell(row[1])
     assert all(f["derived"] is None for f in facts if f is not first)
