@@ -80,22 +80,23 @@ def model(name: str, **params: Any) -> dict[str, Any]:
 
 @asynccontextmanager
 async def running_litellm(tmp: Path, models: list[dict[str, Any]],
-                          plugin: Mapping[str, Any], *, workers: int = 1,
+                          plugin: Mapping[str, Any] | None, *, workers: int = 1,
                           router: Mapping[str, Any] | None = None,
                           prometheus: bool = False) -> AsyncIterator[RunningLiteLLM]:
     """A LiteLLM proxy with ``models``, the master key, the plugin configured by
-    ``plugin`` (its TOML fields, as a mapping; written as JSON) and ``workers`` worker
-    processes; stopped (SIGTERM, then SIGKILL) at the end."""
+    ``plugin`` (its TOML fields, as a mapping; written as JSON; None: no plugin) and
+    ``workers`` worker processes; stopped (SIGTERM, then SIGKILL) at the end."""
     command = litellm_command()
-    settings: dict[str, Any] = {"callbacks": [PLUGIN]}
+    callbacks = [PLUGIN] if plugin is not None else []
+    settings: dict[str, Any] = {"callbacks": callbacks}
     if prometheus:  # /metrics, open to a scraper on loopback (bureau status --spool)
-        settings.update(callbacks=[PLUGIN, "prometheus"],
+        settings.update(callbacks=[*callbacks, "prometheus"],
                         require_auth_for_metrics_endpoint=False)
     config = {"model_list": models, "litellm_settings": settings,
               "router_settings": {"num_retries": 0, **(router or {})},
               "general_settings": {"master_key": MASTER_KEY}}
     (tmp / "config.yaml").write_text(_yaml(config))
-    (tmp / "bureau.json").write_text(json.dumps(plugin))
+    (tmp / "bureau.json").write_text(json.dumps(plugin or {}))
     port, log = free_port(), tmp / "litellm.log"
     env = {**os.environ, "BUREAU_LITELLM_CONFIG": str(tmp / "bureau.json"),
            "LITELLM_LOCAL_MODEL_COST_MAP": "True", "NO_DOCS": "True"}
@@ -111,8 +112,8 @@ async def running_litellm(tmp: Path, models: list[dict[str, Any]],
              # and a LiteLLM worker starting on a loaded machine can take longer
              *(["--timeout_worker_healthcheck", "120"] if workers > 1 else [])],
             cwd=tmp, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
-    running = RunningLiteLLM(f"http://127.0.0.1:{port}", tmp / str(plugin["spool_dir"]),
-                             proc, log)
+    running = RunningLiteLLM(f"http://127.0.0.1:{port}",
+                             tmp / str((plugin or {}).get("spool_dir", "spool")), proc, log)
     try:
         await _ready(running)
         yield running

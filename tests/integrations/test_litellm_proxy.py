@@ -87,10 +87,10 @@ async def test_two_workers_every_attempt_lands_as_one_fact(
         # calls at once until both workers have taken one (each takes its spool at its
         # first event): the kernel chooses the worker of each connection
         while len(list(proxy.spool_dir.glob("worker-*"))) < 2:
-            assert made["good"] < 200, "one worker took every call"
-            answers = await asyncio.gather(*(ask(llm, "good") for _ in range(8)))
-            assert answers == ["42"] * 8
-            made["good"] += 8
+            assert made["good"] < 400, "one worker took every call"
+            answers = await asyncio.gather(*(ask(llm, "good") for _ in range(16)))
+            assert answers == ["42"] * 16
+            made["good"] += 16
         assert await ask(llm, "refused") == "500"  # LiteLLM's own answer to the caller
         assert await ask(llm, "primary") == "42"  # 429, then the fallback answers
         assert await ask(llm, "doomed") == "429"  # 429, and the fallback is refused
