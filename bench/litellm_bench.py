@@ -2,24 +2,26 @@
 bureau is away"). Target: a call's latency with the bureau stopped and the plugin's
 spool full within 1 ms (p50) of the same call with the bureau up.
 
-Three real LiteLLM proxies run at once (``litellm --config``, one worker each, models
-answering with LiteLLM's ``mock_response``), called with the ``openai`` client:
+One real LiteLLM proxy with the plugin loaded (``litellm --config``, one worker, models
+answering with LiteLLM's ``mock_response``), its bureau a real ``bureau serve`` on the
+embedded PostgreSQL, called with the ``openai`` client one call at a time, in blocks:
 
-* **up** — the plugin loaded, its bureau a real ``bureau serve`` (embedded PostgreSQL)
-  that takes every fact;
-* **stopped, full** — the plugin loaded, its bureau URL a port nothing listens on, and
-  its spool filled to ``max_spooled`` (``--fill``) before the clock starts: every fact
-  is dropped and counted;
-* **no plugin** — the anchor: the same proxy without the plugin.
+* **up** — the bureau running and the spool drained: every fact is delivered while the
+  calls go on;
+* **stopped, full** — the bureau stopped, then the spool filled to ``max_spooled``
+  (``--fill``) by calls made before the clock starts: every fact is dropped and counted.
 
-Calls alternate between the three (the order rotating each round), one at a time, so
-all three see the same load. Two calls: one the deployment answers, and one whose
-fallback fails too (primary and backup both refuse with a 429: the path where LiteLLM
-awaits the plugin's failure and fallback-failed hooks inline, and where a call used to
-hang while the bureau was away). At the end the bench checks that "up" delivered one
-fact per attempt and "stopped, full" kept no more than its spool holds.
+The blocks alternate (``--cycles`` of each, the bureau restarted on the same port
+between them), so that both states are measured in the same process, under the same
+load: two proxies differ from each other by more than the 1 ms asked about. A second
+proxy without the plugin, called alternately with the first, is printed for scale.
 
-    python bench/litellm_bench.py [--calls 300] [--fill 200]
+Two calls: one the deployment answers, and one whose fallback fails too (primary and
+backup both refuse with a 429: the path where LiteLLM awaits the plugin's failure and
+fallback-failed hooks inline, and where a call used to hang while the bureau was away).
+At the end: every fact of the "up" blocks is in the bureau's ledger.
+
+    python bench/litellm_bench.py [--calls 300] [--cycles 3] [--fill 100]
 """
 
 from __future__ import annotations
@@ -32,19 +34,18 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import nacl.signing
 import openai
 from intake_bench import bench_bureau
 
 from reporters import generate_key, key_id, save_key
 from tests.integrations import litellm_proxy as lp
 from tests.integrations.support import MESSAGES, worker_facts
-from tests.processes import free_port
+from tests.processes import ServeProcess
 from tests.proxy.support import ledger_facts
 
 AGENT = key_id(generate_key())
@@ -52,7 +53,10 @@ MODELS = [lp.model("good", mock_response="42"),
           *(lp.model(name, mock_response="litellm.RateLimitError")
             for name in ("primary", "backup"))]
 ROUTER = {"fallbacks": [{"primary": ["backup"]}]}
+#: model group -> what its call is; each makes one attempt LiteLLM logs (the proxy logs
+#: no event for the backup's own failure)
 KINDS = {"good": "answered", "primary": "fallback fails too"}
+STATES = ("up", "stopped, full")
 
 
 async def call(llm: openai.AsyncOpenAI, group: str) -> float:
@@ -62,34 +66,52 @@ async def call(llm: openai.AsyncOpenAI, group: str) -> float:
     return time.perf_counter() - started
 
 
-@contextlib.asynccontextmanager
-async def proxies(home: Path, bureau_url: str, fill: int, key: nacl.signing.SigningKey
-                  ) -> AsyncIterator[dict[str, lp.RunningLiteLLM]]:
-    """The three proxies; the plugins sign with ``key`` (registered at the bureau)."""
-    def plugin(where: str, url: str, **more: object) -> dict[str, object]:
-        save_key(key, home / where / "r.key")
-        return {"bureau_url": url, "key_file": "r.key", "spool_dir": "spool",
-                "deployments": {"good": AGENT, "primary": AGENT, "backup": AGENT}, **more}
-
-    for where in ("up", "down", "bare"):
-        (home / where).mkdir()
-    dead = f"http://127.0.0.1:{free_port()}"
-    async with contextlib.AsyncExitStack() as stack:
-        # started at once: each takes tens of seconds on a loaded machine
-        started = await asyncio.gather(
-            stack.enter_async_context(lp.running_litellm(
-                home / "up", MODELS, plugin("up", bureau_url), router=ROUTER)),
-            stack.enter_async_context(lp.running_litellm(
-                home / "down", MODELS, plugin("down", dead, max_spooled=fill),
-                router=ROUTER)),
-            stack.enter_async_context(lp.running_litellm(
-                home / "bare", MODELS, None, router=ROUTER)))
-        yield dict(zip(("up", "stopped, full", "no plugin"), started, strict=True))
-
-
 def client(proxy: lp.RunningLiteLLM) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(base_url=proxy.url + "/v1", api_key=lp.MASTER_KEY,
                               max_retries=0, timeout=60)
+
+
+async def wait(what: str, check: Callable[[], bool], timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError(what)
+        await asyncio.sleep(0.05)
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace, server: ServeProcess,
+                 plugin: lp.RunningLiteLLM, bare: lp.RunningLiteLLM) -> None:
+        self.args, self.server, self.spool = args, server, plugin.spool_dir
+        self.plugin, self.bare = client(plugin), client(bare)
+        self.latencies: dict[tuple[str, str], list[float]] = {
+            (state, group): [] for state in (*STATES, "no plugin") for group in KINDS}
+        #: facts the bureau should end with: every attempt but the dropped ones
+        self.kept = 0
+
+    async def block(self, state: str, n: int) -> None:
+        for i in range(n):
+            for group in KINDS:
+                pair = [(state, self.plugin), ("no plugin", self.bare)]
+                for name, llm in pair[i % 2:] + pair[:i % 2]:
+                    self.latencies[name, group].append(await call(llm, group))
+        if state == "up":
+            self.kept += n * len(KINDS)
+
+    async def stop_and_fill(self) -> None:
+        """The bureau stopped, and the spool filled to max_spooled (and one more)."""
+        self.server.stop()
+        left = len(worker_facts(self.spool))  # facts of the "up" block not yet delivered
+        while len(worker_facts(self.spool)) < self.args.fill:
+            await call(self.plugin, "good")
+        await call(self.plugin, "good")  # dropped
+        await wait("the spool to be full", lambda: len(worker_facts(self.spool)) == self.args.fill)
+        self.kept += self.args.fill - left
+
+    async def restart_and_drain(self) -> None:
+        if self.server.proc is None or self.server.proc.poll() is not None:
+            await self.server.start()  # on the same port
+        await wait("the spool to drain", lambda: not worker_facts(self.spool))
 
 
 async def measure(args: argparse.Namespace) -> None:
@@ -97,67 +119,70 @@ async def measure(args: argparse.Namespace) -> None:
     async with bench_bureau(key, workers=1) as (server, database_url):
         with tempfile.TemporaryDirectory(prefix="litellm-bench-") as tmp:
             home = Path(tmp)
-            async with proxies(home, server.url, args.fill, key) as running:
-                await run(args, running, database_url, key_id(key))
+            for where in ("plugin", "bare"):
+                (home / where).mkdir()
+            save_key(key, home / "plugin" / "r.key")
+            config = {"bureau_url": server.url, "key_file": "r.key", "spool_dir": "spool",
+                      "max_spooled": args.fill,
+                      "deployments": {"good": AGENT, "primary": AGENT, "backup": AGENT}}
+            async with contextlib.AsyncExitStack() as stack:
+                # started at once: each takes tens of seconds on a loaded machine
+                plugin, bare = await asyncio.gather(
+                    stack.enter_async_context(lp.running_litellm(
+                        home / "plugin", MODELS, config, router=ROUTER)),
+                    stack.enter_async_context(lp.running_litellm(
+                        home / "bare", MODELS, None, router=ROUTER)))
+                bench = Bench(args, server, plugin, bare)
+                await run(args, bench)
+                landed = len(await ledger_facts(database_url, key_id(key)))
+            report(args, bench, landed)
 
 
-async def run(args: argparse.Namespace, running: dict[str, lp.RunningLiteLLM],
-              database_url: str, reporter: str) -> None:
-    clients = {name: client(proxy) for name, proxy in running.items()}
-    down = running["stopped, full"]
-    llm = clients["stopped, full"]
-    for _ in range(args.fill):  # fill the spool (its bureau is not there)
-        await call(llm, "good")
-    await call(llm, "good")  # and one more, dropped
-    deadline = time.monotonic() + 60
-    while len(worker_facts(down.spool_dir)) < args.fill and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    assert len(worker_facts(down.spool_dir)) == args.fill, "the spool did not fill"
+async def run(args: argparse.Namespace, bench: Bench) -> None:
     for _ in range(args.warmup):
-        for c in clients.values():
-            for group in KINDS:
-                await call(c, group)
-    latencies: dict[tuple[str, str], list[float]] = {(n, g): [] for n in clients
-                                                     for g in KINDS}
-    names = list(clients)
-    for i in range(args.calls):
-        order = names[i % len(names):] + names[:i % len(names)]
         for group in KINDS:
-            for name in order:
-                latencies[name, group].append(await call(clients[name], group))
-    for c in clients.values():
-        await c.close()
-    print(f"LiteLLM proxy, 1 worker each, openai client, one call at a time, {args.calls} "
-          f"calls of each kind per proxy, alternating; load average "
+            await call(bench.plugin, group)
+            await call(bench.bare, group)
+    bench.kept += args.warmup * len(KINDS)
+    per_block = max(1, args.calls // args.cycles)
+    for _ in range(args.cycles):
+        await bench.restart_and_drain()
+        await bench.block("up", per_block)
+        await bench.stop_and_fill()
+        await bench.block("stopped, full", per_block)
+    await bench.restart_and_drain()  # the "up" blocks' facts, all delivered
+    await bench.plugin.close()
+    await bench.bare.close()
+
+
+def report(args: argparse.Namespace, bench: Bench, landed: int) -> None:
+    per_block = max(1, args.calls // args.cycles)
+    print(f"LiteLLM proxy with the plugin, 1 worker, openai client, one call at a time: "
+          f"{args.cycles} blocks of {per_block} calls of each kind per state, alternating "
+          f"(max_spooled {args.fill}); load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for group, kind in KINDS.items():
         print(f"\n{kind}:")
         p50s = {}
-        for name in names:
-            ms = sorted(x * 1000 for x in latencies[name, group])
+        for name in (*STATES, "no plugin"):
+            ms = sorted(x * 1000 for x in bench.latencies[name, group])
             p50s[name] = statistics.median(ms)
             p99 = ms[min(len(ms) - 1, int(len(ms) * 0.99))]
-            print(f"  {name:<16} p50 {p50s[name]:7.2f} ms   p99 {p99:7.2f} ms")
-        diff = p50s["stopped, full"] - p50s["up"]
-        print(f"  stopped, full - up: p50 {diff:+.2f} ms (target: within 1 ms); "
-              f"the plugin itself (up - no plugin): p50 {p50s['up'] - p50s['no plugin']:+.2f} ms")
-    attempts = (args.warmup + args.calls) * 2  # "good" 1, "primary" 1 logged attempt
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        landed = len(await ledger_facts(database_url, reporter))
-        if landed >= attempts:
-            break
-        await asyncio.sleep(0.2)
-    print(f"\nfacts: up {landed} of {attempts} attempts in the bureau's ledger; stopped, "
-          f"full: {len(worker_facts(down.spool_dir))} spooled (max_spooled {args.fill}), "
-          f"the rest dropped and counted")
+            label = name if name != "no plugin" else "no plugin (another process, for scale)"
+            print(f"  {label:<40} p50 {p50s[name]:7.2f} ms   p99 {p99:7.2f} ms")
+        print(f"  stopped, full - up: p50 {p50s['stopped, full'] - p50s['up']:+.2f} ms "
+              f"(target: within 1 ms)")
+    print(f"\nfacts: {landed} of {bench.kept} in the bureau's ledger (every attempt made "
+          f"while the spool had room; those made while it was full were dropped and counted)")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--calls", type=int, default=300, help="calls of each kind per proxy")
-    ap.add_argument("--fill", type=int, default=200, help="max_spooled of the stopped one")
+    ap.add_argument("--calls", type=int, default=300,
+                    help="calls of each kind in each state, over all cycles")
+    ap.add_argument("--cycles", type=int, default=3, help="blocks of each state")
+    ap.add_argument("--fill", type=int, default=100, help="the plugin's max_spooled")
     ap.add_argument("--warmup", type=int, default=10)
     args = ap.parse_args()
     try:
