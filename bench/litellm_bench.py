@@ -19,7 +19,7 @@ proxy without the plugin, called alternately with the first, is printed for scal
 Two calls: one the deployment answers, and one whose fallback fails too (primary and
 backup both refuse with a 429: the path where LiteLLM awaits the plugin's failure and
 fallback-failed hooks inline, and where a call used to hang while the bureau was away).
-At the end: every fact of the "up" blocks is in the bureau's ledger.
+At the end every fact kept is in the bureau's ledger, or the bench exits 1.
 
     python bench/litellm_bench.py [--calls 300] [--cycles 10] [--fill 30]
 """
@@ -186,6 +186,9 @@ def report(args: argparse.Namespace, bench: Bench, landed: int) -> None:
               f"{paired['stopped, full'] - paired['up']:+.2f} ms")
     print(f"\nfacts: {landed} of {bench.kept} in the bureau's ledger (every attempt made "
           f"while the spool had room; those made while it was full were dropped and counted)")
+    if landed != bench.kept:
+        sys.exit("not every fact kept reached the bureau")
+    print("every fact kept is in the bureau's ledger")
 
 
 def main() -> None:
