@@ -12,6 +12,10 @@ import pytest
 
 from tests.support import BureauUnderTest, fresh_database, start_bureau
 
+# LiteLLM (imported by the tests that read every module, and by tests/integrations) reads
+# its model cost map from its package, not from the network.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
 
 @pytest.fixture(scope="session")
 def pg_server_url() -> Iterator[str]:
