@@ -202,11 +202,8 @@ class BureauLogger(CustomLogger):
     def _drop(self, reason: str, n: int = 1) -> None:
         self.dropped[reason] += n
         METRICS.dropped.labels(reason).inc(n)
-        now = time.monotonic()
-        if now - self._warned.get(reason, -_WARN_EVERY) >= _WARN_EVERY:
-            self._warned[reason] = now
-            log.warning("facts dropped (%s; %d so far in this worker): the calls go on, "
-                        "the bureau will not see them", reason, self.dropped[reason])
+        self._warn(reason, "facts dropped (%s; %d so far in this worker): the calls go on, "
+                   "the bureau will not see them", reason, self.dropped[reason])
 
     # ------------------------------------------------------------------ the writer
 
@@ -229,7 +226,8 @@ class BureauLogger(CustomLogger):
                         next_adopt = time.monotonic() + ADOPT_EVERY
                         await self._adopt()
             except Exception as exc:
-                self._drop("spool_error", sum(e.attempt is not None for e in batch))
+                self._drop("spool_error", sum(e.attempt is not None and not e.attempt.dropped
+                                              for e in batch))
                 self._warn("spool", "the spool cannot be used (%s): facts are dropped", exc)
             if time.monotonic() >= next_sweep:
                 next_sweep = time.monotonic() + every
@@ -270,6 +268,7 @@ class BureauLogger(CustomLogger):
         in one group commit. ``quiet``: also settle traces quiet for settle_seconds."""
         room = self._room(reporter)
         settled: list[tuple[Attempt, str | None]] = []
+        fresh: list[tuple[str, Attempt]] = []  # failures this batch, to hold if still open
         for event in batch:
             if event.attempt is None or event.attempt.dropped:  # LiteLLM gave up
                 if event.attempt is not None and event.trace in self._traces:
@@ -283,15 +282,15 @@ class BureauLogger(CustomLogger):
             self._traces.setdefault(event.trace, []).append(event.attempt)
             if event.attempt.satisfactory:
                 settled += self._settle(event.trace)
+            elif not event.attempt.dropped:
+                fresh.append((event.trace, event.attempt))
         if quiet:
             now = time.time()
             for trace, attempts in list(self._traces.items()):
                 if now - attempts[-1].at >= self.config.settle_seconds:
                     settled += self._settle(trace)
-        holds = {a.name: json.dumps(a.record(trace)).encode()
-                 for trace, attempts in self._traces.items() for a in attempts
-                 if not a.held and not a.dropped}
-        await self._spool(reporter, settled, holds)
+        sent = {a.name for a, _ in settled}
+        await self._spool(reporter, settled, [(t, a) for t, a in fresh if a.name not in sent])
 
     def _settle(self, trace: str) -> list[tuple[Attempt, str | None]]:
         attempts = self._traces.pop(trace, [])
@@ -299,20 +298,21 @@ class BureauLogger(CustomLogger):
                 if not a.dropped]
 
     async def _spool(self, reporter: Reporter, settled: list[tuple[Attempt, str | None]],
-                     holds: dict[str, bytes]) -> None:
-        """Hold and send at once, so that the spool commits them together."""
-        hold, sent = await asyncio.gather(reporter.hold(holds), self._send(reporter, settled),
-                                          return_exceptions=True)
+                     holds: list[tuple[str, Attempt]]) -> None:
+        """Hold the open failures ``(trace, attempt)`` and send the settled attempts at
+        once, so that the spool commits them together."""
+        records = {a.name: json.dumps(a.record(trace)).encode() for trace, a in holds}
+        hold, released = await asyncio.gather(
+            reporter.hold(records), self._send(reporter, settled), return_exceptions=True)
         if isinstance(hold, BaseException):  # they stay in memory, sent at settling
             self._warn("hold", "could not hold failed attempts (%s)", hold)
         else:
-            for trace_attempts in self._traces.values():
-                for a in trace_attempts:
-                    a.held = a.held or a.name in holds
+            for _, a in holds:
+                a.held = True
             self._held += len(holds)
-        if isinstance(sent, BaseException):
-            raise sent
-        self._held -= sent
+        if isinstance(released, BaseException):
+            raise released
+        self._held -= released
         self._update_gauges()
 
     async def _send(self, reporter: Reporter, settled: list[tuple[Attempt, str | None]]) -> int:
@@ -414,7 +414,7 @@ class BureauLogger(CustomLogger):
         reporter = self._reporter
         if reporter is not None and release:
             settled = [pair for trace in list(self._traces) for pair in self._settle(trace)]
-            await self._spool(reporter, settled, {})
+            await self._spool(reporter, settled, [])
         for r in [*self._adopted, *([reporter] if reporter else [])]:
             await r.close()
         self._adopted, self._reporter, self._loop = [], None, None
