@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run demo test test-fast lint bench bench-intake bench-seal bench-judge bench-tlog bench-proofs bench-proxy bench-ranking bench-failover bench-wrk bench-accuracy bench-bounds bench-servers schemas vectors ops-tools clean client-wheel
+.PHONY: run demo test test-fast lint bench bench-intake bench-seal bench-judge bench-tlog bench-proofs bench-proxy bench-litellm bench-ranking bench-failover bench-wrk bench-accuracy bench-bounds bench-servers schemas vectors ops-tools clean client-wheel
 
 $(STAMP): pyproject.toml
 	@echo "installing into $(VENV) (first run only, about a minute)…"
@@ -57,6 +57,9 @@ bench-proofs: $(STAMP)   ## proof routes over HTTP at a million entries (p99 < 5
 
 bench-proxy: $(STAMP)
 	$(BIN)/python bench/proxy_bench.py
+
+bench-litellm: $(STAMP)  ## a LiteLLM call with the bureau stopped and the spool full, beside the bureau up
+	$(BIN)/python bench/litellm_bench.py
 
 bench-ranking: $(STAMP)  ## the home page's ranked list: an epoch's read, pages and searches
 	$(BIN)/python bench/ranking_bench.py

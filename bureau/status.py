@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
 
 from bureau import ledger_line
 from bureau.config import Config
@@ -30,10 +31,19 @@ from reporters.check.bureau import Bureau
 #: the bureau's leader roles: the advisory lock each holds (bureau.background.Leadership)
 LEADER_LOCKS = {"reports": BUILDER_LOCK, "tree heads": PUBLISHER_LOCK}
 
-#: the gauges of a spool's depth on a proxy's and a prober's ops listener: the bureau
-#: never sees a reporter's disk, so a spool is known only where ``--spool`` names its
-#: ops listener
-SPOOL_GAUGES = ("bureau_proxy_spool_pending", "bureau_probe_spool_pending")
+#: the gauges of a spool's depth on the ops listener of a proxy, a prober, an OTLP
+#: receiver, and on a LiteLLM proxy's /metrics (the plugin's): the bureau never sees a
+#: reporter's disk, so a spool is known only where ``--spool`` names its listener
+SPOOL_GAUGES = ("bureau_proxy_spool_pending", "bureau_probe_spool_pending",
+                "bureau_otlp_spool_pending", "bureau_litellm_spool_pending")
+
+
+def spool_depth(exposition: str) -> int | None:
+    """The spool depth a ``/metrics`` text gives: the sum of its spool gauges' samples
+    (a LiteLLM proxy's workers each have their own spool), None when it has none."""
+    samples = [s.value for family in text_string_to_metric_families(exposition)
+               for s in family.samples if s.name in SPOOL_GAUGES]
+    return int(sum(samples)) if samples else None
 
 
 async def spools(urls: list[str]) -> list[dict[str, Any]]:
@@ -47,14 +57,13 @@ async def spools(urls: list[str]) -> list[dict[str, Any]]:
                 async with session.get(url.rstrip("/") + "/metrics",
                                        timeout=aiohttp.ClientTimeout(total=10)) as resp:
                     text = await resp.text()
-                for line in text.splitlines():
-                    name, _, value = line.partition(" ")
-                    if name in SPOOL_GAUGES:
-                        depth = int(float(value))
+                depth = spool_depth(text)
                 if depth is None:
                     error = "no spool gauge in its /metrics"
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
                 error = f"unreachable: {exc or type(exc).__name__}"
+            except ValueError as exc:  # not the Prometheus text format
+                error = f"its /metrics cannot be read: {exc}"
             out.append({"url": url, "pending": depth, "error": error})
     return out
 

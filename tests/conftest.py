@@ -29,6 +29,10 @@ def _run_apart(work: Callable[[], Awaitable[None]]) -> None:
     with ThreadPoolExecutor(1) as pool:
         pool.submit(asyncio.run, main()).result()
 
+# LiteLLM (imported by the tests that read every module, and by tests/integrations) reads
+# its model cost map from its package, not from the network.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
 
 @pytest.fixture(scope="session")
 def pg_server_url() -> Iterator[str]:

@@ -1,5 +1,5 @@
-"""A LiteLLM logger that reports every call LiteLLM makes to a mapped deployment as a fact
-(reporters/README.md, "LiteLLM"; docs/proxy.md, "Which one do I use").
+"""A LiteLLM logger that reports every attempt LiteLLM makes at a mapped deployment as a
+fact (docs/litellm.md).
 
 A LiteLLM proxy loads it with one line of its ``config.yaml``::
 
@@ -7,145 +7,78 @@ A LiteLLM proxy loads it with one line of its ``config.yaml``::
       callbacks: reporters.integrations.litellm.handler
 
 and reads this plugin's own config from the file named by ``BUREAU_LITELLM_CONFIG``
-(TOML, or JSON)::
+(:mod:`reporters.integrations.litellm_config`). What each attempt's fact says is
+:mod:`reporters.integrations.litellm_facts`; where each worker process spools is
+:mod:`reporters.integrations.worker_spools`.
 
-    bureau_url = "http://127.0.0.1:8080"
-    key_file = "litellm-reporter.key"   # the reporter's key (role "facts")
-    spool_dir = "./litellm-spool"
-    settle_seconds = 30                 # a failed call's thread stays open this long
+**No call waits on the bureau, nor on the disk.** LiteLLM awaits some of its logging
+hooks inline (the failure hook, the fallback-failed hook), so a hook that waits stalls
+the LLM call. Here each hook only reads the event into an attempt and appends it to an
+in-memory queue; one writer task per process holds, signs and spools them, a batch at a
+time (one fsynced transaction for what arrived together). When the worker's spool holds
+``max_spooled`` facts (a long bureau outage), a new fact is dropped and counted
+(``bureau_litellm_facts_dropped_total{reason="spool_full"}``), and the call goes on.
+The price: an attempt is on disk a few milliseconds after LiteLLM logged it, not before
+the caller has its answer, so a crash in between loses it (the reporting proxy,
+``bureau-reporter proxy``, holds each fact before answering; a logging plugin cannot).
 
-    [deployments]      # LiteLLM's deployment id (model_info.id), model group or model
-    "gpt-4o-eu" = "ed25519:…"           #   -> the key id of the agent or model behind it
-    [callers]          # a virtual key's hash (user_api_key_hash) -> the caller's key id
-    "88dc28d0f030c55ed4ab77ed8faf098196cb1c05df778539800c9f1243fe6b4b" = "ed25519:…"
-
-Each attempt LiteLLM makes is one fact: the subject from ``[deployments]`` (looked up by
-deployment id, then model group, then model, then ``provider/model``; a call to an
-unmapped deployment is counted in :attr:`BureauLogger.unmapped` and logged, never
-guessed), the caller from
-``[callers]`` when the virtual key's hash is mapped, ``answered``, ``latency_ms`` and
-``observed_at`` from LiteLLM's standard logging payload. ``derived`` comes from LiteLLM's
-own trace id (one per request, across its retries and fallbacks): a deployment's first
-failed attempt is ``SWITCHED_AGENT`` when LiteLLM fell back to another deployment,
-``RETRY_ACCEPTED`` when a retry on the same deployment succeeded. Failed attempts are held
-durably in the spool until their trace settles (a success, LiteLLM's fallback-failed
-hook, or ``settle_seconds`` of silence); a restart releases what an earlier run held.
+**Retries and fallbacks.** LiteLLM's trace id joins the attempts of one request: a
+failed attempt is held durably until its trace settles — a success, LiteLLM's
+fallback-failed hook, or ``settle_seconds`` of quiet — and then each attempt gets its
+``derived`` (:func:`reporters.integrations.litellm_facts.derive`). A restart settles what
+an earlier run held.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import json
 import logging
 import os
-import re
 import time
-import tomllib
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from litellm.integrations.custom_logger import CustomLogger
 
-from reporters import Reporter, load_key
-from reporters.wire import WireError, public_key_from_key_id
+from reporters import Rejection, Reporter, load_key
+from reporters._internal.errors import BureauClientError
+from reporters._internal.outcomes import Delivery
+from reporters.integrations.litellm_config import (
+    CONFIG_ENV,
+    LiteLLMConfig,
+    LiteLLMConfigError,
+    config_from_mapping,
+    read_config,
+)
+from reporters.integrations.litellm_facts import (
+    Attempt,
+    attempt,
+    attempt_from_record,
+    derive,
+    fallback_attempt,
+)
+from reporters.integrations.litellm_metrics import METRICS
+from reporters.integrations.worker_spools import WorkerSpools
 
 log = logging.getLogger("reporters.integrations.litellm")
 
-CONFIG_ENV = "BUREAU_LITELLM_CONFIG"
-_UNSAFE = re.compile(r"[^A-Za-z0-9._:/-]")
-_NO_ANSWER = frozenset({"Timeout", "APIConnectionError"})
-
-
-class LiteLLMConfigError(ValueError):
-    """The plugin's configuration cannot be used; the message names the field."""
-
-
-@dataclass(frozen=True)
-class LiteLLMConfig:
-    bureau_url: str
-    key_file: Path
-    spool_dir: Path
-    #: deployment id, model group or model -> subject key id
-    deployments: Mapping[str, str]
-    #: virtual key hash -> caller key id
-    callers: Mapping[str, str] = field(default_factory=dict)
-    settle_seconds: float = 30.0
-
-
-def _key_ids(raw: Any, name: str) -> dict[str, str]:
-    if not isinstance(raw, Mapping):
-        raise LiteLLMConfigError(f"{name}: a table of name -> key id is needed")
-    out = {}
-    for value, kid in raw.items():
-        try:
-            public_key_from_key_id(str(kid))
-        except WireError as exc:
-            raise LiteLLMConfigError(f"{name}.{value}: {exc.detail}") from None
-        out[str(value)] = str(kid)
-    return out
-
-
-def config_from_mapping(raw: Mapping[str, Any], base: Path = Path(".")) -> LiteLLMConfig:
-    unknown = set(raw) - {"bureau_url", "key_file", "spool_dir", "deployments", "callers",
-                          "settle_seconds"}
-    if unknown:
-        raise LiteLLMConfigError(f"unknown field(s) {sorted(unknown)}")
-    for name in ("bureau_url", "key_file", "spool_dir"):
-        if not isinstance(raw.get(name), str):
-            raise LiteLLMConfigError(f"{name}: required")
-    deployments = _key_ids(raw.get("deployments", {}), "deployments")
-    if not deployments:
-        raise LiteLLMConfigError("deployments: at least one deployment is needed")
-    settle = float(raw.get("settle_seconds", 30.0))
-    if not settle > 0:
-        raise LiteLLMConfigError("settle_seconds must be positive")
-    return LiteLLMConfig(raw["bureau_url"].rstrip("/"), base / raw["key_file"],
-                         base / raw["spool_dir"], deployments,
-                         _key_ids(raw.get("callers", {}), "callers"), settle)
-
-
-def read_config(path: Path) -> LiteLLMConfig:
-    text = path.read_text()
-    doc = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    return config_from_mapping(doc, path.parent)
+#: events waiting for the writer; past this the writer has fallen far behind the calls
+MAX_QUEUED = 10_000
+#: how often a worker looks for slots a dead worker left, in seconds
+ADOPT_EVERY = 60.0
+#: a warning of the same kind (a full spool, a broken one) at most this often, seconds
+_WARN_EVERY = 60.0
 
 
 @dataclass
-class _Attempt:
-    name: str  # the held record's name, and the fact's interaction id
-    deployment: str  # the subject's key id: threads are per agent
-    fields: dict[str, Any]
-    satisfactory: bool
-    at: float  # wall seconds of the event
-    held: bool = False
-
-
-def derive(attempts: list[_Attempt]) -> list[str | None]:
-    """``derived`` of each attempt of one settled trace (in arrival order). A *thread*
-    is a trace's attempts at one deployment; only its first attempt carries an outcome:
-    ``SWITCHED_AGENT`` when a later thread (another deployment) followed it,
-    ``RETRY_ACCEPTED`` when it has several attempts and its last was satisfactory."""
-    order: list[str] = []
-    threads: dict[str, list[int]] = {}
-    for i, a in enumerate(attempts):
-        if a.deployment not in threads:
-            order.append(a.deployment)
-        threads.setdefault(a.deployment, []).append(i)
-    out: list[str | None] = [None] * len(attempts)
-    for n, deployment in enumerate(order):
-        members = threads[deployment]
-        head = members[0]
-        if n + 1 < len(order) and not attempts[members[-1]].satisfactory:
-            out[head] = "SWITCHED_AGENT"
-        elif len(members) > 1 and attempts[members[-1]].satisfactory:
-            out[head] = "RETRY_ACCEPTED"
-    return out
-
-
-def _timestamp(wall: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(wall))
+class _Event:
+    trace: str
+    #: None, or a fallback LiteLLM did not log: LiteLLM gave up on the trace
+    attempt: Attempt | None
 
 
 class BureauLogger(CustomLogger):
@@ -155,15 +88,29 @@ class BureauLogger(CustomLogger):
     def __init__(self, config: LiteLLMConfig | None = None) -> None:
         super().__init__()
         self._config = config
+        self._queue: collections.deque[_Event] = collections.deque()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.Event | None = None
+        self._caught_up: asyncio.Event | None = None
+        self._writer: asyncio.Task[None] | None = None
+        self._spools: WorkerSpools | None = None
         self._reporter: Reporter | None = None
-        self._starting: asyncio.Lock | None = None
-        self._traces: dict[str, list[_Attempt]] = {}
-        self._sweeper: asyncio.Task[None] | None = None
-        #: calls to deployments the config does not map: counted, not reported
-        self.unmapped = 0
+        self._adopted: list[Reporter] = []
+        self._traces: dict[str, list[Attempt]] = {}
+        self._held = 0  # records held in this process's own spool
+        self._gauges = {"pending": 0, "held": 0}  # what this logger added to the gauges
+        self._warned: dict[str, float] = {}
         self._logged: set[str] = set()
+        #: attempts at mapped deployments read from LiteLLM's events
+        self.attempts = 0
+        #: attempts at deployments the config does not map: counted, not reported
+        self.unmapped = 0
+        #: facts not written, by reason (as ``bureau_litellm_facts_dropped_total``)
+        self.dropped: collections.Counter[str] = collections.Counter()
+        #: facts signed and spooled
+        self.spooled = 0
 
-    # ------------------------------------------------------------------ lifecycle
+    # ------------------------------------------------------------------ configuration
 
     @property
     def config(self) -> LiteLLMConfig:
@@ -174,139 +121,305 @@ class BureauLogger(CustomLogger):
             self._config = read_config(Path(path))
         return self._config
 
-    async def reporter(self) -> Reporter:
-        """The reporter, started on the running loop at the first event; what an
-        earlier run held is taken back (and settled by the sweep)."""
-        if self._reporter is not None:
-            return self._reporter
-        if self._starting is None:
-            self._starting = asyncio.Lock()
-        async with self._starting:
-            if self._reporter is None:
-                config = self.config
-                reporter = Reporter(load_key(config.key_file), config.bureau_url,
-                                    config.spool_dir)
-                for name, record in (await reporter.held()).items():
-                    doc = json.loads(record)
-                    self._traces.setdefault(doc["trace"], []).append(_Attempt(
-                        name, doc["deployment"], doc["fields"], False, doc["at"], held=True))
-                self._reporter = reporter
-                self._sweeper = asyncio.create_task(self._sweep())
-        return self._reporter
-
-    async def close(self, *, release: bool = True) -> None:
-        """Settle every open trace (``release``) and close the reporter."""
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-        if self._reporter is None:
-            return
-        if release:
-            for trace in list(self._traces):
-                await self._settle(trace)
-        await self._reporter.close()
-        self._reporter = None
-
-    async def flush(self) -> None:
-        """Wait until the bureau has answered for every spooled fact."""
-        await (await self.reporter()).flush()
+    @property
+    def slot(self) -> Path | None:
+        """This process's spool directory, once the first event claimed it."""
+        return None if self._spools is None else self._spools.slot
 
     # ------------------------------------------------------------------ LiteLLM's hooks
 
     async def async_log_success_event(self, kwargs: dict[str, Any], response_obj: Any,
                                       start_time: Any, end_time: Any) -> None:
-        await self._event(kwargs, success=True)
+        self._take(kwargs, success=True)
 
     async def async_log_failure_event(self, kwargs: dict[str, Any], response_obj: Any,
                                       start_time: Any, end_time: Any) -> None:
-        await self._event(kwargs, success=False)
+        self._take(kwargs, success=False)
 
     async def log_failure_fallback_event(self, original_model_group: str,
                                          kwargs: dict[str, Any],
                                          original_exception: Exception) -> None:
-        """LiteLLM tried every fallback and gave up: the trace is over."""
-        trace = kwargs.get("litellm_trace_id")
-        if isinstance(trace, str) and trace in self._traces:
-            await self._settle(trace)
-
-    # ------------------------------------------------------------------ facts
-
-    def _subject(self, payload: Mapping[str, Any]) -> str | None:
-        deployments = self.config.deployments
-        provider, model = payload.get("custom_llm_provider"), payload.get("model")
-        for value in (payload.get("model_id"), payload.get("model_group"), model,
-                      f"{provider}/{model}"):  # "openai/gpt-4o", as config.yaml names it
-            if isinstance(value, str) and value in deployments:
-                return deployments[value]
-        return None
-
-    async def _event(self, kwargs: dict[str, Any], *, success: bool) -> None:
+        """LiteLLM tried every fallback and gave up: the trace is over. LiteLLM's proxy
+        logs no failure event for the last fallback's own attempt (1.108): it makes no
+        fact — nothing says how it failed — but it was a switch to another agent, which
+        the request's earlier attempts' ``derived`` must say."""
         try:
-            await self._record(kwargs, success)
-        except Exception:  # a reporting failure must never break the gateway's call
+            trace = kwargs.get("litellm_trace_id")
+            if isinstance(trace, str):
+                self._enqueue(_Event(trace, fallback_attempt(kwargs, self.config)))
+        except Exception:
+            log.exception("could not settle a LiteLLM request")
+
+    # ------------------------------------------------------------------ the call's side
+
+    def _take(self, kwargs: dict[str, Any], success: bool) -> None:
+        """Read one event into an attempt and queue it: never waits, never raises (a
+        reporting failure must not break the gateway's call)."""
+        try:
+            taken = attempt(kwargs, success, self.config)
+            if taken is None:
+                self._unmapped(kwargs.get("standard_logging_object") or {})
+                return
+            self.attempts += 1
+            self._enqueue(_Event(*taken))
+        except Exception:
             log.exception("could not report a LiteLLM call")
 
-    async def _record(self, kwargs: dict[str, Any], success: bool) -> None:
-        payload = kwargs.get("standard_logging_object") or {}
-        subject = self._subject(payload)
-        if subject is None:
-            self.unmapped += 1
-            names = f"{payload.get('model_id')!r}/{payload.get('model_group')!r}/" \
-                    f"{payload.get('model')!r}"
-            if names not in self._logged and len(self._logged) < 1000:
-                self._logged.add(names)
-                log.warning("a call to a deployment the config does not map (deployment id/"
-                            "model group/model %s): not reported; add it to [deployments]",
-                            names)
+    def _enqueue(self, event: _Event) -> None:
+        loop = asyncio.get_running_loop()
+        if self._loop is None or self._loop.is_closed():
+            self._start(loop)
+        if loop is self._loop:
+            self._put(event)
+        else:  # a hook run on another loop (a thread of LiteLLM's): hand it over
+            assert self._loop is not None
+            self._loop.call_soon_threadsafe(self._put, event)
+
+    def _start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._wake, self._caught_up = asyncio.Event(), asyncio.Event()
+        self._writer = loop.create_task(self._run(), name="bureau-litellm-writer")
+
+    def _put(self, event: _Event) -> None:
+        assert self._wake is not None and self._caught_up is not None
+        if len(self._queue) >= MAX_QUEUED:
+            self._drop("queue_full")
             return
-        reporter = await self.reporter()
-        error = payload.get("error_information") or {}
-        error_code = str(error.get("error_code") or "")
-        # A provider's HTTP error status is an answer (a refusal); a timeout (LiteLLM
-        # gives it 408) or a connection error is not.
-        answered = success or (error_code.isdigit() and error_code != "408" and
-                               error.get("error_class") not in _NO_ANSWER)
-        start, end = float(payload.get("startTime", 0)), float(payload.get("endTime", 0))
-        key_hash = (payload.get("metadata") or {}).get("user_api_key_hash")
-        fields: dict[str, Any] = {
-            "subject": subject, "caller": self.config.callers.get(str(key_hash)),
-            "observed_at": _timestamp(end or time.time()), "answered": answered,
-            "latency_ms": max(0, round((end - start) * 1000)) if answered else None,
-            "well_formed": True if success else None}
-        call_id = _UNSAFE.sub("-", str(payload.get("id") or kwargs.get("litellm_call_id")))
-        # A thread is a trace's attempts at one *agent*: two deployments mapped to the
-        # same key id are one agent, and moving between them is a retry, not a switch.
-        attempt = _Attempt(f"litellm:{call_id}"[:128], subject, fields, success, time.time())
-        trace = str(payload.get("trace_id") or call_id)
-        attempts = self._traces.setdefault(trace, [])
-        attempts.append(attempt)
-        if success:  # LiteLLM returned this answer: the trace is over
-            await self._settle(trace)
-        else:
-            await reporter.hold({attempt.name: json.dumps({
-                "trace": trace, "deployment": attempt.deployment, "fields": fields,
-                "at": attempt.at}).encode()})
-            attempt.held = True
+        self._queue.append(event)
+        self._caught_up.clear()
+        self._wake.set()
 
-    async def _settle(self, trace: str) -> None:
-        attempts = self._traces.pop(trace, [])
-        reporter = await self.reporter()
-        for attempt, derived in zip(attempts, derive(attempts), strict=True):
-            fact = reporter.fact(attempt.name, derived=derived,  # type: ignore[arg-type]
-                                 **attempt.fields)
-            await reporter.send(fact, releasing=attempt.name if attempt.held else None)
+    def _unmapped(self, payload: dict[str, Any]) -> None:
+        self.unmapped += 1
+        METRICS.unmapped.inc()
+        names = f"{payload.get('model_id')!r}/{payload.get('model_group')!r}/" \
+                f"{payload.get('model')!r}"
+        if names not in self._logged and len(self._logged) < 1000:
+            self._logged.add(names)
+            log.warning("a call to a deployment the config does not map (deployment id/"
+                        "model group/model %s): not reported; add it to [deployments]", names)
 
-    async def _sweep(self) -> None:
-        """Settle the traces that have been quiet for ``settle_seconds``."""
-        settle = self.config.settle_seconds
+    def _drop(self, reason: str, n: int = 1) -> None:
+        self.dropped[reason] += n
+        METRICS.dropped.labels(reason).inc(n)
+        self._warn(reason, "facts dropped (%s; %d so far in this worker): the calls go on, "
+                   "the bureau will not see them", reason, self.dropped[reason])
+
+    # ------------------------------------------------------------------ the writer
+
+    async def _run(self) -> None:
+        assert self._wake is not None and self._caught_up is not None
+        every = min(self.config.settle_seconds / 2, 5.0)
+        next_sweep = time.monotonic() + every
+        next_adopt = 0.0  # at the first batch
         while True:
-            await asyncio.sleep(min(settle / 2, 5.0))
+            with contextlib.suppress(TimeoutError):  # the sweep's turn
+                await asyncio.wait_for(self._wake.wait(), max(0.0, next_sweep - time.monotonic()))
+            self._wake.clear()
+            batch = list(self._queue)
+            self._queue.clear()
+            try:
+                reporter = await self._own_reporter() if batch or self._reporter else None
+                if reporter is not None:
+                    await self._write(reporter, batch, quiet=time.monotonic() >= next_sweep)
+                    if time.monotonic() >= next_adopt:
+                        next_adopt = time.monotonic() + ADOPT_EVERY
+                        await self._adopt()
+            except Exception as exc:
+                self._drop("spool_error", sum(e.attempt is not None and not e.attempt.dropped
+                                              for e in batch))
+                self._warn("spool", "the spool cannot be used (%s): facts are dropped", exc)
+            if time.monotonic() >= next_sweep:
+                next_sweep = time.monotonic() + every
+            if not self._queue:
+                self._caught_up.set()
+
+    def _warn(self, kind: str, message: str, *args: object) -> None:
+        now = time.monotonic()
+        if now - self._warned.get(kind, -_WARN_EVERY) >= _WARN_EVERY:
+            self._warned[kind] = now
+            log.warning(message, *args)
+
+    def _new_reporter(self, slot: Path) -> Reporter:
+        config = self.config
+        return Reporter(load_key(config.key_file), config.bureau_url, slot,
+                        max_spooled=config.max_spooled, on_delivery=self._delivered,
+                        on_rejection=self._rejected)
+
+    async def _own_reporter(self) -> Reporter:
+        """This process's reporter, on its own slot, claimed at the first event; what an
+        earlier run of the slot held is taken back (and settled by the sweep)."""
+        if self._reporter is None:
+            self._spools = WorkerSpools(self.config.spool_dir, self._new_reporter)
+            reporter = await self._spools.claim()
+            for name, record in (await reporter.held()).items():
+                trace, held = attempt_from_record(name, json.loads(record))
+                self._traces.setdefault(trace, []).append(held)
+                self._held += 1
+            self._reporter = reporter
+        return self._reporter
+
+    def _room(self, reporter: Reporter) -> int:
+        return self.config.max_spooled - reporter.pending - self._held
+
+    async def _write(self, reporter: Reporter, batch: list[_Event], *, quiet: bool) -> None:
+        """Apply a batch: new attempts join their traces (or are dropped when there is
+        no room), settled traces are signed and spooled, open failures are held — all
+        in one group commit. ``quiet``: also settle traces quiet for settle_seconds."""
+        room = self._room(reporter)
+        settled: list[tuple[Attempt, str | None]] = []
+        fresh: list[tuple[str, Attempt]] = []  # failures this batch, to hold if still open
+        for event in batch:
+            if event.attempt is None or event.attempt.dropped:  # LiteLLM gave up
+                if event.attempt is not None and event.trace in self._traces:
+                    self._traces[event.trace].append(event.attempt)
+                settled += self._settle(event.trace)
+                continue
+            event.attempt.dropped = room <= 0
+            if event.attempt.dropped:
+                self._drop("spool_full")
+            room -= 1
+            self._traces.setdefault(event.trace, []).append(event.attempt)
+            if event.attempt.satisfactory:
+                settled += self._settle(event.trace)
+            elif not event.attempt.dropped:
+                fresh.append((event.trace, event.attempt))
+        if quiet:
             now = time.time()
             for trace, attempts in list(self._traces.items()):
-                if attempts and now - attempts[-1].at >= settle:
-                    try:
-                        await self._settle(trace)
-                    except Exception:
-                        log.exception("could not report a settled LiteLLM trace")
+                if now - attempts[-1].at >= self.config.settle_seconds:
+                    settled += self._settle(trace)
+        sent = {a.name for a, _ in settled}
+        await self._spool(reporter, settled, [(t, a) for t, a in fresh if a.name not in sent])
+
+    def _settle(self, trace: str) -> list[tuple[Attempt, str | None]]:
+        attempts = self._traces.pop(trace, [])
+        return [(a, d) for a, d in zip(attempts, derive(attempts), strict=True)
+                if not a.dropped]
+
+    async def _spool(self, reporter: Reporter, settled: list[tuple[Attempt, str | None]],
+                     holds: list[tuple[str, Attempt]]) -> None:
+        """Hold the open failures ``(trace, attempt)`` and send the settled attempts at
+        once, so that the spool commits them together."""
+        records = {a.name: json.dumps(a.record(trace)).encode() for trace, a in holds}
+        hold, released = await asyncio.gather(
+            reporter.hold(records), self._send(reporter, settled), return_exceptions=True)
+        if isinstance(hold, BaseException):  # they stay in memory, sent at settling
+            self._warn("hold", "could not hold failed attempts (%s)", hold)
+        else:
+            for _, a in holds:
+                a.held = True
+            self._held += len(holds)
+        if isinstance(released, BaseException):
+            raise released
+        self._held -= released
+        self._update_gauges()
+
+    async def _send(self, reporter: Reporter, settled: list[tuple[Attempt, str | None]]) -> int:
+        """Sign and spool settled attempts concurrently (one group commit); returns how
+        many held records that released."""
+        attempts, sends = [], []
+        for a, derived in settled:
+            try:
+                fact = reporter.fact(a.name, derived=derived, **a.fields)  # type: ignore[arg-type]
+            except BureauClientError as exc:  # built valid: a bug, said once a minute
+                self._drop("spool_error")
+                self._warn("fact", "could not build a fact (%s)", exc)
+                continue
+            attempts.append(a)
+            sends.append(reporter.send(fact, releasing=a.name if a.held else None))
+        released = 0
+        for a, result in zip(attempts, await asyncio.gather(*sends, return_exceptions=True),
+                             strict=True):
+            if isinstance(result, BaseException):
+                self._drop("spool_error")
+                self._warn("send", "could not spool a fact (%s)", result)
+                continue
+            self.spooled += 1
+            METRICS.spooled.inc()
+            released += a.held
+        return released
+
+    async def _adopt(self) -> None:
+        """Take over the slots dead workers left: settle all they held (their requests
+        died with them) and deliver; close each once the bureau has answered for it."""
+        assert self._spools is not None
+        for reporter in [r for r in self._adopted if not r.pending]:
+            self._adopted.remove(reporter)
+            await reporter.close()
+        async for slot, reporter in self._spools.orphans():
+            traces: dict[str, list[Attempt]] = {}
+            for name, record in (await reporter.held()).items():
+                trace, held = attempt_from_record(name, json.loads(record))
+                traces.setdefault(trace, []).append(held)
+            settled = [(a, d) for attempts in traces.values()
+                       for a, d in zip(attempts, derive(attempts), strict=True)]
+            await self._send(reporter, settled)
+            if settled or reporter.pending:
+                log.info("took over %s, left by a worker that stopped: %d held attempts "
+                         "settled, %d facts to deliver", slot, len(settled), reporter.pending)
+            if reporter.pending:
+                self._adopted.append(reporter)
+            else:
+                await reporter.close()
+        self._update_gauges()
+
+    # ------------------------------------------------------------------ reporting
+
+    def _update_gauges(self) -> None:
+        reporters = [r for r in (self._reporter, *self._adopted) if r is not None]
+        now = {"pending": sum(r.pending for r in reporters), "held": self._held}
+        METRICS.pending.inc(now["pending"] - self._gauges["pending"])
+        METRICS.held.inc(now["held"] - self._gauges["held"])
+        self._gauges = now
+
+    def _delivered(self, d: Delivery) -> None:
+        if d.failure is None:
+            METRICS.delivered.labels("accepted").inc(d.accepted)
+            METRICS.delivered.labels("duplicate").inc(d.duplicate)
+        self._update_gauges()
+
+    def _rejected(self, rejection: Rejection) -> None:
+        METRICS.rejected.labels(rejection.code).inc()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Claim this process's spool now (the first event does it otherwise): what an
+        earlier run of the slot held is taken back, to be settled by the sweep."""
+        self._enqueue(_Event("", None))  # settles no trace: the writer claims and is done
+        await self.caught_up()
+
+    async def caught_up(self) -> None:
+        """Return once every event queued so far is written (held, spooled or dropped)."""
+        if self._caught_up is not None:
+            await self._caught_up.wait()
+
+    async def flush(self) -> None:
+        """Wait until everything queued is written and the bureau has answered for
+        every spooled fact (as long as it takes: bound it with ``asyncio.timeout``)."""
+        await self.caught_up()
+        if self._reporter is not None:
+            await self._reporter.flush()
+        for reporter in self._adopted:
+            await reporter.flush()
+
+    async def close(self, *, release: bool = True) -> None:
+        """Write what is queued, settle every open trace (``release``), and close."""
+        await self.caught_up()
+        if self._writer is not None:
+            self._writer.cancel()
+            await asyncio.gather(self._writer, return_exceptions=True)
+            self._writer = None
+        reporter = self._reporter
+        if reporter is not None and release:
+            settled = [pair for trace in list(self._traces) for pair in self._settle(trace)]
+            await self._spool(reporter, settled, [])
+        for r in [*self._adopted, *([reporter] if reporter else [])]:
+            await r.close()
+        self._adopted, self._reporter, self._loop = [], None, None
+        self._held = 0
+        self._update_gauges()
 
 
 #: The instance a LiteLLM proxy's ``callbacks:`` names.

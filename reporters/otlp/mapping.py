@@ -17,9 +17,12 @@ holds the two together. In short:
 * **What happened.** ``a2a.task.state`` first (``completed`` SUCCESS, ``failed``
   FAILURE, ``rejected`` DECLINED, ``canceled`` derived ABANDONED; 0.3 and 1.0
   spellings); else ``error.type = tool_error`` (MCP ``isError``) is FAILURE; else an
-  error status or ``error.type`` with a response seen (an HTTP or JSON-RPC status on
-  the span, or a numeric ``error.type``) is answered with no claim, and without one it
-  is *not answered* (a timeout, a refused connection); else answered, no claim.
+  error status or ``error.type`` on an ``invoke_agent`` span that is not CLIENT (the
+  agent's own run, in process or on its server) is FAILURE: it ran and ended in an
+  error (SPEC §4, r4); else, on a CLIENT span, an error with a response seen (an HTTP or
+  JSON-RPC status on the span, or a numeric ``error.type``) is answered with no claim,
+  and without one it is *not answered* (a timeout, a refused connection); else
+  answered, no claim.
 * **The rest.** ``latency_ms`` is the span's duration (answered spans), ``observed_at``
   its end (whole seconds, UTC), the interaction ``otel:<trace id>:<span id>`` — so a
   span exported twice is the same fact, byte for byte, and the bureau answers
@@ -146,8 +149,7 @@ def _is_agent_invocation(span: Span, attrs: Mapping[str, Any]) -> bool:
     return name.startswith(_A2A_SDK_CLIENT) and name.endswith(_A2A_SDK_SENDS)
 
 
-def outcome(span_status: int, attrs: Mapping[str, Any],
-            ) -> tuple[bool, str | None, str | None]:
+def outcome(span: Span, attrs: Mapping[str, Any]) -> tuple[bool, str | None, str | None]:
     """``(answered, claimed, derived)`` of an agent-invocation span."""
     state = attrs.get(TASK_STATE)
     if isinstance(state, str):
@@ -156,7 +158,12 @@ def outcome(span_status: int, attrs: Mapping[str, Any],
     error = attrs.get(ERROR_TYPE)
     if error == "tool_error":
         return True, "FAILURE", None
-    if span_status == _ERROR or error is not None:
+    if span.status.code == _ERROR or error is not None:
+        if span.kind != _CLIENT and attrs.get(OPERATION) == "invoke_agent":
+            # the agent's own run span (pydantic-ai's, an agent server's): whatever it
+            # raised, it was reached and ran; only a caller's CLIENT span can see that
+            # nobody answered
+            return True, "FAILURE", None
         responded = (isinstance(error, str) and error.isdigit()) or any(
             name in attrs for name in RESPONSE_STATUS)
         return responded, None, None
@@ -197,7 +204,7 @@ def map_request(request: ExportTraceServiceRequest, subjects: Subjects,
                 not any(span_id) or not 0 < start <= end:
             out.refuse("bad_span")
             continue
-        answered, claimed, derived = outcome(span.status.code, attrs)
+        answered, claimed, derived = outcome(span, attrs)
         latency = min((end - start) // 1_000_000, _MAX_LATENCY_MS) if answered else None
         bounds = promises.get(subject)
         facts.append({

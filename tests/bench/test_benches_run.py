@@ -82,6 +82,22 @@ def test_the_wrk_bench_runs_and_prints_its_figures(tmp_path: Path) -> None:
                       "groups the sequencer formed", "bureau single POST, paced"], tmp_path)
 
 
+@pytest.mark.slow
+@pytest.mark.thirdparty
+def test_the_litellm_bench_runs_and_prints_its_figures(tmp_path: Path) -> None:
+    """Three real LiteLLM proxies and a bureau (it needs litellm[proxy], the test extra)."""
+    from tests.integrations.litellm_proxy import NoLiteLLM, litellm_command
+
+    try:
+        litellm_command()
+    except NoLiteLLM as why:
+        missing(str(why))
+    _runs_and_prints("litellm_bench.py", ["--calls", "2", "--cycles", "1", "--fill", "3",
+                                          "--warmup", "1"],
+                     ["answered:", "fallback fails too:", "stopped, full - up: p50", "beside the",
+                      "every fact kept is in the bureau's ledger"], tmp_path)
+
+
 def _runs_and_prints(script: str, args: list[str], expected: list[str],
                      tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(ROOT / "bench" / script), *args],

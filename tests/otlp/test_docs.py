@@ -1,5 +1,5 @@
 """docs/proxy.md's OTLP receiver section names every flag, config field and metric, and
-its copy-paste config works; reporters/README.md's LiteLLM config is a valid config."""
+its copy-paste config works."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from pathlib import Path
 
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from reporters.integrations.litellm import config_from_mapping
 from reporters.otlp import OtlpConfig, from_mapping
 from reporters.otlp.config import TABLES
 from reporters.otlp.metrics import OtlpMetrics
@@ -54,14 +53,3 @@ async def test_the_copy_paste_config_works(tmp_path: Path) -> None:
                                              "gen_ai.agent.name": "Math Tutor"}}])
         assert await export(r.url, spans) == SpanExportResult.SUCCESS
     assert [f["subject"] for f in spooled_facts(tmp_path / "spool")] == [agent]
-
-
-def test_the_litellm_config_is_a_valid_config(tmp_path: Path) -> None:
-    readme = (ROOT / "reporters" / "README.md").read_text()
-    section = readme[readme.index("## LiteLLM"):]
-    assert "callbacks: reporters.integrations.litellm.handler" in section
-    block = re.findall(r"```toml\n(.*?)```", section, re.S)[0]
-    raw = tomllib.loads(block.replace(PLACEHOLDER, new_agent()).replace(
-        "ed25519:REPLACE-WITH-THE-CALLERS-KEY-ID", new_agent()))
-    config = config_from_mapping(raw, tmp_path)
-    assert "openai/gpt-4o" in config.deployments

@@ -15,7 +15,6 @@ import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.sdk.trace.export import SpanExportResult
-from opentelemetry.trace import SpanKind
 
 from reporters import wire
 from reporters.models import FactPayload
@@ -166,60 +165,6 @@ async def test_everything_mapped_answers_without_partial_success(tmp_path: Path)
                                   headers={"Content-Type": "application/json"}) as resp:
             assert resp.status == 200 and json.loads(await resp.read()) == {}
     assert not answer.HasField("partial_success")
-
-
-# One row of docs/proxy.md's OTLP table each: span -> (answered, claimed, derived).
-ROWS = [
-    ("invoke_agent, status unset", {"gen_ai.operation.name": "invoke_agent"}, None,
-     SpanKind.INTERNAL, (True, None, None)),
-    ("invoke_agent, error with an HTTP status", {"gen_ai.operation.name": "invoke_agent",
-                                                 "error.type": "503"}, "503",
-     SpanKind.CLIENT, (True, None, None)),
-    ("invoke_agent, error without an answer", {"gen_ai.operation.name": "invoke_agent",
-                                               "error.type": "timeout"}, "timeout",
-     SpanKind.CLIENT, (False, None, None)),
-    ("error status, a response code seen", {"gen_ai.operation.name": "invoke_agent",
-                                            "http.response.status_code": 500}, "500",
-     SpanKind.CLIENT, (True, None, None)),
-    ("MCP tools/call isError", {"mcp.method.name": "tools/call", "error.type": "tool_error"},
-     "tool_error", SpanKind.CLIENT, (True, "FAILURE", None)),
-    ("MCP tools/call, older rpc.method", {"rpc.system": "jsonrpc", "rpc.method": "tools/call"},
-     None, SpanKind.CLIENT, (True, None, None)),
-    ("A2A completed (0.3)", {"rpc.method": "message/send", "a2a.task.state": "completed"},
-     None, SpanKind.CLIENT, (True, "SUCCESS", None)),
-    ("A2A TASK_STATE_COMPLETED (1.0)", {"rpc.method": "SendMessage",
-                                         "a2a.task.state": "TASK_STATE_COMPLETED"},
-     None, SpanKind.CLIENT, (True, "SUCCESS", None)),
-    ("A2A failed", {"rpc.method": "message/stream", "a2a.task.state": "failed"}, None,
-     SpanKind.CLIENT, (True, "FAILURE", None)),
-    ("A2A rejected", {"rpc.method": "SendStreamingMessage",
-                      "a2a.task.state": "TASK_STATE_REJECTED"}, None, SpanKind.CLIENT,
-     (True, "DECLINED", None)),
-    ("A2A canceled", {"rpc.method": "message/send", "a2a.task.state": "canceled"}, None,
-     SpanKind.CLIENT, (True, None, "ABANDONED")),
-    ("A2A input-required", {"rpc.method": "message/send",
-                            "a2a.task.state": "TASK_STATE_INPUT_REQUIRED"}, None,
-     SpanKind.CLIENT, (True, None, None)),
-    ("a2a-sdk client transport span", {}, None, SpanKind.CLIENT, (True, None, None)),
-]
-
-
-@pytest.mark.parametrize(("attributes", "error", "kind", "expected"),
-                         [row[1:] for row in ROWS], ids=[row[0] for row in ROWS])
-async def test_each_row_of_the_table(tmp_path: Path, attributes: dict[str, Any],
-                                     error: str | None, kind: SpanKind,
-                                     expected: tuple[bool, str | None, str | None]) -> None:
-    name = "a2a.client.transports.jsonrpc.JsonRpcTransport.send_message" \
-        if not attributes else "span"
-    spec: dict[str, Any] = {"name": name, "kind": kind, "attributes": {
-        **attributes, "server.address": "peer.agents.internal"}}
-    if error is not None:
-        spec["error"] = error
-    async with running_receiver(tmp_path, DEAD_URL, drain_seconds=0, **TABLES) as r:
-        assert await export(r.url, agent_spans([spec])) == SpanExportResult.SUCCESS
-    (fact,) = spooled_facts(tmp_path / "spool")
-    assert (fact["answered"], fact["claimed"], fact["derived"]) == expected
-    assert (fact["latency_ms"] is None) == (not expected[0])
 
 
 @pytest.mark.parametrize("attributes", [

@@ -1,0 +1,211 @@
+"""What one LiteLLM attempt says about the deployment it called: pure, no I/O.
+
+docs/litellm.md ("What a fact says") has the tables this module implements; a test
+reads them row by row. In short, for an attempt LiteLLM logged:
+
+* **Subject** — the deployment id (``model_info.id``), model group, model, then
+  ``provider/model``, looked up in the config's ``[deployments]``; unmapped: no fact.
+* **Answered** — a success; or a failure whose cause is an answer from the provider
+  (an HTTP error status). Not answered: the connection was refused or dropped, the name
+  did not resolve, the call timed out — whatever status LiteLLM then gives the error
+  (it reports a refused connection as ``InternalServerError`` 500, code
+  ``500_PROVIDER_CONNECTION_ERROR``). The exception chain below LiteLLM's own wrappers
+  decides (the provider SDK's connection error, or its status error); without one,
+  LiteLLM's error class, normalized code and status code.
+* **Claimed** — an answered error status: ``4xx`` the provider refused the request
+  (``DECLINED``: a rate limit, a request it will not take), ``5xx`` it failed
+  (``FAILURE``). A success claims nothing: a completion says nothing of its own quality.
+* **Caller** — ``[callers]`` by the virtual key's hash; the master key, a UI session
+  (which logs its alias in the hash's place) and no key are no caller.
+* **Derived** — from LiteLLM's trace id, across retries and fallbacks (:func:`derive`).
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from reporters.integrations.litellm_config import LiteLLMConfig
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._:/-]")
+
+#: Exception classes (or their bases) that mean nobody answered, by name so that no
+#: provider SDK needs importing: openai's (APITimeoutError is an APIConnectionError),
+#: httpx's, aiohttp's, LiteLLM's own timeout.
+_UNREACHED_NAMES = frozenset({
+    "APIConnectionError", "APITimeoutError", "ConnectError", "ConnectTimeout",
+    "TimeoutException", "ClientConnectorError", "ServerTimeoutError",
+    "ServerDisconnectedError", "Timeout"})
+_UNREACHED_TYPES = (ConnectionError, TimeoutError, socket.gaierror)
+#: What LiteLLM's error information says of an attempt nobody answered: its classes,
+#: its normalized codes (LiteLLM 1.7x and later), its status codes for a timeout.
+_UNREACHED_CLASSES = frozenset({"Timeout", "APIConnectionError"})
+_UNREACHED_CODES = frozenset({"500_PROVIDER_CONNECTION_ERROR", "408_UPSTREAM_TIMEOUT"})
+_TIMEOUT_STATUSES = frozenset({408, 504})
+_CHAIN_LIMIT = 16
+
+
+@dataclass
+class Attempt:
+    """One attempt LiteLLM made, as the plugin keeps it until its request settles."""
+
+    name: str  # the held record's name, and the fact's interaction id
+    agent: str  # the subject's key id: threads are per agent
+    fields: dict[str, Any]
+    satisfactory: bool
+    at: float  # wall seconds of the event
+    held: bool = False
+    #: not written (the spool was full): it still counts for its trace's ``derived``
+    dropped: bool = False
+
+    def record(self, trace: str) -> dict[str, Any]:
+        """What is held on disk for it (read back by :func:`attempt_from_record`)."""
+        return {"trace": trace, "deployment": self.agent, "fields": self.fields, "at": self.at}
+
+
+def attempt_from_record(name: str, record: Mapping[str, Any]) -> tuple[str, Attempt]:
+    """``(trace, attempt)`` of a record an earlier run held."""
+    return str(record["trace"]), Attempt(name, str(record["deployment"]),
+                                         dict(record["fields"]), False,
+                                         float(record["at"]), held=True)
+
+
+def _chain(exc: BaseException | None) -> Iterator[BaseException]:
+    seen = 0
+    while exc is not None and seen < _CHAIN_LIMIT:
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+
+
+def _status(text: Any) -> int | None:
+    text = str(text or "")
+    return int(text) if text.isdigit() else None
+
+
+def reached(exception: BaseException | None, error: Mapping[str, Any]) -> tuple[bool, int | None]:
+    """``(answered, status)`` of a failed attempt: whether the provider answered, and
+    the HTTP status it answered with when known."""
+    for exc in _chain(exception):
+        if type(exc).__module__.split(".")[0] == "litellm":
+            continue  # LiteLLM's wrappers carry a status of LiteLLM's choosing
+        names = {cls.__name__ for cls in type(exc).__mro__}
+        if names & _UNREACHED_NAMES or isinstance(exc, _UNREACHED_TYPES):
+            return False, None
+        status = getattr(exc, "status_code", None)
+        if isinstance(status, int) and not isinstance(status, bool):
+            return status not in _TIMEOUT_STATUSES, status
+    status = _status(error.get("error_code"))
+    if error.get("error_class") in _UNREACHED_CLASSES or \
+            error.get("normalized_error") in _UNREACHED_CODES or status is None:
+        return False, status
+    return status not in _TIMEOUT_STATUSES, status
+
+
+def claimed(status: int | None) -> str | None:
+    """An answered error status: the provider refused (4xx) or failed (5xx)."""
+    if status is None:
+        return None
+    return "DECLINED" if 400 <= status < 500 else "FAILURE" if status >= 500 else None
+
+
+def subject(payload: Mapping[str, Any], deployments: Mapping[str, str]) -> str | None:
+    provider, model = payload.get("custom_llm_provider"), payload.get("model")
+    for value in (payload.get("model_id"), payload.get("model_group"), model,
+                  f"{provider}/{model}"):  # "openai/gpt-4o", as config.yaml names it
+        if isinstance(value, str) and value in deployments:
+            return deployments[value]
+    return None
+
+
+def caller(metadata: Mapping[str, Any], callers: Mapping[str, str]) -> str | None:
+    """The caller's key id from the virtual key's hash. ``[callers]`` holds SHA-256
+    hashes only (never the master key's fixed string: the config refuses it); a UI
+    session logs its key alias where the hash goes, a name its holder chose: no caller."""
+    key_hash = metadata.get("user_api_key_hash")
+    if not isinstance(key_hash, str) or key_hash == metadata.get("user_api_key_alias"):
+        return None
+    return callers.get(key_hash)
+
+
+def _timestamp(wall: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(wall))
+
+
+def attempt(kwargs: Mapping[str, Any], success: bool,
+            config: LiteLLMConfig) -> tuple[str, Attempt] | None:
+    """``(trace, attempt)`` for the event LiteLLM logged, or None when the config maps
+    no agent to its deployment."""
+    payload = kwargs.get("standard_logging_object") or {}
+    agent = subject(payload, config.deployments)
+    if agent is None:
+        return None
+    answered, status = (True, None) if success else reached(
+        kwargs.get("exception"), payload.get("error_information") or {})
+    start, end = float(payload.get("startTime") or 0), float(payload.get("endTime") or 0)
+    fields: dict[str, Any] = {
+        "subject": agent, "caller": caller(payload.get("metadata") or {}, config.callers),
+        "observed_at": _timestamp(end or time.time()), "answered": answered,
+        "latency_ms": max(0, round((end - start) * 1000)) if answered else None,
+        "well_formed": True if success else None,
+        "claimed": None if success or not answered else claimed(status)}
+    call_id = str(kwargs.get("litellm_call_id") or payload.get("id"))
+    trace = str(payload.get("trace_id") or call_id)
+    return trace, Attempt(interaction(call_id, payload), agent, fields, success, time.time())
+
+
+def fallback_attempt(kwargs: Mapping[str, Any], config: LiteLLMConfig) -> Attempt | None:
+    """The last fallback of a request LiteLLM gave up on, from its fallback-failed hook's
+    arguments (which name the fallback's deployment, never how it failed): an attempt
+    that is never written (``dropped``), there for its trace's ``derived``; None when
+    the fallback's deployment is not mapped."""
+    metadata = kwargs.get("metadata") or {}
+    model_info = metadata.get("model_info") or {}
+    agent = subject({"model_id": model_info.get("id") if isinstance(model_info, Mapping)
+                     else None, "model_group": metadata.get("model_group") or kwargs.get("model"),
+                     "model": metadata.get("deployment")}, config.deployments)
+    if agent is None:
+        return None
+    return Attempt("", agent, {}, False, time.time(), dropped=True)
+
+
+def interaction(call_id: str, payload: Mapping[str, Any]) -> str:
+    """``litellm:<call id>:<deployment>:<start, µs>``. LiteLLM's proxy gives a request one
+    call id, shared by its retries and fallbacks; the deployment and the attempt's start
+    tell its attempts apart (the payload's ``id`` will not: for a success it is the
+    provider's response id, which a provider may repeat)."""
+    deployment = payload.get("model_id") or \
+        f"{payload.get('custom_llm_provider')}/{payload.get('model')}"
+    start = round(float(payload.get("startTime") or 0) * 1_000_000)
+    return _UNSAFE.sub("-", f"litellm:{call_id[:64]}:{str(deployment)[:16]}:{start}")[:128]
+
+
+def derive(attempts: list[Attempt]) -> list[str | None]:
+    """``derived`` of each attempt of one settled trace (in arrival order). A *thread*
+    is a trace's attempts at one agent (two deployments mapped to one key id are one
+    agent: moving between them is a retry, not a switch); only its first attempt
+    carries an outcome: ``SWITCHED_AGENT`` when a later thread followed it,
+    ``RETRY_ACCEPTED`` when it has several attempts and its last was satisfactory."""
+    order: list[str] = []
+    threads: dict[str, list[int]] = {}
+    for i, a in enumerate(attempts):
+        if a.agent not in threads:
+            order.append(a.agent)
+        threads.setdefault(a.agent, []).append(i)
+    out: list[str | None] = [None] * len(attempts)
+    for n, agent in enumerate(order):
+        members = threads[agent]
+        head = members[0]
+        if n + 1 < len(order) and not attempts[members[-1]].satisfactory:
+            out[head] = "SWITCHED_AGENT"
+        elif len(members) > 1 and attempts[members[-1]].satisfactory:
+            out[head] = "RETRY_ACCEPTED"
+    return out
+
+
+__all__ = ["Attempt", "attempt", "attempt_from_record", "caller", "claimed", "derive",
+           "fallback_attempt", "interaction", "reached", "subject"]
