@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import asyncpg
 import nacl.signing
 import pytest
 from aiohttp import web
