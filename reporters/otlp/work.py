@@ -27,9 +27,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
-from reporters.otlp.bounds import Limits, Malformed, OverLimit, check_json_size, count_message
+from reporters.otlp.bounds import Limits, Malformed, OverLimit, check_json_size, count_json
 from reporters.otlp.bounds import scan_protobuf as scan
-from reporters.otlp.decode import JSON, PROTOBUF, NotOtlp, decode_request, inflate, media_type
+from reporters.otlp.decode import (
+    JSON,
+    PROTOBUF,
+    NotOtlp,
+    decode_request,
+    inflate,
+    media_type,
+    parse_json,
+    request_from_json,
+)
 from reporters.otlp.mapping import Mapped, Subjects, map_request
 
 T = TypeVar("T")
@@ -72,10 +81,14 @@ def decode_and_map(request: Request, rules: Rules) -> Mapped:
     raw = inflate(request.body, request.encoding, rules.max_body)
     kind = media_type(request.content_type)
     try:
+        if kind == JSON:  # counted as parsed, before json_format builds a message
+            check_json_size(raw, rules.limits)
+            doc = parse_json(raw)
+            del raw
+            count_json(doc, rules.limits)
+            return map_request(request_from_json(doc), rules.subjects, rules.promises)
         if kind == PROTOBUF:
             scan(raw, rules.limits)
-        elif kind == JSON:
-            check_json_size(raw, rules.limits)
     except OverLimit as exc:
         raise Refused(413, str(exc), exc.limit) from None
     except Malformed as exc:
@@ -83,11 +96,6 @@ def decode_and_map(request: Request, rules: Rules) -> Mapped:
                            f"{exc}") from None
     export = decode_request(raw, request.content_type)
     del raw
-    if kind == JSON:
-        try:
-            count_message(export, rules.limits)
-        except OverLimit as exc:
-            raise Refused(413, str(exc), exc.limit) from None
     return map_request(export, rules.subjects, rules.promises)
 
 
