@@ -12,7 +12,7 @@ class Confirmed(NamedTuple):
     """One confirmation: the agent's link (registry, token id) and what confirmed it."""
 
     agent: str
-    registry: str
+    registry: str  # in lower case (an address's case is only its EIP-55 checksum)
     agent_id: str
     url: str  # where the registration file was read
     sha256: bytes  # of the bytes checked
