@@ -72,8 +72,7 @@ def _errors(*statuses: int) -> dict[str, Json]:
     return {str(s): _json(words[s], "Error") for s in statuses}
 
 
-#: a query text that goes to the database holds no control character (a NUL cannot be
-#: stored in PostgreSQL's text)
+#: a query text that goes to the database: no control character (PostgreSQL refuses a NUL)
 _NO_CONTROL = "^[^\\x00-\\x1f\\x7f]*$"
 
 
