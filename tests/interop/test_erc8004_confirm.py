@@ -6,7 +6,6 @@ file, fetched only from a configured host, with bounds, and checked."""
 from __future__ import annotations
 
 import asyncio
-import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -39,18 +38,19 @@ def registration(agent: str, agent_id: int = 22) -> dict[str, Any]:
 
 
 async def _confirm(linked: Linked, url: str, hosts: str, cafile: Path,
-                   agent_id: str = "22") -> subprocess.CompletedProcess[str]:
-    """The command in a thread: the file is served by this test's event loop."""
-    return await asyncio.to_thread(_run, linked, url, hosts, cafile, agent_id)
+                   link: tuple[str, str] = (REGISTRY, "22")) -> subprocess.CompletedProcess[str]:
+    """The command in a thread (the file is served by this test's event loop); ``link``:
+    the registry and token id to confirm."""
+    return await asyncio.to_thread(_run, linked, url, hosts, cafile, link)
 
 
 def _run(linked: Linked, url: str, hosts: str, cafile: Path,
-         agent_id: str, registry: str = REGISTRY) -> subprocess.CompletedProcess[str]:
+         link: tuple[str, str]) -> subprocess.CompletedProcess[str]:
     env = {"BUREAU_DATABASE_URL": linked.bureau.database_url, "PATH": "/usr/bin:/bin",
            "BUREAU_ERC8004_HOSTS": hosts}
     return subprocess.run([sys.executable, "-m", "bureau.cli", "erc8004", "confirm",
-                           "--agent", linked.key_id, "--registry", registry, "--agent-id",
-                           agent_id, "--url", url, "--cafile", str(cafile)],
+                           "--agent", linked.key_id, "--registry", link[0], "--agent-id",
+                           link[1], "--url", url, "--cafile", str(cafile)],
                           env=env, capture_output=True, text=True, timeout=120)
 
 
@@ -131,9 +131,8 @@ async def test_a_link_is_confirmed_whatever_case_its_address_is_written_in(
     assert REGISTRY.lower() != REGISTRY  # the link is written in checksum case
     context, cafile = self_signed(tmp_path)
     async with serving({"/good.json": registration(linked.key_id)}, context) as base:
-        ran = await asyncio.to_thread(functools.partial(
-            _run, linked, base + "/good.json", base.split("//")[1], cafile, "22",
-            registry=REGISTRY.lower()))
+        ran = await _confirm(linked, base + "/good.json", base.split("//")[1], cafile,
+                             (REGISTRY.lower(), "22"))
         assert ran.returncode == 0 and "CONFIRMED" in ran.stdout, ran.stderr
     feedback = await _feedback(linked)
     assert feedback and all(f["confirmed"] is True for f in feedback)
