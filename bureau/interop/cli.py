@@ -96,8 +96,8 @@ async def _confirm(args: argparse.Namespace, url: str) -> int:
         return 1
     conn = await db.connect(url)
     try:
-        await erc8004_store.record(conn, erc8004_store.Confirmed(  # one registry, any case
-            args.agent, registry.lower(), agent_id, found.url, found.sha256, found.at))
+        await erc8004_store.record(conn, erc8004_store.Confirmed(
+            args.agent, registry, agent_id, found.url, found.sha256, found.at))
     finally:
         await conn.close()
     print(f"bureau erc8004 confirm: CONFIRMED {args.agent} is token {agent_id} of {registry} "
