@@ -8,6 +8,7 @@ import asyncio
 from urllib.parse import quote
 
 import asyncpg
+import pytest
 
 from bureau.interop import mcp_view
 from reporters import identity_links, wire
@@ -80,10 +81,7 @@ async def test_a_page_never_reads_the_reports(bureau: BureauUnderTest) -> None:
 
 
 async def test_a_search_looks_through_a_bounded_window_and_says_where_to_go_on(
-        bureau: BureauUnderTest, monkeypatch: object) -> None:
-    import pytest
-
-    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+        bureau: BureauUnderTest, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(mcp_view, "SEARCH_WINDOW", 4)
     await _squatted(bureau, 9)  # names io.github.a0/s … a9/s and the honest one: 11
     found: list[str] = []
