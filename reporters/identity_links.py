@@ -156,13 +156,31 @@ def _at_most_16(links: Any) -> Any:
     return links
 
 
+def _names(link: Any) -> tuple[str, ...]:
+    """What a link names, for telling two links apart: two spellings of one identity are
+    one link. An address's hex case is only its EIP-55 checksum (one registry, one
+    token: a second spelling got the bureau's feedback for that token twice), and a
+    URL's host is case-blind, ``:443`` and an empty path being https's defaults (RFC 3986
+    §6.2.2-6.2.3). An MCP server name is compared as written."""
+    if isinstance(link, Erc8004Link):
+        return (link.kind, link.registry.lower(), link.agent_id)
+    if isinstance(link, A2aLink):
+        parts = urlsplit(link.card)
+        host = parts.hostname or ""
+        host = f"[{host}]" if ":" in host else host
+        port = "" if parts.port in (None, 443) else f":{parts.port}"
+        return (link.kind, host + port, parts.path or "/", parts.query, parts.fragment)
+    return (link.kind, link.server)
+
+
 def _distinct_links(links: list[Any]) -> list[Any]:
-    seen: dict[Any, int] = {}
+    seen: dict[tuple[str, ...], int] = {}
     for i, link in enumerate(links):
-        if link in seen:
-            raise ItemRuleError(str(i), f"links must be distinct: this one is item {seen[link]}"
-                                " again")
-        seen[link] = i
+        names = _names(link)
+        if names in seen:
+            raise ItemRuleError(str(i), "links must be distinct: this one is item "
+                                f"{seen[names]} again")
+        seen[names] = i
     return links
 
 

@@ -72,6 +72,10 @@ def _errors(*statuses: int) -> dict[str, Json]:
     return {str(s): _json(words[s], "Error") for s in statuses}
 
 
+#: a query text that goes to the database: no control character (PostgreSQL refuses a NUL)
+_NO_CONTROL = "^[^\\x00-\\x1f\\x7f]*$"
+
+
 def _query(name: str, description: str, maximum: int, default: int, minimum: int) -> Json:
     return {"name": name, "in": "query", "required": False, "description": description,
             "schema": {"type": "integer", "minimum": minimum, "maximum": maximum,
@@ -335,11 +339,11 @@ def _interop_operations() -> dict[tuple[str, str], Json]:
                            "through at most 5,000 names a page" + needs,
             "security": public, "parameters": [
                 {"name": "cursor", "in": "query", "required": False,
-                 "schema": {"type": "string", "maxLength": 200}},
+                 "schema": {"type": "string", "maxLength": 200, "pattern": _NO_CONTROL}},
                 _query("limit", "at most this many servers", 100, 30, 1),
                 {"name": "search", "in": "query", "required": False,
                  "description": "servers whose name contains this",
-                 "schema": {"type": "string", "maxLength": 200}}],
+                 "schema": {"type": "string", "maxLength": 200, "pattern": _NO_CONTROL}}],
             "responses": {"200": servers, **_errors(404, 422, 503)}},
         ("GET", "/v0/servers/{name}"): {
             "operationId": "mcp_server",
@@ -351,7 +355,7 @@ def _interop_operations() -> dict[tuple[str, str], Json]:
                  "description": "the server name, / written %2F",
                  "schema": {"type": "string"}},
                 {"name": "cursor", "in": "query", "required": False,
-                 "schema": {"type": "string", "maxLength": 100}}],
+                 "schema": {"type": "string", "maxLength": 100, "pattern": _NO_CONTROL}}],
             "responses": {"200": _object("the MCP registry API's ServerResponse"),
                           **_errors(404, 422, 503)}},
     }

@@ -205,8 +205,9 @@ class Offer:
     unconfirmed_calldata: bool = False
 
     def as_json(self, feedback: Feedback) -> dict[str, Any]:
-        return feedback.as_json((feedback.registry, feedback.agent_id) in self.confirmed,
-                                self.unconfirmed_calldata)
+        # registries are recorded in lower case: an address's case is only its checksum
+        confirmed = (feedback.registry.lower(), feedback.agent_id) in self.confirmed
+        return feedback.as_json(confirmed, self.unconfirmed_calldata)
 
 
 def feedback_document(report: Mapping[str, Any], bureau: Bureau, epoch_seconds: int,

@@ -12,7 +12,7 @@ class Confirmed(NamedTuple):
     """One confirmation: the agent's link (registry, token id) and what confirmed it."""
 
     agent: str
-    registry: str
+    registry: str  # in lower case (an address's case is only its EIP-55 checksum)
     agent_id: str
     url: str  # where the registration file was read
     sha256: bytes  # of the bytes checked
@@ -20,7 +20,9 @@ class Confirmed(NamedTuple):
 
 
 async def record(conn: db.Connection, row: Confirmed) -> None:
-    """Record (or record again) that the agent's link to the token is confirmed."""
+    """Record (or record again) that the agent's link to the token is confirmed; the
+    registry in lower case (an address's case is only its checksum: one registry)."""
+    row = row._replace(registry=row.registry.lower())
     await conn.execute(
         "INSERT INTO erc8004_confirmations (agent, registry, agent_id, url, file_sha256,"
         " confirmed_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (agent, registry,"

@@ -95,8 +95,8 @@ def _refuse_constant(name: str) -> Any:
 def decode_request(body: bytes, content_type: str) -> ExportTraceServiceRequest:
     """The export request in ``body`` (already inflated), or :class:`NotOtlp`."""
     kind = media_type(content_type)
-    request = ExportTraceServiceRequest()
     if kind == PROTOBUF:
+        request = ExportTraceServiceRequest()
         try:
             request.ParseFromString(body)
         except DecodeError:
@@ -104,22 +104,34 @@ def decode_request(body: bytes, content_type: str) -> ExportTraceServiceRequest:
                                "protobuf: the wire format is corrupt") from None
         return request
     if kind == JSON:
-        try:
-            doc = json.loads(body, parse_constant=_refuse_constant)
-        except (ValueError, RecursionError) as exc:
-            raise NotOtlp(400, f"the body is not JSON: {exc}") from None
-        if not isinstance(doc, dict):
-            raise NotOtlp(400, "the body is not an OTLP ExportTraceServiceRequest in JSON: "
-                               "an object is needed at the top")
-        _hex_ids_to_base64(doc)
-        try:
-            json_format.ParseDict(doc, request, ignore_unknown_fields=True)
-        except (json_format.ParseError, binascii.Error, RecursionError) as exc:
-            raise NotOtlp(400, "the body is not an OTLP ExportTraceServiceRequest in "
-                               f"JSON: {exc}") from None
-        return request
+        return request_from_json(parse_json(body))
     raise NotOtlp(415, f"Content-Type {content_type or '(none)'!r}: OTLP/HTTP is "
                        f"{PROTOBUF} or {JSON}")
+
+
+def parse_json(body: bytes) -> dict[str, Any]:
+    """An OTLP/JSON body parsed, not yet built into a message (so that what it holds can
+    be counted first: reporters.otlp.bounds), or :class:`NotOtlp`."""
+    try:
+        doc = json.loads(body, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError) as exc:
+        raise NotOtlp(400, f"the body is not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise NotOtlp(400, "the body is not an OTLP ExportTraceServiceRequest in JSON: "
+                           "an object is needed at the top")
+    return doc
+
+
+def request_from_json(doc: dict[str, Any]) -> ExportTraceServiceRequest:
+    """The export request a parsed OTLP/JSON body holds, or :class:`NotOtlp`."""
+    request = ExportTraceServiceRequest()
+    _hex_ids_to_base64(doc)
+    try:
+        json_format.ParseDict(doc, request, ignore_unknown_fields=True)
+    except (json_format.ParseError, binascii.Error, RecursionError) as exc:
+        raise NotOtlp(400, "the body is not an OTLP ExportTraceServiceRequest in "
+                           f"JSON: {exc}") from None
+    return request
 
 
 def encode_response(rejected: int, message: str, content_type: str) -> tuple[bytes, str]:

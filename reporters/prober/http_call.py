@@ -18,6 +18,7 @@ from typing import Any
 import aiohttp
 import yarl
 
+from reporters._internal.capped import TooLarge, read_capped
 from reporters.prober.config import JSON_PLACEHOLDER, PLACEHOLDER, Request, Response, Route
 from reporters.prober.outcome import Asked
 from reporters.proxy.measure import claimed, parse_strict, resolve_pointer
@@ -99,9 +100,12 @@ async def ask(session: aiohttp.ClientSession, route: Route, text: str) -> Asked:
         async with session.request(
                 method, url, headers=headers, data=body, allow_redirects=False,
                 timeout=aiohttp.ClientTimeout(total=route.timeout_seconds)) as resp:
-            data = await resp.content.read(MAX_ANSWER_BYTES + 1)
+            try:  # the whole answer (``content.read(n)`` returns what has arrived so far)
+                data: bytes | None = await read_capped(resp, MAX_ANSWER_BYTES)
+            except TooLarge:
+                data = None
             latency_ms = round((time.monotonic() - started) * 1000)
-            if len(data) > MAX_ANSWER_BYTES:
+            if data is None:
                 return Asked(True, latency_ms, False, note=f"HTTP {resp.status}, too large")
             return read_answer(route.response, resp.status, data, latency_ms)
     except TimeoutError:

@@ -44,8 +44,11 @@ class EventReader:
         does not read it any further)."""
         self._buffer += chunk
         out: list[Event] = []
-        while True:
-            cut = _line_end(self._buffer, self._start)
+        lf = -2  # the first LF at or after self._start (-1: none), looked for again only
+        while True:  # once passed: a chunk is searched for LFs once, not once per line
+            if lf != -1 and lf < self._start:
+                lf = self._buffer.find(b"\n", self._start)
+            cut = _line_end(self._buffer, self._start, lf)
             if cut is None:
                 self._compact()
                 if self._held + len(self._buffer) > self._max:
@@ -82,11 +85,12 @@ class EventReader:
         self._buffer, self._start, self._data, self._held = bytearray(), 0, [], 0
 
 
-def _line_end(buffer: bytearray, start: int) -> tuple[int, int] | None:
-    """Where the first line from ``start`` ends (CRLF, LF or CR) and how wide its end is.
-    A CR is looked for only before the LF found: a chunk of many LF lines is read in one
-    pass, not once per line."""
-    lf = buffer.find(b"\n", start)
+def _line_end(buffer: bytearray, start: int, lf: int) -> tuple[int, int] | None:
+    """Where the first line from ``start`` ends (CRLF, LF or CR) and how wide its end is;
+    ``lf`` is the first LF from ``start`` (-1: none). A CR is looked for only before that
+    LF, and the LF is not looked for again per line: a chunk of many LF lines, or of
+    many CR lines, is read in one pass (a search for an LF per line made 128 KiB of bare
+    CRs cost 0.57 s of the proxy's event loop)."""
     cr = buffer.find(b"\r", start, len(buffer) if lf == -1 else lf)
     if cr == -1:
         return None if lf == -1 else (lf, 1)

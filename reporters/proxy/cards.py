@@ -176,9 +176,6 @@ class AgentCards:
         return card
 
     async def _keys(self, session: aiohttp.ClientSession, route: Route, card: Any) -> list[Any]:
-        from jwt import PyJWKSet
-        from jwt.exceptions import PyJWKSetError
-
         texts: list[bytes] = []
         if route.card_keys_file is not None:
             texts.append(Path(route.card_keys_file).read_bytes())
@@ -196,14 +193,7 @@ class AgentCards:
                     why = self._jku_resolver.refused.pop(_host(jku), None)
                     if why is not None:
                         self._refused_jku(route, jku, why)
-        keys: list[Any] = []
-        for text in texts:  # each at most max_card_bytes
-            try:
-                keys += PyJWKSet.from_json(text.decode()).keys
-            except (PyJWKSetError, ValueError):
-                continue
-        return keys
-
+        return [key for text in texts for key in jwks_keys(text)]
 
     def _refused_jku(self, route: Route, jku: str, why: str) -> None:
         self._metrics.limits.labels("jku_host").inc()
@@ -221,6 +211,24 @@ class AgentCards:
                                                use_dns_cache=False),
                 cookie_jar=aiohttp.DummyCookieJar())
         return self._jku_session
+
+
+def jwks_keys(text: bytes) -> list[Any]:
+    """The keys of a JWKS (at most ``max_card_bytes``, from the card's jku or the
+    operator's file); none when it is not one. Parsed strictly first — nesting bounded,
+    an object at the top — because PyJWKSet.from_json let a JWKS 50,000 arrays deep
+    (RecursionError) or one that is not an object (AttributeError) out of the card
+    reader: the agent's own upstream could stop the proxy from starting."""
+    from jwt import PyJWKSet
+    from jwt.exceptions import PyJWKSetError
+
+    ok, doc = parse_strict(text)
+    if not ok or not isinstance(doc, dict):
+        return []
+    try:
+        return list(PyJWKSet.from_dict(doc).keys)
+    except PyJWKSetError:
+        return []
 
 
 def _host(url: str) -> str:
@@ -241,4 +249,4 @@ def _jkus(card: Any) -> list[str]:
     return out
 
 
-__all__ = ["AgentCards", "CardError"]
+__all__ = ["AgentCards", "CardError", "jwks_keys"]

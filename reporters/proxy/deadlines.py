@@ -7,6 +7,12 @@ aiohttp has no deadline for a request's head, nor for its body: a client trickli
   must be in within this many seconds of its first byte — or of the connection's
   opening, for the first request. Past it the connection is closed without an answer
   (there is no request yet to answer) and ``on_late("header_seconds")`` counts it.
+  A connection waits for its next request no longer than that either: aiohttp's
+  keep-alive (``keepalive_timeout``, 3630 s by default) is set to ``header_seconds``,
+  so an idle connection, or one whose next head was begun while the previous request was
+  being handled (pipelined) and never finished, is closed that long after its last
+  answer. Before, one complete request then silence held a connection for an hour, past
+  the head deadline (those closes are aiohttp's and not counted).
 * ``body_seconds`` (default 60, as the bureau's intake): the whole body must be in within
   this many seconds of the head. Past it the request is answered ``408`` by its caller
   (:func:`read_body` raises :class:`BodyLate`) and counted as ``body_seconds``.
@@ -53,9 +59,11 @@ class _HeadDeadline(RequestHandler):
     on_late: OnLate = staticmethod(lambda limit: None)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)
+        # armed before aiohttp arms its keep-alive for the same moment, so that a
+        # connection that sends nothing is closed (and counted) here
         self._head_timer: asyncio.TimerHandle | None = None
         self._arm()
+        super().connection_made(transport)
 
     def data_received(self, data: bytes) -> None:
         heads = self._request_count
@@ -97,6 +105,7 @@ class DeadlineRunner(web.AppRunner):
 
     def __init__(self, app: web.Application, header_seconds: float, on_late: OnLate,
                  **kwargs: Any) -> None:
+        kwargs.setdefault("keepalive_timeout", header_seconds)  # see the module's doc
         super().__init__(app, **kwargs)
         self._handler_class = type("HeadDeadline", (_HeadDeadline,), {
             "header_seconds": header_seconds, "on_late": staticmethod(on_late)})

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from reporters import identity_links
 from tests.interop.cards import self_signed, serving
 from tests.interop.support import BUREAU_ETH, IDENTITY, PUBLIC_URL, Linked, get_json, linked_world
@@ -36,18 +38,19 @@ def registration(agent: str, agent_id: int = 22) -> dict[str, Any]:
 
 
 async def _confirm(linked: Linked, url: str, hosts: str, cafile: Path,
-                   agent_id: str = "22") -> subprocess.CompletedProcess[str]:
-    """The command in a thread: the file is served by this test's event loop."""
-    return await asyncio.to_thread(_run, linked, url, hosts, cafile, agent_id)
+                   link: tuple[str, str] = (REGISTRY, "22")) -> subprocess.CompletedProcess[str]:
+    """The command in a thread (the file is served by this test's event loop); ``link``:
+    the registry and token id to confirm."""
+    return await asyncio.to_thread(_run, linked, url, hosts, cafile, link)
 
 
 def _run(linked: Linked, url: str, hosts: str, cafile: Path,
-         agent_id: str) -> subprocess.CompletedProcess[str]:
+         link: tuple[str, str]) -> subprocess.CompletedProcess[str]:
     env = {"BUREAU_DATABASE_URL": linked.bureau.database_url, "PATH": "/usr/bin:/bin",
            "BUREAU_ERC8004_HOSTS": hosts}
     return subprocess.run([sys.executable, "-m", "bureau.cli", "erc8004", "confirm",
-                           "--agent", linked.key_id, "--registry", REGISTRY, "--agent-id",
-                           agent_id, "--url", url, "--cafile", str(cafile)],
+                           "--agent", linked.key_id, "--registry", link[0], "--agent-id",
+                           link[1], "--url", url, "--cafile", str(cafile)],
                           env=env, capture_output=True, text=True, timeout=120)
 
 
@@ -69,6 +72,7 @@ async def test_the_operator_may_ask_for_calldata_of_unconfirmed_links(
                    for f in feedback)
 
 
+@pytest.mark.slow  # runs the CLI
 async def test_a_link_is_confirmed_by_its_registration_file(linked: Linked,
                                                             tmp_path: Path) -> None:
     context, cafile = self_signed(tmp_path)
@@ -98,6 +102,7 @@ async def test_a_link_is_confirmed_by_its_registration_file(linked: Linked,
     await linked.bureau.verify()
 
 
+@pytest.mark.slow  # runs the CLI
 async def test_a_huge_registration_file_is_refused_at_its_cap(linked: Linked,
                                                               tmp_path: Path) -> None:
     context, cafile = self_signed(tmp_path)
@@ -114,3 +119,21 @@ async def test_another_agents_link_to_the_token_stays_unconfirmed(
     the owner's file."""
     squatter = await linked_world(bureau, links=[identity_links.erc8004(8453, IDENTITY, 22)])
     assert all(f["confirmed"] is False for f in await _feedback(squatter))
+
+
+@pytest.mark.slow  # runs the CLI
+async def test_a_link_is_confirmed_whatever_case_its_address_is_written_in(
+        linked: Linked, tmp_path: Path) -> None:
+    """The operator copies the registry from a block explorer (checksum case) or types it
+    in lower case; the link and the file may each use either: one registry. Before, a
+    confirmation recorded in another case than the link's said CONFIRMED and left the
+    link unconfirmed."""
+    assert REGISTRY.lower() != REGISTRY  # the link is written in checksum case
+    context, cafile = self_signed(tmp_path)
+    async with serving({"/good.json": registration(linked.key_id)}, context) as base:
+        ran = await _confirm(linked, base + "/good.json", base.split("//")[1], cafile,
+                             (REGISTRY.lower(), "22"))
+        assert ran.returncode == 0 and "CONFIRMED" in ran.stdout, ran.stderr
+    feedback = await _feedback(linked)
+    assert feedback and all(f["confirmed"] is True for f in feedback)
+    await linked.bureau.verify()

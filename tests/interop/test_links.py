@@ -145,6 +145,27 @@ def test_a_duplicate_link_is_refused_at_the_later_item() -> None:
         identity_links.erc8004(1, IDENTITY, 1), identity_links.erc8004(1, IDENTITY, 2)]))
 
 
+@pytest.mark.parametrize(("first", "again"), [
+    pytest.param(identity_links.erc8004(1, IDENTITY, 7),
+                 identity_links.erc8004(1, IDENTITY.lower(), 7), id="address-case"),
+    pytest.param(identity_links.a2a("https://agent.example/card.json"),
+                 identity_links.a2a("https://Agent.EXAMPLE:443/card.json"), id="host-case-port"),
+    pytest.param(identity_links.a2a("https://agent.example"),
+                 identity_links.a2a("https://agent.example/"), id="empty-path"),
+])
+def test_two_spellings_of_one_link_are_a_duplicate(first: dict[str, str],
+                                                   again: dict[str, str]) -> None:
+    """One token, one card: an address differs only in its checksum case (the bureau then
+    gave two feedbacks for one token each epoch), a host in case or in https's default
+    port. Paths, queries and other ports still tell links apart."""
+    err = _refused(EnrollmentPayload, _enrollment([first, again]))
+    assert err.path == "/links/1" and "item 0" in err.detail
+    validate_payload(EnrollmentPayload, _enrollment([
+        identity_links.a2a("https://agent.example/Card.json"),
+        identity_links.a2a("https://agent.example/card.json"),
+        identity_links.a2a("https://agent.example:8443/card.json")]))
+
+
 @pytest.mark.parametrize("agent_id", [str(2**256), "9" * 78, "1" * 79, "1" + "0" * 400])
 def test_an_agent_id_above_uint256_is_refused_at_its_agent_id(agent_id: str) -> None:
     """SPEC §3 r4: ``agent_id`` is at most 2^256 - 1, else ``SCHEMA`` at the item's

@@ -8,6 +8,7 @@ import asyncio
 from urllib.parse import quote
 
 import asyncpg
+import pytest
 
 from bureau.interop import mcp_view
 from reporters import identity_links, wire
@@ -80,10 +81,7 @@ async def test_a_page_never_reads_the_reports(bureau: BureauUnderTest) -> None:
 
 
 async def test_a_search_looks_through_a_bounded_window_and_says_where_to_go_on(
-        bureau: BureauUnderTest, monkeypatch: object) -> None:
-    import pytest
-
-    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+        bureau: BureauUnderTest, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(mcp_view, "SEARCH_WINDOW", 4)
     await _squatted(bureau, 9)  # names io.github.a0/s … a9/s and the honest one: 11
     found: list[str] = []
@@ -100,4 +98,22 @@ async def test_a_search_looks_through_a_bounded_window_and_says_where_to_go_on(
     assert pages >= 6
     status, page = await get_json(bureau, "/v0/servers?search=nothing-like-it")
     assert page["servers"] == [] and "nextCursor" in page["metadata"]  # 4 of 11 looked at
+    await bureau.verify()
+
+
+async def test_a_control_character_in_a_cursor_or_search_is_schema(
+        bureau: BureauUnderTest) -> None:
+    """``cursor`` and ``search`` now go to the database: a NUL there was a 500 (PostgreSQL's
+    text cannot hold one). Every control character is ``SCHEMA`` at its parameter."""
+    await _squatted(bureau, 1)
+    name = "/v0/servers/" + quote(HONEST, safe="")
+    for path, where in (("/v0/servers?cursor=%00", "/cursor"),
+                        ("/v0/servers?search=a%00", "/search"),
+                        ("/v0/servers?search=%0A", "/search"),
+                        (name + "?cursor=%00", "/cursor"),
+                        (name + "?cursor=%7F", "/cursor")):
+        status, body = await get_json(bureau, path)
+        assert (status, body["code"], body["path"]) == (422, "SCHEMA", where), (path, body)
+    status, _ = await get_json(bureau, "/v0/servers?search=%C3%A9")  # not a control
+    assert status == 200
     await bureau.verify()

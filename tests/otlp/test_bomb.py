@@ -3,7 +3,7 @@ holding 4 million empty spans. Before, protobuf built them all and the mapping w
 them on the event loop (RSS 69 → 751 MB, 11–16 s, an honest export meanwhile waited
 10–15 s). Now the walk stops at ``max_spans``: the answer is ``413`` and the process's
 peak memory (``VmHWM``, read from /proc) hardly moves; honest exports sent meanwhile
-are answered. Timing targets are in bench/otlp_bomb.py, not here."""
+are answered. Timing targets are in bench/bounds_bench.py, not here."""
 
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ no answer is what the fact says; the probes land in the ledger and in the report
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import itertools
 import json
@@ -177,13 +178,39 @@ async def test_an_answer_that_is_not_json_is_not_well_formed_and_fails(
         return web.Response(text='{"answer": ' + solve(await question(request)),
                             content_type="application/json")
 
+    facts, probes = await _probed_twice(bureau, tmp_path, garbled)
+    assert [(f["well_formed"], f["claimed"]) for f in facts] == [(False, None)] * 2
+    assert [pr["passed"] for pr in probes] == [False, False]
+
+
+async def _probed_twice(bureau: BureauUnderTest, tmp_path: Path, handler: Any
+                        ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Two probes of one agent answering with ``handler``: the facts and probes entered."""
     agent = new_agent()
     reporter = await bureau.reporter(("facts", "probes"))
-    async with (serving(app_of(garbled)) as url,
+    async with (serving(app_of(handler)) as url,
                 prober(bureau, tmp_path, [route(kid(agent), url)], limit=2,
                        reporter=reporter) as p):
         await run(p)
-    facts = await entries(bureau.database_url, kid(reporter), "fact")
-    assert [(f["well_formed"], f["claimed"]) for f in facts] == [(False, None)] * 2
-    probes = await entries(bureau.database_url, kid(reporter), "probe")
-    assert [pr["passed"] for pr in probes] == [False, False]
+    return (await entries(bureau.database_url, kid(reporter), "fact"),
+            await entries(bureau.database_url, kid(reporter), "probe"))
+
+
+async def test_an_answer_that_comes_in_pieces_is_read_whole(
+        bureau: BureauUnderTest, tmp_path: Path) -> None:
+    """The answer was read with ``content.read(n)``, which returns what has arrived so far:
+    a right answer whose body came in two pieces was judged on the first (not JSON: a
+    failed probe, wrong ground truth). It is read whole, up to its cap."""
+    async def in_pieces(request: web.Request) -> web.StreamResponse:
+        body = json.dumps({"status": "ok", "answer": solve(await question(request))}).encode()
+        out = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await out.prepare(request)
+        await out.write(body[:5])
+        await asyncio.sleep(0.2)  # the agent's own pace: the first piece is read alone
+        await out.write(body[5:])
+        await out.write_eof()
+        return out
+
+    facts, probes = await _probed_twice(bureau, tmp_path, in_pieces)
+    assert [f["well_formed"] for f in facts] == [True, True]  # before: [False, False]
+    assert [pr["passed"] for pr in probes] == [True, True]

@@ -18,6 +18,7 @@ from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentCardSignature
 from aiohttp import web
 from google.protobuf import json_format
 
+from reporters.proxy.cards import jwks_keys
 from reporters.proxy.config import Route
 from reporters.proxy.jku import GuardedResolver, jku_allowed, trusted_hosts
 from tests.proxy.support import new_agent, running_proxy, upstream
@@ -160,3 +161,23 @@ async def test_a_listed_name_that_resolves_to_loopback_is_refused() -> None:
         assert (await resolver.resolve("127.0.0.3", 443))[0]["host"] == "127.0.0.3"
     finally:
         await resolver.close()
+
+
+
+@pytest.mark.parametrize("jwks", [b"[" * 50_000 + b"]" * 50_000, b"[1]", b"null", b"5",
+                                  b'{"keys": [5]}', b"\xff"],
+                         ids=["deep", "a list", "null", "a number", "no key", "not utf-8"])
+def test_a_hostile_jwks_has_no_keys(jwks: bytes) -> None:
+    """What a card's jku serves is the agent's word (by default the jku may only point at
+    the agent's own upstream). A JWKS nested 50,000 deep, or one that is not an object,
+    raised RecursionError or AttributeError out of the card reader — at the proxy's start
+    that stopped the proxy. Now it is a JWKS with no keys: the card is ``bad_signature``
+    and the route works."""
+    assert jwks_keys(jwks) == []
+
+
+def test_a_jwks_keys_are_read() -> None:
+    key = {"kty": "OKP", "crv": "Ed25519", "kid": "k1",
+           "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}
+    [found] = jwks_keys(json.dumps({"keys": [key]}).encode())
+    assert found.key_id == "k1"

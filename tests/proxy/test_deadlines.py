@@ -53,3 +53,20 @@ async def test_a_head_that_does_not_arrive_closes_its_connection(
         samples = await scrape(p.session, p.ops_url)
         assert sample(samples, "bureau_proxy_limits_total", limit="header_seconds") == 2
     await bureau.verify()
+
+
+async def test_one_request_then_silence_does_not_hold_a_connection(
+        bureau: BureauUnderTest, tmp_path: Path) -> None:
+    """A complete request, then a next head begun while it was being handled (pipelined)
+    and never finished — or nothing at all: the head deadline was never armed, and
+    aiohttp's keep-alive (3630 s) held the connection for an hour. Now the connection
+    waits for its next head no longer than header_seconds after its answer."""
+    async with upstream(_ok) as up, running_proxy(
+            bureau, tmp_path, [{"prefix": "/a", "agent": new_agent(), "upstream": up}],
+            header_seconds=0.5) as p:
+        whole = b"GET /a/x HTTP/1.1\r\nHost: x\r\n\r\n"
+        for then in (b"GET /a/y HTTP/1.1\r\nHost: x\r\nX-Slow: 1", b""):
+            answer = await stalled(p.url, whole + then)  # before: no close for 3630 s
+            assert answer.startswith(b"HTTP/1.1 200"), answer
+            assert answer.count(b"HTTP/1.1") == 1  # the unfinished head was not answered
+    await bureau.verify()

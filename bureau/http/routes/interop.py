@@ -159,11 +159,19 @@ def _limit(request: web.Request) -> int:
     return int(text)
 
 
+#: a control character: PostgreSQL's text cannot hold a NUL (the query failed with a 500),
+#: and no name or key id holds any of them
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def _text(request: web.Request, name: str, most: int) -> str | None:
-    """A query text of at most ``most`` characters (a cursor is a name or a key id)."""
+    """A query text of at most ``most`` characters and no control character (a cursor is
+    a name or a key id; both go to the database)."""
     text = _one(request, name)
     if text is not None and len(text) > most:
         raise BureauError(Code.SCHEMA, pointer(name), f"{name} is at most {most} characters")
+    if text is not None and _CONTROL.search(text):
+        raise BureauError(Code.SCHEMA, pointer(name), f"{name} holds a control character")
     return text
 
 
