@@ -12,13 +12,13 @@ bound                what it counts                                             
 ``max_spans``        spans                                                      50,000
 ``max_blocks``       ``ResourceSpans`` and ``ScopeSpans`` blocks                10,000
 ``max_attributes``   key-value pairs anywhere (resource, scope, span, event,    500,000
-                     link, and nested inside values)
+                     link, and nested inside values), and the values of arrays
 ``max_events``       span events                                                100,000
 ``max_links``        span links                                                 100,000
 ``max_depth``        messages nested in messages (a request's spans are at      32
                      depth 4; each array or key-value list in a value adds 2)
-``max_fields``       protobuf fields walked (scalars, unknown fields, all),     2,000,000
-                     or JSON strings, objects and arrays
+``max_fields``       protobuf fields walked (scalars, unknown fields, all)      2,000,000
+``max_json_tokens``  a JSON body's strings, objects and arrays                  250,000
 ===================  =========================================================  =========
 
 The walk stops at the first bound passed, so refusing a bomb costs at most the bound's
@@ -29,7 +29,11 @@ honest export walks each field once (about 1.4 million fields a second; an SDK's
 
 JSON (``application/json``) is bounded before it is parsed by counting its strings,
 objects and arrays in the raw bytes (``"``, ``{`` and ``[``, inside strings too: an
-overcount, never an undercount) against ``max_fields``; the parsed document is then
+overcount, never an undercount) against ``max_json_tokens``, a bound of its own because
+a JSON item costs far more than a protobuf field: ``json.loads`` and protobuf's
+``json_format`` take about 10 µs an item, so ``max_fields``' 2 million would let one
+6 KB gzip body hold the decoding thread for 20 s (an SDK's 512-span batch with 30
+attributes a span is about 100,000); the parsed document is then
 counted like a protobuf one (:func:`count_json`: the same kinds under their JSON names)
 *before* protobuf's ``json_format`` builds a message from it. Counting the message it
 built instead came too late: 2 million empty spans in 5.7 MiB of JSON (6 KB of gzip)
@@ -46,7 +50,7 @@ from typing import Any
 
 #: The message kinds of an export that hold other messages, by the order they nest in.
 (_REQUEST, _RESOURCE_SPANS, _RESOURCE, _SCOPE_SPANS, _SCOPE, _SPAN, _EVENT, _LINK, _KV,
- _ANY, _ARRAY, _KVLIST) = range(12)
+ _ANY, _ARRAY, _KVLIST, _ARRAY_ITEM) = range(13)
 #: (message kind, field number) -> the kind of message that field holds; every other
 #: field is walked over, not into (opentelemetry-proto's trace/v1 and common/v1)
 _NESTED = {
@@ -58,11 +62,15 @@ _NESTED = {
     (_SPAN, 9): _KV, (_SPAN, 11): _EVENT, (_SPAN, 13): _LINK,
     (_EVENT, 3): _KV, (_LINK, 4): _KV,
     (_KV, 2): _ANY, (_ANY, 5): _ARRAY, (_ANY, 6): _KVLIST,
-    (_ARRAY, 1): _ANY, (_KVLIST, 1): _KV,
+    # an array's values are AnyValues counted like attributes: 2 million empty values
+    # in 3.9 KB of gzip cost 92 MB when only max_fields held them
+    (_ARRAY, 1): _ARRAY_ITEM, (_ARRAY_ITEM, 5): _ARRAY, (_ARRAY_ITEM, 6): _KVLIST,
+    (_KVLIST, 1): _KV,
 }
 #: which bound each counted kind is held to
 _COUNTED = {_SPAN: "max_spans", _RESOURCE_SPANS: "max_blocks", _SCOPE_SPANS: "max_blocks",
-            _KV: "max_attributes", _EVENT: "max_events", _LINK: "max_links"}
+            _KV: "max_attributes", _ARRAY_ITEM: "max_attributes", _EVENT: "max_events",
+            _LINK: "max_links"}
 #: the walk lets the event loop's thread have the GIL this often (fields): a walk in a
 #: worker thread then delays the loop by well under a millisecond, not by the 5 ms
 #: switch interval each time
@@ -80,6 +88,7 @@ class Limits:
     max_links: int = 100_000
     max_depth: int = 32
     max_fields: int = 2_000_000
+    max_json_tokens: int = 250_000
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -108,7 +117,8 @@ class Malformed(ValueError):
 _WHAT = {"max_spans": "spans", "max_blocks": "resource or scope blocks",
          "max_attributes": "attributes", "max_events": "span events",
          "max_links": "span links", "max_depth": "levels of nesting",
-         "max_fields": "protobuf fields"}
+         "max_fields": "protobuf fields",
+         "max_json_tokens": "JSON strings, objects and arrays"}
 
 
 def _over(limits: Limits, name: str) -> OverLimit:
@@ -125,30 +135,25 @@ def scan_protobuf(buf: bytes, limits: Limits) -> dict[str, int]:
 
 
 class _Tally:
-    """The counted messages of one request against their bounds (both walks)."""
+    """The counted messages of one request against their bounds (both walks), by bound:
+    kinds that share a bound (the two block kinds; key-value pairs and array values)
+    share its count."""
 
-    __slots__ = ("_caps", "_limits", "blocks", "counts")
+    __slots__ = ("_limits", "counts")
 
     def __init__(self, limits: Limits) -> None:
         self._limits = limits
-        self._caps = {kind: getattr(limits, name) for kind, name in _COUNTED.items()}
-        self.counts = dict.fromkeys(self._caps, 0)
-        self.blocks = 0
+        self.counts = dict.fromkeys(_COUNTED.values(), 0)
 
     def add(self, kind: int) -> None:
         """One more message of a counted ``kind``; :class:`OverLimit` past its bound."""
-        self.counts[kind] += 1
-        if kind in (_RESOURCE_SPANS, _SCOPE_SPANS):
-            self.blocks += 1
-            if self.blocks > self._limits.max_blocks:
-                raise _over(self._limits, "max_blocks")
-        elif self.counts[kind] > self._caps[kind]:
-            raise _over(self._limits, _COUNTED[kind])
+        bound = _COUNTED[kind]
+        self.counts[bound] += 1
+        if self.counts[bound] > getattr(self._limits, bound):
+            raise _over(self._limits, bound)
 
     def result(self) -> dict[str, int]:
-        out = {_COUNTED[k]: n for k, n in self.counts.items()
-               if k not in (_RESOURCE_SPANS, _SCOPE_SPANS)}
-        return {**out, "max_blocks": self.blocks}
+        return dict(self.counts)
 
 
 def _walk(buf: bytes, limits: Limits) -> dict[str, int]:
@@ -221,11 +226,12 @@ def _varint_rest(buf: bytes, pos: int, first: int) -> tuple[int, int]:
 
 
 def check_json_size(body: bytes, limits: Limits) -> None:
-    """Before ``json.loads``: at most ``max_fields`` strings, objects and arrays (counted
-    by their opening bytes, in C: a bound on the Python objects the parse can make)."""
+    """Before ``json.loads``: at most ``max_json_tokens`` strings, objects and arrays
+    (counted by their opening bytes, in C: a bound on the Python objects the parse can
+    make, and on the items ``json_format`` will build)."""
     found = body.count(b'"') // 2 + body.count(b"{") + body.count(b"[")
-    if found > limits.max_fields:
-        raise OverLimit("max_fields", limits.max_fields, "JSON strings, objects and arrays")
+    if found > limits.max_json_tokens:
+        raise _over(limits, "max_json_tokens")
 
 
 #: the names json_format reads each nested field of _NESTED by (lowerCamelCase, and the
@@ -241,6 +247,8 @@ _JSON_NAMES = {
     (_KV, 2): ("value",),
     (_ANY, 5): ("arrayValue", "array_value"), (_ANY, 6): ("kvlistValue", "kvlist_value"),
     (_ARRAY, 1): ("values",), (_KVLIST, 1): ("values",),
+    (_ARRAY_ITEM, 5): ("arrayValue", "array_value"),
+    (_ARRAY_ITEM, 6): ("kvlistValue", "kvlist_value"),
 }
 #: (message kind, JSON field name) -> the kind of message that field holds
 _JSON_NESTED = {(parent, name): child for (parent, number), child in _NESTED.items()
@@ -248,10 +256,11 @@ _JSON_NESTED = {(parent, name): child for (parent, number), child in _NESTED.ite
 
 
 def count_json(doc: Any, limits: Limits) -> dict[str, int]:
-    """The counts of :func:`scan_protobuf` (but ``max_fields``, which JSON spends in
-    :func:`check_json_size`) for a parsed OTLP/JSON request, or :class:`OverLimit`:
-    walked before ``json_format`` builds anything. A message field holding a list counts
-    each object in it (json_format refuses any other shape later)."""
+    """The counts of :func:`scan_protobuf` (but ``max_fields``: JSON spends
+    ``max_json_tokens`` in :func:`check_json_size` instead) for a parsed OTLP/JSON
+    request, or :class:`OverLimit`: walked before ``json_format`` builds anything. A
+    message field holding a list counts each object in it (json_format refuses any
+    other shape later)."""
     tally, walked = _Tally(limits), 0
     stack: list[tuple[Any, int, int]] = [(doc, _REQUEST, 0)]  # (object, kind, depth)
     while stack:

@@ -24,8 +24,8 @@ class OtlpMetrics:
             "were waiting; the exporter retries).", ["result"], registry=r)
         self.limits = Counter(
             "bureau_otlp_limits", "Times a bound on a stranger's bytes was reached, by "
-            "limit: spans, blocks, attributes, events, links, depth, fields (what one "
-            "request decodes to, [limits]: 413), decode_queue (503), header_seconds (the "
+            "limit: spans, blocks, attributes, events, links, depth, fields, json_tokens "
+            "(what one request decodes to, [limits]: 413), decode_queue (503), header_seconds (the "
             "connection closed), body_seconds (408).", ["limit"], registry=r)
         self.spans = Counter(
             "bureau_otlp_spans", "Spans received, by result: mapped (a fact was spooled), "

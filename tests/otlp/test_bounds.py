@@ -100,6 +100,34 @@ def test_the_walk_counts_what_protobuf_reads() -> None:
     assert count_json(snake, Limits()) == count_json(as_json, Limits())
 
 
+def _with_array(values: int, nested: int = 0) -> ExportTraceServiceRequest:
+    """One span whose one attribute is an array of ``values`` empty values, each of the
+    first ``nested`` of them an array of one value itself."""
+    req = _request()
+    outer = AnyValue()
+    for i in range(values):
+        item = outer.array_value.values.add()
+        if i < nested:
+            item.array_value.values.add(string_value="inner")
+    req.resource_spans[0].scope_spans[0].spans[0].attributes.append(
+        KeyValue(key="list", value=outer))
+    return req
+
+
+def test_the_values_of_arrays_count_as_attributes() -> None:
+    """An array's values were held by max_fields alone (2 million empty values in 3.9 KB
+    of gzip cost 92 MB): they count against max_attributes like key-value pairs, in
+    protobuf and in JSON alike, arrays in arrays too."""
+    req = _with_array(values=5, nested=2)
+    counts = scan_protobuf(req.SerializeToString(), Limits())
+    assert counts["max_attributes"] == 1 + 1 + 5 + 2  # resource's, the span's, 5 + 2 values
+    assert count_json(json_format.MessageToDict(req), Limits())["max_attributes"] == 9
+    big = _with_array(values=20_000).SerializeToString()
+    with pytest.raises(OverLimit) as caught:
+        scan_protobuf(big, Limits(max_attributes=10_000))
+    assert caught.value.limit == "attributes"
+
+
 @pytest.mark.parametrize(("limit", "request_", "label"), [
     pytest.param({"max_spans": 5}, _request(spans=6), "spans", id="spans"),
     pytest.param({"max_blocks": 3}, _request(scopes=3), "blocks", id="blocks"),
@@ -109,22 +137,29 @@ def test_the_walk_counts_what_protobuf_reads() -> None:
     pytest.param({"max_links": 3}, _request(links=4), "links", id="links"),
     pytest.param({"max_depth": 10}, _nested(4), "depth", id="depth"),
     pytest.param({"max_fields": 30}, _request(spans=8), "fields", id="fields"),
+    pytest.param({"max_json_tokens": 30}, _request(spans=8), "json_tokens", id="json-tokens"),
 ])
 async def test_each_bound_is_413_naming_it_and_counted(
         tmp_path: Path, limit: dict[str, int], request_: ExportTraceServiceRequest,
         label: str) -> None:
+    bodies = [(request_.SerializeToString(), PROTOBUF),
+              (gzip.compress(request_.SerializeToString()),
+               {**PROTOBUF, "Content-Encoding": "gzip"}),
+              (json_format.MessageToJson(request_).encode(),
+               {"Content-Type": "application/json"})]
+    # each encoding spends the budget of its own: fields protobuf's, tokens JSON's
+    if label == "fields":
+        bodies = bodies[:2]
+    elif label == "json_tokens":
+        bodies = bodies[2:]
     async with running_receiver(tmp_path, DEAD_URL, **_settings(**limit)) as r:
-        for body, headers in (
-                (request_.SerializeToString(), PROTOBUF),
-                (gzip.compress(request_.SerializeToString()),
-                 {**PROTOBUF, "Content-Encoding": "gzip"}),
-                (json_format.MessageToJson(request_).encode(),
-                 {"Content-Type": "application/json"})):
+        for body, headers in bodies:
             async with r.session.post(r.url, data=body, headers=headers) as resp:
                 assert resp.status == 413, await resp.text()
                 assert next(iter(limit)) in (await resp.json())["message"]
-        assert await r.metric("bureau_otlp_limits_total", limit=label) == 3
-        assert await r.metric("bureau_otlp_requests_total", result="too_large") == 3
+        assert await r.metric("bureau_otlp_limits_total", limit=label) == len(bodies)
+        assert await r.metric("bureau_otlp_requests_total",
+                              result="too_large") == len(bodies)
 
 
 async def test_a_body_just_within_every_bound_is_taken(tmp_path: Path) -> None:
@@ -139,9 +174,9 @@ async def test_a_body_just_within_every_bound_is_taken(tmp_path: Path) -> None:
 def test_json_is_bounded_before_it_is_parsed() -> None:
     body = json.dumps({"resourceSpans": [{}] * 100}).encode()  # 1 string, 101 objects, 1 array
     with pytest.raises(OverLimit) as caught:
-        check_json_size(body, Limits(max_fields=102))
-    assert caught.value.limit == "fields"
-    check_json_size(body, Limits(max_fields=103))
+        check_json_size(body, Limits(max_json_tokens=102))
+    assert caught.value.limit == "json_tokens"
+    check_json_size(body, Limits(max_json_tokens=103))
 
 
 @pytest.mark.parametrize(("limit", "request_"), [
