@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import pydantic
 from a2a.compat.v0_3 import conversions
@@ -42,28 +42,16 @@ from a2a.types.a2a_pb2 import (
 )
 from google.protobuf.json_format import ParseDict, ParseError
 
-from reporters.protocols import jsonrpc
+from reporters.protocols import jsonrpc, methods
 from reporters.protocols.answers import Claimed
 
-Kind = Literal["send", "stream", "get", "cancel", "resubscribe", "other"]
-Version = Literal["0.3", "1.0"]
+Kind = methods.Kind
+Version = methods.Version
 
 #: A2A methods a fact follows, by name in each version: (what it does, version).
-METHODS: Mapping[str, tuple[Kind, Version]] = {
-    "message/send": ("send", "0.3"), "message/stream": ("stream", "0.3"),
-    "tasks/get": ("get", "0.3"), "tasks/cancel": ("cancel", "0.3"),
-    "tasks/resubscribe": ("resubscribe", "0.3"),
-    "SendMessage": ("send", "1.0"), "SendStreamingMessage": ("stream", "1.0"),
-    "GetTask": ("get", "1.0"), "CancelTask": ("cancel", "1.0"),
-    "SubscribeToTask": ("resubscribe", "1.0"),
-}
+METHODS = methods.A2A_METHODS
 #: A2A methods that are bookkeeping, not work: forwarded, no fact.
-OTHER_METHODS = frozenset({
-    "tasks/pushNotificationConfig/set", "tasks/pushNotificationConfig/get",
-    "tasks/pushNotificationConfig/list", "tasks/pushNotificationConfig/delete",
-    "agent/getAuthenticatedExtendedCard", "ListTasks", "CreateTaskPushNotificationConfig",
-    "GetTaskPushNotificationConfig", "ListTaskPushNotificationConfigs",
-    "DeleteTaskPushNotificationConfig", "GetExtendedAgentCard"})
+OTHER_METHODS = methods.A2A_OTHER_METHODS
 
 #: Error codes that blame the request: the agent declined (see the module docstring).
 DECLINING_CODES = jsonrpc.REQUEST_CODES | {-32003, -32004, -32005, -32007, -32008, -32009}

@@ -27,31 +27,17 @@ import jsonschema
 import pydantic
 from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult
 
-from reporters.protocols import jsonrpc
+from reporters.protocols import jsonrpc, methods
 from reporters.protocols.answers import Claimed
 
-TOOLS_CALL = "tools/call"
-TOOLS_LIST = "tools/list"
+TOOLS_CALL = methods.MCP_TOOLS_CALL
+TOOLS_LIST = methods.MCP_TOOLS_LIST
 #: Methods of MCP clients (the 2025 revisions): what ``protocol = "auto"`` reads as MCP.
-METHODS = frozenset({
-    "initialize", "ping", TOOLS_CALL, TOOLS_LIST, "resources/list", "resources/read",
-    "resources/templates/list", "resources/subscribe", "resources/unsubscribe",
-    "prompts/list", "prompts/get", "completion/complete", "logging/setLevel",
-    "tasks/list", "tasks/result"})
+METHODS = methods.MCP_METHODS
+is_method = methods.is_mcp
 
 
-def is_method(name: str) -> bool:
-    return name in METHODS or name.startswith("notifications/")
-
-
-def is_transport(method: str, headers: Mapping[str, str]) -> bool:
-    """A request of the streamable HTTP transport itself, not a JSON-RPC message: the
-    GET that opens a session's stream of server messages, the DELETE that ends a
-    session. Both name the session (``Mcp-Session-Id``)."""
-    if "Mcp-Session-Id" not in headers:
-        return False
-    return method == "DELETE" or (
-        method == "GET" and "text/event-stream" in headers.get("Accept", ""))
+is_transport = methods.is_mcp_transport
 
 
 def tool_name(params: Any) -> str | None:

@@ -39,10 +39,10 @@ from reporters._internal.outcomes import Delivery
 from reporters._internal.spool import DB_FILE
 from reporters._internal.wording import count
 from reporters.httpsig import HttpSignatureError, NonceStore, verify_request
-from reporters.protocols import jsonrpc
+from reporters.protocols import jsonrpc, methods
 from reporters.proxy import ops
 from reporters.proxy.cards import AgentCards
-from reporters.proxy.config import ProxyConfig, Route, extra_installed
+from reporters.proxy.config import ProxyConfig, Route, extra_installed, install_hint
 from reporters.proxy.holding import HeldFacts, Measured
 from reporters.proxy.ids import InteractionIds
 from reporters.proxy.measure import (
@@ -88,27 +88,19 @@ _TooLarge = TooLarge
 
 
 def protocol_of(route: Route, method: str, body: bytes) -> tuple[str, jsonrpc.Request] | None:
-    """Which protocol reads this call, and its JSON-RPC request; None: plain HTTP (a
+    """Which protocol this call speaks, and its JSON-RPC request; None: plain HTTP (a
     route with ``protocol = "http"``, not a POST, not one JSON-RPC 2.0 request, or a
-    method of neither protocol)."""
+    method of neither protocol, or of the other protocol than the route's). Known by the
+    method's name alone, with or without the protocol's extra installed."""
     if route.protocol == "http" or method != "POST":
         return None
     rpc = jsonrpc.read_request(body)
     if rpc is None:
         return None
-    # An auto route reads a protocol only when its extra is installed (a2a, mcp);
-    # a route that names one was refused at startup without it (config).
-    if route.protocol in ("auto", "a2a") and extra_installed("a2a"):
-        from reporters.protocols import a2a
-
-        if rpc.method in a2a.METHODS or rpc.method in a2a.OTHER_METHODS:
-            return "a2a", rpc
-    if route.protocol in ("auto", "mcp") and extra_installed("mcp"):
-        from reporters.protocols import mcp
-
-        if mcp.is_method(rpc.method):
-            return "mcp", rpc
-    return None
+    name = methods.protocol_of_method(rpc.method)
+    if name is None or route.protocol not in ("auto", name):
+        return None
+    return name, rpc
 
 
 def _failure_kind(exc: BaseException) -> str:
@@ -160,6 +152,7 @@ class Proxy:
         self._ids: InteractionIds | None = None
         self.cards = AgentCards(config.routes, self.metrics, config.card_refresh_seconds)
         self._readers: dict[str, Any] = {}
+        self._said_unread: set[tuple[str, str]] = set()
         self._session: aiohttp.ClientSession | None = None
         #: the run's tally, for the log line at the stop
         self.run = RunTally()
@@ -260,6 +253,8 @@ class Proxy:
         if read is not None:
             name, rpc = read
             call = ProtocolCall(request, route, caller, wall, sub_path, raw_query, body)
+            if not extra_installed(name):  # an auto route; a named one needs its extra
+                return await self._unread(call, name)
             return await self._reader(name).handle(call, rpc)  # type: ignore[no-any-return]
         interaction = self.next_interaction()
         try:
@@ -297,11 +292,21 @@ class Proxy:
         if route.protocol in ("auto", "a2a") and request.method == "GET" and \
                 sub_path in (route.card_path, *CARD_PATHS):
             return True
-        if route.protocol in ("auto", "mcp") and extra_installed("mcp"):
-            from reporters.protocols.mcp import is_transport
-
-            return is_transport(request.method, request.headers)
+        if route.protocol in ("auto", "mcp"):
+            return methods.is_mcp_transport(request.method, request.headers)
         return False
+
+    async def _unread(self, call: ProtocolCall, protocol: str) -> web.StreamResponse:
+        """A call of a protocol whose extra is not installed, on an ``auto`` route:
+        forwarded, no fact (its plumbing must not pass for an interaction, and its work
+        cannot be read), counted as ``made="unread"`` and said once per route."""
+        self.metrics.protocol_calls.labels(call.route.prefix, protocol, "unread").inc()
+        if (call.route.prefix, protocol) not in self._said_unread:
+            self._said_unread.add((call.route.prefix, protocol))
+            log.warning("route %s: %s calls arrive, but the %s extra is not installed: they "
+                        "are forwarded without a fact; %s", call.route.prefix,
+                        protocol.upper(), protocol, install_hint(protocol))
+        return await self.pass_through(call)
 
     #: What a call the agent did not answer raises.
     FAILURES = FORWARD_FAILURES
