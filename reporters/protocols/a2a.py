@@ -298,24 +298,31 @@ def declared(card: AgentCard) -> Declared:
 
 def card_promises(card: Declared | None, asked: Asked, turns: Sequence[Turn],
                   streamed: bool | None) -> dict[str, bool]:
-    """The card's promises this call puts to the test, each kept or not:
+    """The card's promises this call puts to the test, each kept or not — only promises
+    the agent made, never what the caller chose (SPEC §4, r4):
 
     * ``a2a:streaming`` — on a streaming call to an agent whose card offers streaming:
-      kept when ``streamed`` (the answer was an event stream whose events were valid
-      and which ended cleanly);
-    * ``a2a:output-modes`` — when the agent sent parts and the card (or the asked
-      skill) declares output modes: every part's media type is one of them;
-    * ``a2a:skill`` — when the request names a skill: the card lists it.
+      kept when ``streamed`` (the agent's answer was an event stream whose events were
+      valid and which reached a final state, or stopped waiting for the caller);
+    * ``a2a:skill`` — when the request names a skill the card lists: kept (what the
+      agent then did is its claim: a refusal is ``DECLINED``, and declining is free). A
+      skill the card does not list is not put to the test: naming it is the caller's
+      doing, and the fact records only what the agent did with the request;
+    * ``a2a:output-modes`` — when that skill declares its own output modes and the
+      agent sent parts: every part's media type is one of them. The card's
+      ``defaultOutputModes`` are not put to the test: frameworks fill them in for every
+      agent (fasta2a declares ``application/json`` whatever the agent answers), so they
+      are not a promise the agent's operator made (docs/proxy.md, "The agent card").
     """
     if card is None:
         return {}
     out: dict[str, bool] = {}
     if asked.kind in ("stream", "resubscribe") and card.streaming:
         out[STREAMING_PROMISE] = bool(streamed)
-    modes = card.output_modes
-    if asked.skill is not None:
-        out[SKILL_PROMISE] = asked.skill in card.skills
-        modes = card.skills.get(asked.skill) or modes
+    if asked.skill is None or asked.skill not in card.skills:
+        return out
+    out[SKILL_PROMISE] = True
+    modes = card.skills[asked.skill]
     sent = [t for turn in turns for t in turn.media_types]
     if sent and modes:
         out[OUTPUT_MODES_PROMISE] = all(mode_matches(t, modes) for t in sent)

@@ -43,6 +43,7 @@ from reporters.protocols import jsonrpc, methods
 from reporters.proxy import ops
 from reporters.proxy.cards import AgentCards
 from reporters.proxy.config import ProxyConfig, Route, extra_installed, install_hint
+from reporters.proxy.deviations import Deviations
 from reporters.proxy.holding import HeldFacts, Measured
 from reporters.proxy.ids import InteractionIds
 from reporters.proxy.measure import (
@@ -153,6 +154,7 @@ class Proxy:
         self.cards = AgentCards(config.routes, self.metrics, config.card_refresh_seconds)
         self._readers: dict[str, Any] = {}
         self._said_unread: set[tuple[str, str]] = set()
+        self.deviations = Deviations(self.metrics)
         self._session: aiohttp.ClientSession | None = None
         #: the run's tally, for the log line at the stop
         self.run = RunTally()
@@ -191,6 +193,8 @@ class Proxy:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.reporter.flush(), max(0.0, deadline - self._clock()))
         self._log_stop()
+        for reader in self._readers.values():
+            await reader.close()  # an MCP route's tools still being asked for
         await self.cards.close()
         if self._session is not None:
             await self._session.close()
@@ -324,6 +328,10 @@ class Proxy:
 
                 self._readers[protocol] = MCPCalls(self)
         return self._readers[protocol]
+
+    def now(self) -> float:
+        """The proxy's clock (monotonic seconds)."""
+        return self._clock()
 
     def next_interaction(self) -> str:
         assert self._ids is not None

@@ -79,6 +79,7 @@ class OpenMark:
     task_id: str | None
     state: int | None
     last_at: float  # wall clock (Unix seconds) of the task's last turn
+    started_at: float  # wall clock when the task's first call went upstream
 
 
 #: ``derived`` left to the tracker (what the caller does next), in :meth:`HeldFacts.end`.
@@ -114,7 +115,7 @@ class HeldFact:
         }
         if self.open is not None:
             doc["open"] = {"task_id": self.open.task_id, "state": self.open.state,
-                           "last_at": self.open.last_at}
+                           "last_at": self.open.last_at, "started_at": self.open.started_at}
         return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
 
     @classmethod
@@ -129,7 +130,8 @@ class HeldFact:
         thread = None if t is None else ThreadMark(t["attempts"], t["last"],
                                                    t["last_satisfactory"], t["last_at"])
         o = doc.get("open")
-        open_mark = None if o is None else OpenMark(o["task_id"], o["state"], o["last_at"])
+        open_mark = None if o is None else OpenMark(o["task_id"], o["state"], o["last_at"],
+                                                    o.get("started_at", o["last_at"]))
         return cls(measured, doc["task"], doc["satisfactory"], doc["answered_at"], thread,
                    doc["settled"], doc["derived"], open_mark)
 
@@ -185,8 +187,9 @@ class HeldFacts:
             fact = HeldFact.decode(raw)
             self._facts[interaction] = fact
             if not fact.settled and fact.open is not None and fact.open.task_id is not None:
-                self.tasks.turn(interaction, fact.measured.agent, fact.open.task_id,
-                                fact.open.state, on_clock(fact.open.last_at))
+                self.tasks.turn(interaction, (fact.measured.agent, fact.measured.caller),
+                                fact.open.task_id, fact.open.state,
+                                (on_clock(fact.open.last_at), on_clock(fact.open.started_at)))
                 continue
             if fact.settled or fact.open is not None or fact.thread is None or \
                     fact.measured.caller is None:
@@ -253,8 +256,10 @@ class HeldFacts:
         if fact is None or fact.settled:
             fact = self._facts[interaction] = HeldFact(measured, task, False, wall)
         fact.measured, fact.task = measured, task
-        open_task = self.tasks.turn(interaction, measured.agent, task_id, state)
-        fact.open = OpenMark(open_task.task_id, open_task.state, wall)
+        open_task = self.tasks.turn(interaction, (measured.agent, measured.caller), task_id,
+                                    state)
+        started_at = wall - max(0.0, self._clock() - open_task.started)
+        fact.open = OpenMark(open_task.task_id, open_task.state, wall, started_at)
         await self._write(interaction, {interaction})
 
     async def end(self, interaction: str, measured: Measured, task: str, satisfactory: bool,

@@ -15,6 +15,7 @@ from aiohttp import web
 
 from reporters.proxy.cards import AgentCards
 from reporters.proxy.config import ProxyConfig, Route
+from reporters.proxy.deviations import Deviations
 from reporters.proxy.holding import HeldFacts
 from reporters.proxy.metrics import ProxyMetrics
 from reporters.proxy.relay import Buffered, OnEvent, OnStart, Streamed, TooLarge
@@ -43,6 +44,9 @@ class ProxyServices(Protocol):
     metrics: ProxyMetrics
     facts: HeldFacts
     cards: AgentCards
+    deviations: Deviations
+
+    def now(self) -> float: ...
 
     def next_interaction(self) -> str: ...
 

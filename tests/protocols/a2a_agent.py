@@ -5,7 +5,7 @@ What the agent does is said by the text it is sent: ``complete``, ``fail``, ``re
 ``ask`` (input-required; the continuation completes), ``work`` (stays working until
 cancelled), ``pdf`` (completes with an ``application/pdf`` part, outside the card's
 output modes). Its card offers streaming, ``text/plain`` output and one skill,
-``solve``."""
+``solve``, which declares ``text/plain`` output of its own."""
 
 from __future__ import annotations
 
@@ -89,7 +89,8 @@ def card(url: str, version: str) -> AgentCard:
                                              protocol_version=version)],
         capabilities=AgentCapabilities(streaming=True),
         default_input_modes=["text/plain"], default_output_modes=["text/plain"],
-        skills=[AgentSkill(id="solve", name="solve", description="solves", tags=["x"])])
+        skills=[AgentSkill(id="solve", name="solve", description="solves", tags=["x"],
+                           output_modes=["text/plain"])])
 
 
 @asynccontextmanager
