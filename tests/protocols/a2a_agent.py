@@ -141,7 +141,8 @@ class Caller:
     """a2a-sdk's client, its card read through the proxy and its URL the proxy's (as a
     gateway publishes it), optionally signing every request (RFC 9421)."""
 
-    def __init__(self, url: str, signer: nacl.signing.SigningKey | None = None) -> None:
+    def __init__(self, url: str, signer: nacl.signing.SigningKey | None = None,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.url = url
         self.interactions: list[str] = []
         hooks: dict[str, list[Callable[[Any], Any]]] = {"response": [self._seen]}
@@ -150,7 +151,7 @@ class Caller:
                 request.headers.update(sign_request_headers(signer, request.method,
                                                             str(request.url)))
             hooks["request"] = [sign]
-        self.http = httpx.AsyncClient(timeout=30, event_hooks=hooks)
+        self.http = httpx.AsyncClient(timeout=30, event_hooks=hooks, transport=transport)
         self.clients: dict[bool, Client] = {}
 
     async def _seen(self, response: httpx.Response) -> None:
