@@ -48,7 +48,7 @@ async def fasta2a_agent() -> AsyncIterator[str]:
     """A pydantic-ai agent on a FunctionModel, served by fasta2a (uvicorn, loopback):
     ``fail`` makes the model raise (the task fails), ``slow`` thinks ``SLOW`` seconds,
     anything else is answered at once."""
-    client_module, pydantic_ai, agent_to_a2a = _imports()
+    _, pydantic_ai, agent_to_a2a = _imports()
     from pydantic_ai.messages import ModelResponse, TextPart, UserPromptPart
     from pydantic_ai.models.function import FunctionModel
 
