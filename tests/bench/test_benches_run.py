@@ -32,9 +32,11 @@ RUNS = {
                        ["inclusion    8 conn at", "consistency  1 conn", "within 5 ms"]),
     "judge_bench.py": (["--n", "200", "--rounds", "1"], ["judge_one, fact"]),
     "tlog_bench.py": (["--entries", "2000", "--proofs", "50"], ["evidence root over"]),
-    "proxy_bench.py": (["--calls", "200", "--spans", "1600"],
-                       ["through the proxy", "A2A SendMessage",
-                        "A2A stream, time to first event", "OTLP receiver, 512 spans a request"]),
+    "proxy_bench.py": (["--calls", "100", "--rounds", "1", "--spans", "1600"],
+                       ["the disk: 1 KB write + fdatasync", "plain HTTP, signed caller",
+                        "A2A SendMessage", "A2A stream, time to first event", "MCP tools/call",
+                        "through the proxy, unsigned", "facts on disk", "at the end: load",
+                        "OTLP receiver, 512 spans a request"]),
     "ranking_bench.py": (["200"], ["200 reports  epoch read", "name search"]),
     # through HTTP on a live bureau, as the full run; the bench exits 1 if the bureau's
     # published reports differ from the policy computed over the same entries
