@@ -247,22 +247,30 @@ class Proxy:
             return web.json_response({"status": "rejected", "code": "NOT_FOUND", "path": "",
                                       "detail": "no route for this path"}, status=404)
         body = await request.read()
-        caller = self._caller(request)
         sub_path = raw_path[len(route.prefix):] or "/"
         wall = self._wall()
-        if self._no_fact(route, request, sub_path):
-            return await self.pass_through(ProtocolCall(request, route, caller, wall, sub_path,
-                                                raw_query, body))
+        if self._no_fact(route, request, sub_path):  # reported nowhere: no caller to learn
+            return await self.pass_through(ProtocolCall(request, route, None, wall, sub_path,
+                                                        raw_query, body))
         read = protocol_of(route, request.method, body)
         if read is not None:
             name, rpc = read
-            call = ProtocolCall(request, route, caller, wall, sub_path, raw_query, body)
             if not extra_installed(name):  # an auto route; a named one needs its extra
-                return await self._unread(call, name)
+                return await self._unread(
+                    ProtocolCall(request, route, None, wall, sub_path, raw_query, body), name)
+            call = ProtocolCall(request, route, self._caller(request), wall, sub_path,
+                                raw_query, body)
             return await self._reader(name).handle(call, rpc)  # type: ignore[no-any-return]
         interaction = self.next_interaction()
+        forwarding = asyncio.ensure_future(
+            self._forward(request, route, sub_path, raw_query, body))
         try:
-            answer = await self._forward(request, route, sub_path, raw_query, body)
+            caller = await self._caller_meanwhile(request)
+        except BaseException:
+            forwarding.cancel()
+            raise
+        try:
+            answer = await forwarding
             self.metrics.calls.labels(route.prefix, "answered").inc()
             self.metrics.upstream_seconds.labels(route.prefix).observe(answer.latency_ms / 1000)
             up: _Upstream | None = answer
@@ -397,6 +405,17 @@ class Proxy:
         return headers
 
     # ------------------------------------------------------------------ plain calls
+
+    async def _caller_meanwhile(self, request: web.Request) -> str | None:
+        """:meth:`_caller`, checked while the call is on its way upstream: the check is
+        CPU work (~0.3 ms) that the agent's own time hides. aiohttp writes a request in
+        the loop turn after the one that starts it, hence two turns first (were it
+        later, the check would only come before the sending, as it used to)."""
+        if "Signature-Input" not in request.headers:
+            return None
+        for _ in range(2):
+            await asyncio.sleep(0)
+        return self._caller(request)
 
     def _caller(self, request: web.Request) -> str | None:
         """The verified signer, or None: the proxy reports, it does not gatekeep."""
