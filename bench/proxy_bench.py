@@ -6,19 +6,19 @@ script — in a third. Every figure through the proxy is measured in the same ru
 same calls straight to the agent, in alternating rounds (the order flips each round),
 so a neighbour's load weighs on both; the load average is printed at the start and end.
 
-1. The disk: a 1 KB write and ``fdatasync`` in the spool's directory, one at a time —
-   the floor of a call answered only once its fact is on disk.
-2. One call at a time (``--calls`` per round and side): plain HTTP with an RFC 9421
+1. One call at a time (``--calls`` per round and side): plain HTTP with an RFC 9421
    signed caller (signed before the clock starts: the caller's cost) and unsigned; A2A
    ``SendMessage`` answered with a completed task; A2A ``SendStreamingMessage`` (time
    to the first event: it must not wait for the stream's end, 20 ms later); MCP
    ``tools/call`` (arguments checked against the tool's ``inputSchema``, the result
-   against its ``outputSchema``). Added latency at p50 and p99 (targets < 1 ms, < 5 ms).
-3. ``--concurrency`` calls at once: calls/s, p50, p99 straight and through the proxy,
+   against its ``outputSchema``). Added latency at p50 and p99 (targets < 1 ms, < 5 ms),
+   beside the disk's own time in the same rounds: a 1 KB write and ``fdatasync`` in
+   the spool's directory, the floor of a call answered only once its fact is on disk.
+2. ``--concurrency`` calls at once: calls/s, p50, p99 straight and through the proxy,
    signed and unsigned; the proxy's throughput as a share of straight (target >= 0.5)
    and its p99 as a multiple of straight (target <= 2); CPU milliseconds per call of
    the proxy's process and the agent's.
-4. The OTLP receiver (``bureau-reporter otlp``, its own process): spans/s from one
+3. The OTLP receiver (``bureau-reporter otlp``, its own process): spans/s from one
    OTLP/HTTP exporter turned into spooled facts (bench/otlp_receiver_row.py).
 
 Every fact is checked at the end: the spool holds exactly one per call that makes one.
@@ -74,12 +74,12 @@ def percentile(ms: list[float], q: float) -> float:
 # --------------------------------------------------------------------------- processes
 
 
-async def started(argv: list[str], pattern: bytes, log: Path) -> tuple[
-        asyncio.subprocess.Process, str]:
+async def started(argv: list[str], pattern: bytes, log: Path,
+                  env: dict[str, str] | None = None) -> tuple[asyncio.subprocess.Process, str]:
     """Start a process; wait for its startup line; the URL it names."""
     with log.open("ab") as err:
         proc = await asyncio.create_subprocess_exec(
-            *argv, stdout=asyncio.subprocess.PIPE, stderr=err)
+            *argv, stdout=asyncio.subprocess.PIPE, stderr=err, env=env)
     assert proc.stdout is not None
     line = await asyncio.wait_for(proc.stdout.readline(), 60)
     found = re.search(pattern, line)
@@ -118,23 +118,28 @@ def facts_on_disk(spool: Path) -> int:
 # --------------------------------------------------------------------------- the disk
 
 
-def fsync_floor(directory: Path, n: int = 300) -> tuple[float, float]:
-    """p50/p99 ms of a 1 KB write + fdatasync in ``directory``, one at a time."""
-    path = directory / "fsync-probe"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        os.ftruncate(fd, 1 << 20)
-        os.fsync(fd)
-        ms = []
-        for i in range(n):
+class Disk:
+    """The floor under a held fact: a 1 KB write and ``fdatasync`` in the spool's
+    directory, into a file written out beforehand (as SQLite's WAL is, once it has
+    wrapped: no block to allocate, no metadata to commit). The disk is shared, and its
+    time swings with the neighbours' writing (0.1 to 4 ms at p50 within minutes here),
+    so it is probed in every round, beside the calls."""
+
+    SIZE = 1 << 20
+
+    def __init__(self, directory: Path) -> None:
+        self.fd = os.open(directory / "fsync-probe", os.O_RDWR | os.O_CREAT, 0o600)
+        os.write(self.fd, b"\0" * self.SIZE)
+        os.fsync(self.fd)
+        self.at = 0
+
+    def probe(self, n: int, tally: Tally) -> None:
+        for _ in range(n):
             begun = time.perf_counter()
-            os.pwrite(fd, b"x" * 1024, (i * 1024) % (1 << 20))
-            os.fdatasync(fd)
-            ms.append((time.perf_counter() - begun) * 1000)
-    finally:
-        os.close(fd)
-        path.unlink()
-    return statistics.median(ms), percentile(ms, 0.99)
+            os.pwrite(self.fd, b"x" * 1024, self.at)
+            os.fdatasync(self.fd)
+            tally.ms.append((time.perf_counter() - begun) * 1000)
+            self.at = (self.at + 4096) % self.SIZE
 
 
 # --------------------------------------------------------------------------- callers
@@ -149,7 +154,6 @@ class Kind:
     body: str
     signed: bool = False
     stream: bool = False  # time to the first event
-    facts: bool = True  # a call through the proxy makes one fact
 
 
 @dataclass
@@ -160,6 +164,10 @@ class Tally:
     ms: list[float] = field(default_factory=list)
     rates: list[float] = field(default_factory=list)
     cpu: list[tuple[float, float]] = field(default_factory=list)
+
+
+def p50_p99(ms: list[float]) -> str:
+    return f"{statistics.median(ms):6.2f} / {percentile(ms, 0.99):6.2f} ms"
 
 
 def requests(kind: Kind, url: str, n: int) -> list[tuple[str, dict[str, str]]]:
@@ -206,24 +214,38 @@ async def calls(session: aiohttp.ClientSession, kind: Kind, url: str, n: int,
 
 
 @dataclass
+class Proxied:
+    """One proxy under test: its label, process id, URL and spool; the calls through it
+    that make a fact."""
+
+    label: str
+    pid: int
+    url: str
+    spool: Path
+    made: int = 0
+
+
+@dataclass
 class Setup:
     session: aiohttp.ClientSession
     agent: tuple[int, str]  # pid, URL
-    proxy: tuple[int, str]
-    made: int = 0  # calls through the proxy that make a fact
+    proxies: list[Proxied]
+    disk: Disk
 
 
-async def measured(setup: Setup, kind: Kind, through: bool, n: int, concurrency: int,
+async def measured(setup: Setup, kind: Kind, via: Proxied | None, n: int, concurrency: int,
                    tally: Tally) -> None:
-    url = (setup.proxy if through else setup.agent)[1]
-    cpu = cpu_seconds(setup.proxy[0]), cpu_seconds(setup.agent[0])
-    ms, seconds = await calls(setup.session, kind, url, n, concurrency)
+    """``n`` calls straight to the agent (``via`` None) or through a proxy."""
+    watched = via or setup.proxies[0]
+    cpu = cpu_seconds(watched.pid), cpu_seconds(setup.agent[0])
+    ms, seconds = await calls(setup.session, kind, setup.agent[1] if via is None else via.url,
+                              n, concurrency)
     tally.ms += ms
     tally.rates.append(n / seconds)
-    tally.cpu.append(((cpu_seconds(setup.proxy[0]) - cpu[0]) * 1000 / n,
+    tally.cpu.append(((cpu_seconds(watched.pid) - cpu[0]) * 1000 / n,
                       (cpu_seconds(setup.agent[0]) - cpu[1]) * 1000 / n))
-    if through and kind.facts:
-        setup.made += n
+    if via is not None:
+        via.made += n
 
 
 async def alternate(rounds: int, sides: list[Callable[[], Awaitable[None]]]) -> None:
@@ -231,6 +253,15 @@ async def alternate(rounds: int, sides: list[Callable[[], Awaitable[None]]]) -> 
     for r in range(rounds):
         for side in sides if r % 2 == 0 else sides[::-1]:
             await side()
+
+
+def sides(setup: Setup, kind: Kind, n: int, concurrency: int,
+          tallies: list[Tally]) -> list[Callable[[], Awaitable[None]]]:
+    """Straight (``tallies[0]``), then through each proxy."""
+    def side(via: Proxied | None, tally: Tally) -> Callable[[], Awaitable[None]]:
+        return lambda: measured(setup, kind, via, n, concurrency, tally)
+
+    return [side(via, t) for via, t in zip([None, *setup.proxies], tallies, strict=True)]
 
 
 # --------------------------------------------------------------------------- rows
@@ -244,83 +275,93 @@ ONE_AT_A_TIME = [
 ]
 
 
-async def latency_rows(setup: Setup, n: int, rounds: int) -> list[tuple[str, float, float]]:
+async def latency_rows(setup: Setup, n: int, rounds: int) -> None:
     print(f"\none call at a time, {n} calls a side a round, {rounds} rounds alternating "
           "(p50 / p99 over every round; added = through - straight)")
-    added = []
     for kind in ONE_AT_A_TIME:
-        straight, through = Tally(), Tally()
-        await alternate(rounds, [
-            lambda k=kind, t=straight: measured(setup, k, False, n, 1, t),
-            lambda k=kind, t=through: measured(setup, k, True, n, 1, t)])
-        p = [(statistics.median(t.ms), percentile(t.ms, 0.99)) for t in (straight, through)]
-        gain = p[1][0] - p[0][0], p[1][1] - p[0][1]
-        added.append((kind.name, *gain))
-        print(f"{kind.name:<34} straight {p[0][0]:6.2f} / {p[0][1]:6.2f} ms   "
-              f"through {p[1][0]:6.2f} / {p[1][1]:6.2f} ms   "
-              f"added {gain[0]:+6.2f} / {gain[1]:+6.2f} ms   "
-              f"proxy CPU {statistics.median(c[0] for c in through.cpu):.2f} ms/call")
-    return added
+        tallies = [Tally() for _ in range(1 + len(setup.proxies))]
+        disk = Tally()
+
+        async def probe(t: Tally = disk) -> None:
+            setup.disk.probe(max(10, n // 4), t)
+
+        await alternate(rounds, [*sides(setup, kind, n, 1, tallies), probe])
+        p50, p99 = statistics.median(tallies[0].ms), percentile(tallies[0].ms, 0.99)
+        print(f"{kind.name:<34} straight {p50:6.2f} / {p99:6.2f} ms   "
+              f"(the disk in these rounds: fdatasync {p50_p99(disk.ms)})")
+        for via, tally in zip(setup.proxies, tallies[1:], strict=True):
+            through = statistics.median(tally.ms), percentile(tally.ms, 0.99)
+            print(f"  {'through ' + via.label:<32} {through[0]:6.2f} / {through[1]:6.2f} ms"
+                  f"   added {through[0] - p50:+6.2f} / {through[1] - p99:+6.2f} ms   "
+                  f"proxy CPU {statistics.median(c[0] for c in tally.cpu):.2f} ms/call")
 
 
 async def concurrency_rows(setup: Setup, n: int, rounds: int, concurrency: int) -> None:
-    plain = Kind("straight", "/plain", '{"q": 1}', signed=True)
-    rows = {"straight to the agent": (Tally(), plain, False),
-            "through the proxy, signed": (Tally(), plain, True),
-            "through the proxy, unsigned": (Tally(), Kind("unsigned", "/plain", '{"q": 1}'),
-                                            True)}
-    print(f"\n{concurrency} calls at once, {n} calls a row a round, {rounds} rounds "
+    print(f"\n{concurrency} calls at once, {n} calls a side a round, {rounds} rounds "
           "alternating (calls/s: median of rounds; share: of the same round's straight)")
-    await alternate(rounds, [
-        lambda t=tally, k=kind, th=through: measured(setup, k, th, n, concurrency, t)
-        for tally, kind, through in rows.values()])
-    base = rows["straight to the agent"][0]
-    base_p99 = percentile(base.ms, 0.99)
-    for name, (tally, _, through) in rows.items():
-        shares = [r / b for r, b in zip(tally.rates, base.rates, strict=True)]
-        p99 = percentile(tally.ms, 0.99)
-        cpu = statistics.median(c[0] for c in tally.cpu), statistics.median(
-            c[1] for c in tally.cpu)
-        print(f"{name:<30} {statistics.median(tally.rates):7.0f} calls/s   "
-              f"p50 {statistics.median(tally.ms):6.2f} ms   p99 {p99:6.2f} ms"
-              + (f"   share {statistics.median(shares):.2f} "
-                 f"({min(shares):.2f}-{max(shares):.2f})   p99 x{p99 / base_p99:.2f}"
-                 f"   CPU/call proxy {cpu[0]:.2f} ms, agent {cpu[1]:.2f} ms"
-                 if through else f"   CPU/call agent {cpu[1]:.2f} ms"))
+    for kind in (Kind("signed callers", "/plain", '{"q": 1}', signed=True),
+                 Kind("unsigned", "/plain", '{"q": 1}')):
+        tallies = [Tally() for _ in range(1 + len(setup.proxies))]
+        await alternate(rounds, sides(setup, kind, n, concurrency, tallies))
+        base = tallies[0]
+        base_p99 = percentile(base.ms, 0.99)
+        print(f"{kind.name + ', straight':<34} {statistics.median(base.rates):7.0f} calls/s"
+              f"   p50 {statistics.median(base.ms):6.2f} ms   p99 {base_p99:6.2f} ms"
+              f"   CPU/call agent {statistics.median(c[1] for c in base.cpu):.2f} ms")
+        for via, tally in zip(setup.proxies, tallies[1:], strict=True):
+            shares = [r / b for r, b in zip(tally.rates, base.rates, strict=True)]
+            p99 = percentile(tally.ms, 0.99)
+            print(f"  {'through ' + via.label:<32} {statistics.median(tally.rates):7.0f} "
+                  f"calls/s   p50 {statistics.median(tally.ms):6.2f} ms   p99 {p99:6.2f} ms"
+                  f"   share {statistics.median(shares):.2f} "
+                  f"({min(shares):.2f}-{max(shares):.2f})   p99 x{p99 / base_p99:.2f}   "
+                  f"CPU/call proxy {statistics.median(c[0] for c in tally.cpu):.2f} ms, "
+                  f"agent {statistics.median(c[1] for c in tally.cpu):.2f} ms")
 
 
-async def main(n: int, rounds: int, concurrency: int) -> None:
+async def start_proxy(tmp: Path, agent_url: str, label: str,
+                      source: Path | None) -> tuple[asyncio.subprocess.Process, Proxied]:
+    """A proxy from this tree, or from the tree at ``source`` (another revision)."""
+    home = Path(tempfile.mkdtemp(prefix="proxy-", dir=tmp))
+    env = None if source is None else {**os.environ, "PYTHONPATH": str(source)}
+    proc, url = await started(
+        [sys.executable, "-m", "reporters.proxy.cli", "proxy", "--config",
+         str(proxy_config(home, agent_url)), "--listen", "127.0.0.1:0", "--ops-listen", "off"],
+        rb" on (http://\S+), ", home / "proxy.log", env)
+    return proc, Proxied(label, proc.pid, url, home / "spool")
+
+
+async def main(n: int, rounds: int, concurrency: int, compare: Path | None) -> None:
     print(f"at the start: {load_average()} ({os.cpu_count()} cores)")
     with tempfile.TemporaryDirectory(prefix="proxy-bench-") as name:
         tmp = Path(name)
-        floor = fsync_floor(tmp)
-        print(f"the disk: 1 KB write + fdatasync in the spool's directory, one at a time: "
-              f"p50 {floor[0]:.2f} ms, p99 {floor[1]:.2f} ms")
+        disk = Disk(tmp)
         agent, agent_url = await started(
             [sys.executable, str(HERE / "proxy_bench_agent.py")], rb"agent on (\S+)",
             tmp / "agent.log")
-        proxy, proxy_url = await started(
-            [sys.executable, "-m", "reporters.proxy.cli", "proxy", "--config",
-             str(proxy_config(tmp, agent_url)), "--listen", "127.0.0.1:0",
-             "--ops-listen", "off"], rb" on (http://\S+), ", tmp / "proxy.log")
+        procs = [await start_proxy(tmp, agent_url, "the proxy", None)]
+        if compare is not None:
+            procs.append(await start_proxy(tmp, agent_url, f"the proxy of {compare}", compare))
         try:
             async with aiohttp.ClientSession(
                     connector=aiohttp.TCPConnector(limit=0)) as session:
-                setup = Setup(session, (agent.pid, agent_url), (proxy.pid, proxy_url))
-                # Warm up; MCP's tools are listed first, as a client does.
-                await calls(session, Kind("tools", "/mcp", _TOOLS_LIST, facts=False),
-                            proxy_url, 1, 1)
-                for kind in ONE_AT_A_TIME:
-                    await measured(setup, kind, True, 50, 1, Tally())
+                setup = Setup(session, (agent.pid, agent_url), [p for _, p in procs], disk)
+                for via in setup.proxies:  # warm up; MCP's tools listed first, as a client does
+                    await calls(session, Kind("tools", "/mcp", _TOOLS_LIST), via.url, 1, 1)
+                    for kind in ONE_AT_A_TIME:
+                        await measured(setup, kind, via, 50, 1, Tally())
                 await latency_rows(setup, n, rounds)
                 await concurrency_rows(setup, n, rounds, concurrency)
         finally:
-            await stopped(proxy)
+            for proc, _ in procs:
+                await stopped(proc)
             await stopped(agent)
-        on_disk = facts_on_disk(tmp / "spool")
-        print(f"\nfacts on disk (held or spooled) after the stop: {on_disk} "
-              f"of {setup.made} calls that make one")
-        assert on_disk == setup.made, (on_disk, setup.made)
+        print()
+        for via in setup.proxies:
+            on_disk = facts_on_disk(via.spool)
+            print(f"facts on disk (held or spooled) after {via.label} stopped: {on_disk} "
+                  f"of {via.made} calls that make one")
+            assert on_disk == via.made, (on_disk, via.made)
     print(f"at the end: {load_average()}")
 
 
@@ -329,11 +370,14 @@ if __name__ == "__main__":
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--compare-with", type=Path, metavar="TREE",
+                        help="also run the proxy of another source tree (another revision: "
+                             "git worktree add TREE REV), measured in the same rounds")
     parser.add_argument("--spans", type=int, default=50_000,
                         help="spans the OTLP receiver row exports (0: skip the row)")
     parser.add_argument("--batch", type=int, default=512,
                         help="spans per export request (the SDK's default batch)")
     args = parser.parse_args()
-    asyncio.run(main(args.calls, args.rounds, args.concurrency))
+    asyncio.run(main(args.calls, args.rounds, args.concurrency, args.compare_with))
     if args.spans:
         asyncio.run(otlp_receiver_row(args.spans, args.batch))

@@ -33,7 +33,7 @@ RUNS = {
     "judge_bench.py": (["--n", "200", "--rounds", "1"], ["judge_one, fact"]),
     "tlog_bench.py": (["--entries", "2000", "--proofs", "50"], ["evidence root over"]),
     "proxy_bench.py": (["--calls", "100", "--rounds", "1", "--spans", "1600"],
-                       ["the disk: 1 KB write + fdatasync", "plain HTTP, signed caller",
+                       ["the disk in these rounds: fdatasync", "plain HTTP, signed caller",
                         "A2A SendMessage", "A2A stream, time to first event", "MCP tools/call",
                         "through the proxy, unsigned", "facts on disk", "at the end: load",
                         "OTLP receiver, 512 spans a request"]),
