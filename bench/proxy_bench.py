@@ -24,7 +24,7 @@ so a neighbour's load weighs on both; the load average is printed at the start a
 Every fact is checked at the end: the spool holds exactly one per call that makes one.
 
     python bench/proxy_bench.py [--calls 1000] [--rounds 3] [--concurrency 32]
-                                [--spans 50000]
+        [--concurrent-calls 2000] [--compare-with TREE] [--spans 50000]
 """
 
 from __future__ import annotations
@@ -331,7 +331,7 @@ async def start_proxy(tmp: Path, agent_url: str, label: str,
     return proc, Proxied(label, proc.pid, url, home / "spool")
 
 
-async def main(n: int, rounds: int, concurrency: int, compare: Path | None) -> None:
+async def main(n: int, rounds: int, concurrency: tuple[int, int], compare: Path | None) -> None:
     print(f"at the start: {load_average()} ({os.cpu_count()} cores)")
     with tempfile.TemporaryDirectory(prefix="proxy-bench-") as name:
         tmp = Path(name)
@@ -351,7 +351,7 @@ async def main(n: int, rounds: int, concurrency: int, compare: Path | None) -> N
                     for kind in ONE_AT_A_TIME:
                         await measured(setup, kind, via, 50, 1, Tally())
                 await latency_rows(setup, n, rounds)
-                await concurrency_rows(setup, n, rounds, concurrency)
+                await concurrency_rows(setup, concurrency[1], rounds, concurrency[0])
         finally:
             for proc, _ in procs:
                 await stopped(proc)
@@ -370,6 +370,8 @@ if __name__ == "__main__":
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--concurrent-calls", type=int, default=2000,
+                        help="calls a side a round at --concurrency at once")
     parser.add_argument("--compare-with", type=Path, metavar="TREE",
                         help="also run the proxy of another source tree (another revision: "
                              "git worktree add TREE REV), measured in the same rounds")
@@ -378,6 +380,7 @@ if __name__ == "__main__":
     parser.add_argument("--batch", type=int, default=512,
                         help="spans per export request (the SDK's default batch)")
     args = parser.parse_args()
-    asyncio.run(main(args.calls, args.rounds, args.concurrency, args.compare_with))
+    asyncio.run(main(args.calls, args.rounds, (args.concurrency, args.concurrent_calls),
+                     args.compare_with))
     if args.spans:
         asyncio.run(otlp_receiver_row(args.spans, args.batch))
