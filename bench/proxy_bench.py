@@ -163,7 +163,7 @@ class Tally:
 
     ms: list[float] = field(default_factory=list)
     rates: list[float] = field(default_factory=list)
-    cpu: list[tuple[float, float]] = field(default_factory=list)
+    cpu: list[tuple[float, float, float]] = field(default_factory=list)
 
 
 def p50_p99(ms: list[float]) -> str:
@@ -237,13 +237,14 @@ async def measured(setup: Setup, kind: Kind, via: Proxied | None, n: int, concur
                    tally: Tally) -> None:
     """``n`` calls straight to the agent (``via`` None) or through a proxy."""
     watched = via or setup.proxies[0]
-    cpu = cpu_seconds(watched.pid), cpu_seconds(setup.agent[0])
+    cpu = cpu_seconds(watched.pid), cpu_seconds(setup.agent[0]), time.process_time()
     ms, seconds = await calls(setup.session, kind, setup.agent[1] if via is None else via.url,
                               n, concurrency)
     tally.ms += ms
     tally.rates.append(n / seconds)
     tally.cpu.append(((cpu_seconds(watched.pid) - cpu[0]) * 1000 / n,
-                      (cpu_seconds(setup.agent[0]) - cpu[1]) * 1000 / n))
+                      (cpu_seconds(setup.agent[0]) - cpu[1]) * 1000 / n,
+                      (time.process_time() - cpu[2]) * 1000 / n))
     if via is not None:
         via.made += n
 
@@ -307,7 +308,8 @@ async def concurrency_rows(setup: Setup, n: int, rounds: int, concurrency: int) 
         base_p99 = percentile(base.ms, 0.99)
         print(f"{kind.name + ', straight':<34} {statistics.median(base.rates):7.0f} calls/s"
               f"   p50 {statistics.median(base.ms):6.2f} ms   p99 {base_p99:6.2f} ms"
-              f"   CPU/call agent {statistics.median(c[1] for c in base.cpu):.2f} ms")
+              f"   CPU/call agent {statistics.median(c[1] for c in base.cpu):.2f} ms, "
+              f"callers {statistics.median(c[2] for c in base.cpu):.2f} ms")
         for via, tally in zip(setup.proxies, tallies[1:], strict=True):
             shares = [r / b for r, b in zip(tally.rates, base.rates, strict=True)]
             p99 = percentile(tally.ms, 0.99)
@@ -316,7 +318,62 @@ async def concurrency_rows(setup: Setup, n: int, rounds: int, concurrency: int) 
                   f"   share {statistics.median(shares):.2f} "
                   f"({min(shares):.2f}-{max(shares):.2f})   p99 x{p99 / base_p99:.2f}   "
                   f"CPU/call proxy {statistics.median(c[0] for c in tally.cpu):.2f} ms, "
-                  f"agent {statistics.median(c[1] for c in tally.cpu):.2f} ms")
+                  f"agent {statistics.median(c[1] for c in tally.cpu):.2f} ms, "
+                  f"callers {statistics.median(c[2] for c in tally.cpu):.2f} ms")
+
+
+def stage_costs(n: int, tmp: Path) -> None:
+    """CPU of the proxy's own stages, one at a time in this process (medians of five
+    passes of ``n``): what bounds a proxy that does a server's and a client's HTTP work
+    a call, and these besides."""
+    from multidict import CIMultiDict
+
+    from reporters import Reporter
+    from reporters._internal import payloads
+    from reporters.httpsig import NonceStore, verify_request
+    from reporters.proxy.holding import HeldFact, Measured
+    from reporters.proxy.measure import well_formed
+
+    key, caller = generate_key(), generate_key()
+    reporter = Reporter(key, "http://127.0.0.1:9", tmp / "stages")
+    measured = Measured(key_id(caller), key_id(caller), "2026-12-07T00:00:00Z", True, 3, True,
+                        {}, None, None)
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"answer": 42}}).encode()
+
+    def signature_checks() -> None:
+        signed = [CIMultiDict(sign_request_headers(caller, "POST", f"/plain/task-{i}"))
+                  for i in range(n)]
+        nonces, begun = NonceStore(), time.process_time()
+        for i, headers in enumerate(signed):
+            verify_request("POST", f"/plain/task-{i}", headers, now=time.time(), nonces=nonces)
+        costs["the caller's RFC 9421 signature checked"].append(time.process_time() - begun)
+
+    def releases() -> None:
+        begun = time.process_time()
+        for i in range(n):
+            payloads.envelope_line(payloads.sign(key, reporter.fact(
+                f"px:{i}", measured.agent, observed_at=measured.observed_at, caller=measured.caller,
+                latency_ms=3, well_formed=True)))
+        costs["a fact made and signed (at its release)"].append(time.process_time() - begun)
+
+    def records() -> None:
+        begun = time.process_time()
+        for i in range(n):
+            HeldFact(measured, f"task-{i}", True, 0.0).encode()
+            well_formed(200, body, None)
+        costs["the answer judged, the held record encoded"].append(time.process_time() - begun)
+
+    costs: dict[str, list[float]] = {}
+    for _ in range(5):
+        costs.setdefault("the caller's RFC 9421 signature checked", [])
+        costs.setdefault("a fact made and signed (at its release)", [])
+        costs.setdefault("the answer judged, the held record encoded", [])
+        signature_checks()
+        releases()
+        records()
+    print(f"\nthe proxy's own stages, CPU a call in this process ({n} calls, median of 5):")
+    for name, seconds in costs.items():
+        print(f"  {name:<46} {statistics.median(seconds) * 1000 / n:6.3f} ms")
 
 
 async def start_proxy(tmp: Path, agent_url: str, label: str,
@@ -352,6 +409,7 @@ async def main(n: int, rounds: int, concurrency: tuple[int, int], compare: Path 
                         await measured(setup, kind, via, 50, 1, Tally())
                 await latency_rows(setup, n, rounds)
                 await concurrency_rows(setup, concurrency[1], rounds, concurrency[0])
+                stage_costs(max(100, n), tmp)
         finally:
             for proc, _ in procs:
                 await stopped(proc)
