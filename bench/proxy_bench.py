@@ -12,8 +12,9 @@ so a neighbour's load weighs on both; the load average is printed at the start a
    to the first event: it must not wait for the stream's end, 20 ms later); MCP
    ``tools/call`` (arguments checked against the tool's ``inputSchema``, the result
    against its ``outputSchema``). Added latency at p50 and p99 (targets < 1 ms, < 5 ms),
-   beside the disk's own time in the same rounds: a 1 KB write and ``fdatasync`` in
-   the spool's directory, the floor of a call answered only once its fact is on disk.
+   beside the disk's own time in the same rounds: one held record's commit alone (SQLite,
+   WAL, ``synchronous=FULL``) in the spool's directory, the floor of a call answered
+   only once its fact is on disk.
 2. ``--concurrency`` calls at once: calls/s, p50, p99 straight and through the proxy,
    signed and unsigned; the proxy's throughput as a share of straight (target >= 0.5)
    and its p99 as a multiple of straight (target <= 2); CPU milliseconds per call of
@@ -119,27 +120,28 @@ def facts_on_disk(spool: Path) -> int:
 
 
 class Disk:
-    """The floor under a held fact: a 1 KB write and ``fdatasync`` in the spool's
-    directory, into a file written out beforehand (as SQLite's WAL is, once it has
-    wrapped: no block to allocate, no metadata to commit). The disk is shared, and its
-    time swings with the neighbours' writing (0.1 to 4 ms at p50 within minutes here),
-    so it is probed in every round, beside the calls."""
-
-    SIZE = 1 << 20
+    """The floor under a held fact: what the spool's commit of one held record costs
+    alone, here and now — a SQLite transaction in WAL mode with ``synchronous=FULL``
+    (an fsync) in the spool's directory. The disk is shared, and its time swings with
+    the neighbours' writing (0.1 to 4 ms at p50 within minutes here), so it is probed
+    in every round, beside the calls."""
 
     def __init__(self, directory: Path) -> None:
-        self.fd = os.open(directory / "fsync-probe", os.O_RDWR | os.O_CREAT, 0o600)
-        os.write(self.fd, b"\0" * self.SIZE)
-        os.fsync(self.fd)
-        self.at = 0
+        self.db = sqlite3.connect(directory / "floor.sqlite3", isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute("CREATE TABLE held (name TEXT PRIMARY KEY, record BLOB NOT NULL)")
+        self.n = 0
 
     def probe(self, n: int, tally: Tally) -> None:
         for _ in range(n):
+            self.n += 1
             begun = time.perf_counter()
-            os.pwrite(self.fd, b"x" * 1024, self.at)
-            os.fdatasync(self.fd)
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute("INSERT OR REPLACE INTO held VALUES (?, ?)",
+                            (f"px:{self.n}", b"x" * 600))
+            self.db.execute("COMMIT")
             tally.ms.append((time.perf_counter() - begun) * 1000)
-            self.at = (self.at + 4096) % self.SIZE
 
 
 # --------------------------------------------------------------------------- callers
@@ -199,8 +201,9 @@ async def one(session: aiohttp.ClientSession, kind: Kind, target: str,
 
 
 async def calls(session: aiohttp.ClientSession, kind: Kind, url: str, n: int,
-                concurrency: int) -> tuple[list[float], float]:
-    """``n`` calls, ``concurrency`` at once: latencies (ms) and seconds in all."""
+                concurrency: int) -> tuple[list[float], float, float]:
+    """``n`` calls, ``concurrency`` at once: latencies (ms), seconds in all, and the
+    callers' CPU seconds (this process's, signing before the clock left out)."""
     todo = iter(requests(kind, url, n))
     ms: list[float] = []
 
@@ -208,9 +211,9 @@ async def calls(session: aiohttp.ClientSession, kind: Kind, url: str, n: int,
         for target, headers in todo:
             ms.append(await one(session, kind, target, headers))
 
-    begun = time.perf_counter()
+    begun, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return ms, time.perf_counter() - begun
+    return ms, time.perf_counter() - begun, time.process_time() - cpu
 
 
 @dataclass
@@ -237,14 +240,14 @@ async def measured(setup: Setup, kind: Kind, via: Proxied | None, n: int, concur
                    tally: Tally) -> None:
     """``n`` calls straight to the agent (``via`` None) or through a proxy."""
     watched = via or setup.proxies[0]
-    cpu = cpu_seconds(watched.pid), cpu_seconds(setup.agent[0]), time.process_time()
-    ms, seconds = await calls(setup.session, kind, setup.agent[1] if via is None else via.url,
-                              n, concurrency)
+    cpu = cpu_seconds(watched.pid), cpu_seconds(setup.agent[0])
+    url = setup.agent[1] if via is None else via.url
+    ms, seconds, callers = await calls(setup.session, kind, url, n, concurrency)
     tally.ms += ms
     tally.rates.append(n / seconds)
     tally.cpu.append(((cpu_seconds(watched.pid) - cpu[0]) * 1000 / n,
                       (cpu_seconds(setup.agent[0]) - cpu[1]) * 1000 / n,
-                      (time.process_time() - cpu[2]) * 1000 / n))
+                      callers * 1000 / n))
     if via is not None:
         via.made += n
 
@@ -289,7 +292,7 @@ async def latency_rows(setup: Setup, n: int, rounds: int) -> None:
         await alternate(rounds, [*sides(setup, kind, n, 1, tallies), probe])
         p50, p99 = statistics.median(tallies[0].ms), percentile(tallies[0].ms, 0.99)
         print(f"{kind.name:<34} straight {p50:6.2f} / {p99:6.2f} ms   "
-              f"(the disk in these rounds: fdatasync {p50_p99(disk.ms)})")
+              f"(the disk in these rounds: a held record's commit alone {p50_p99(disk.ms)})")
         for via, tally in zip(setup.proxies, tallies[1:], strict=True):
             through = statistics.median(tally.ms), percentile(tally.ms, 0.99)
             print(f"  {'through ' + via.label:<32} {through[0]:6.2f} / {through[1]:6.2f} ms"
@@ -297,9 +300,17 @@ async def latency_rows(setup: Setup, n: int, rounds: int) -> None:
                   f"proxy CPU {statistics.median(c[0] for c in tally.cpu):.2f} ms/call")
 
 
+def median_cpu(tally: Tally, which: int) -> float:
+    """Median over the rounds of one process's CPU ms a call (0 proxy, 1 agent, 2 callers)."""
+    return statistics.median(c[which] for c in tally.cpu)
+
+
 async def concurrency_rows(setup: Setup, n: int, rounds: int, concurrency: int) -> None:
     print(f"\n{concurrency} calls at once, {n} calls a side a round, {rounds} rounds "
-          "alternating (calls/s: median of rounds; share: of the same round's straight)")
+          "alternating (calls/s: median of rounds; share: of the same round's straight).\n"
+          "Each process is one event loop, so at most one core each: straight, the busier "
+          "of callers and agent\nbounds the rate; through, also the proxy. CPU ceiling: "
+          "the share the CPU a call allows, max(callers, agent) / proxy.")
     for kind in (Kind("signed callers", "/plain", '{"q": 1}', signed=True),
                  Kind("unsigned", "/plain", '{"q": 1}')):
         tallies = [Tally() for _ in range(1 + len(setup.proxies))]
@@ -308,18 +319,20 @@ async def concurrency_rows(setup: Setup, n: int, rounds: int, concurrency: int) 
         base_p99 = percentile(base.ms, 0.99)
         print(f"{kind.name + ', straight':<34} {statistics.median(base.rates):7.0f} calls/s"
               f"   p50 {statistics.median(base.ms):6.2f} ms   p99 {base_p99:6.2f} ms"
-              f"   CPU/call agent {statistics.median(c[1] for c in base.cpu):.2f} ms, "
-              f"callers {statistics.median(c[2] for c in base.cpu):.2f} ms")
+              f"   CPU/call agent {median_cpu(base, 1):.2f} ms, "
+              f"callers {median_cpu(base, 2):.2f} ms")
+        busiest = max(median_cpu(base, 1), median_cpu(base, 2))
         for via, tally in zip(setup.proxies, tallies[1:], strict=True):
             shares = [r / b for r, b in zip(tally.rates, base.rates, strict=True)]
             p99 = percentile(tally.ms, 0.99)
+            ceiling = busiest / max(median_cpu(tally, 0), 1e-6)
             print(f"  {'through ' + via.label:<32} {statistics.median(tally.rates):7.0f} "
                   f"calls/s   p50 {statistics.median(tally.ms):6.2f} ms   p99 {p99:6.2f} ms"
                   f"   share {statistics.median(shares):.2f} "
                   f"({min(shares):.2f}-{max(shares):.2f})   p99 x{p99 / base_p99:.2f}   "
-                  f"CPU/call proxy {statistics.median(c[0] for c in tally.cpu):.2f} ms, "
-                  f"agent {statistics.median(c[1] for c in tally.cpu):.2f} ms, "
-                  f"callers {statistics.median(c[2] for c in tally.cpu):.2f} ms")
+                  f"CPU/call proxy {median_cpu(tally, 0):.2f} ms, "
+                  f"agent {median_cpu(tally, 1):.2f} ms, callers {median_cpu(tally, 2):.2f} ms"
+                  f"   CPU ceiling {ceiling:.2f}")
 
 
 def stage_costs(n: int, tmp: Path) -> None:

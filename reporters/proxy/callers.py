@@ -24,9 +24,14 @@ class Callers:
         self._wall = wall
         self._nonces = NonceStore()
 
+    @staticmethod
+    def signed(request: web.Request) -> bool:
+        """Whether there is a signature to check at all."""
+        return "Signature-Input" in request.headers
+
     def of(self, request: web.Request) -> str | None:
         """The verified signer's key id, or None."""
-        if "Signature-Input" not in request.headers:
+        if not self.signed(request):
             return None
         try:
             return verify_request(request.method, request.raw_path, request.headers,
@@ -38,7 +43,7 @@ class Callers:
         """:meth:`of`, once the call has been sent upstream. aiohttp writes a request in
         the loop turn after the one that starts it, hence two turns first (were it
         later, the check would come before the sending, as it would anyway)."""
-        if "Signature-Input" not in request.headers:
+        if not self.signed(request):
             return None
         for _ in range(2):
             await asyncio.sleep(0)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 
 import aiohttp
 import yarl
@@ -75,12 +75,15 @@ class PlainCalls:
         """Forward, measure, hold the fact, answer; ``call.caller`` is not known yet."""
         p, route, request = self.proxy, call.route, call.request
         interaction = p.next_interaction()
-        forwarding = asyncio.ensure_future(self._forward(call))
-        try:
-            caller = await self.callers.while_upstream(request)
-        except BaseException:
-            forwarding.cancel()
-            raise
+        forwarding: Awaitable[Buffered] = self._forward(call)
+        caller = None
+        if self.callers.signed(request):  # checked while the call is upstream
+            forwarding = asyncio.ensure_future(forwarding)
+            try:
+                caller = await self.callers.while_upstream(request)
+            except BaseException:
+                forwarding.cancel()
+                raise
         try:
             up: Buffered | None = await forwarding
             assert up is not None
