@@ -5,6 +5,10 @@ measured), the agent in another (bench/proxy_bench_agent.py), and the callers â€
 script â€” in a third. Every figure through the proxy is measured in the same run as the
 same calls straight to the agent, in alternating rounds (the order flips each round),
 so a neighbour's load weighs on both; the load average is printed at the start and end.
+Beside the proxy, in the same rounds: a **bare aiohttp forwarder** (the agent's script
+with ``--forward-to``: forwarding and nothing else, on the same loop), what any proxy
+written on aiohttp costs before its own work; and, with ``--compare-with TREE``, the
+proxy of another source tree (another revision: ``git worktree add TREE REV``).
 
 1. One call at a time (``--calls`` per round and side): plain HTTP with an RFC 9421
    signed caller (signed before the clock starts: the caller's cost) and unsigned; A2A
@@ -18,7 +22,8 @@ so a neighbour's load weighs on both; the load average is printed at the start a
 2. ``--concurrency`` calls at once: calls/s, p50, p99 straight and through the proxy,
    signed and unsigned; the proxy's throughput as a share of straight (target >= 0.5)
    and its p99 as a multiple of straight (target <= 2); CPU milliseconds per call of
-   the proxy's process and the agent's.
+   the proxy's process, the agent's and the callers', and the share they allow; then
+   the proxy's own stages timed alone, CPU a call.
 3. The OTLP receiver (``bureau-reporter otlp``, its own process): spans/s from one
    OTLP/HTTP exporter turned into spooled facts (bench/otlp_receiver_row.py).
 
@@ -224,7 +229,7 @@ class Proxied:
     label: str
     pid: int
     url: str
-    spool: Path
+    spool: Path | None  # None: the bare forwarder, which makes no fact
     made: int = 0
 
 
@@ -412,6 +417,10 @@ async def main(n: int, rounds: int, concurrency: tuple[int, int], compare: Path 
         procs = [await start_proxy(tmp, agent_url, "the proxy", None)]
         if compare is not None:
             procs.append(await start_proxy(tmp, agent_url, f"the proxy of {compare}", compare))
+        bare, bare_url = await started(
+            [sys.executable, str(HERE / "proxy_bench_agent.py"), "--forward-to", agent_url],
+            rb"bare forwarder on (\S+)", tmp / "forwarder.log")
+        procs.append((bare, Proxied("a bare aiohttp forwarder", bare.pid, bare_url, None)))
         try:
             async with aiohttp.ClientSession(
                     connector=aiohttp.TCPConnector(limit=0)) as session:
@@ -429,6 +438,8 @@ async def main(n: int, rounds: int, concurrency: tuple[int, int], compare: Path 
             await stopped(agent)
         print()
         for via in setup.proxies:
+            if via.spool is None:
+                continue
             on_disk = facts_on_disk(via.spool)
             print(f"facts on disk (held or spooled) after {via.label} stopped: {on_disk} "
                   f"of {via.made} calls that make one")

@@ -10,16 +10,25 @@ time only makes the proxy's share smaller).
   checks arguments and results as it does for real servers) and ``tools/call``; the
   answers are made with the ``mcp`` package's own types, never written by hand.
 
+It is also the bench's **bare forwarder**: with ``--forward-to URL`` it forwards every
+call to ``URL`` and back with aiohttp, as the proxy does (a pooled ``ClientSession``,
+uvloop where installed), and does nothing else: no route, no signature, no fact. What
+a proxy written on aiohttp costs before it does any of its own work.
+
     python bench/proxy_bench_agent.py        # prints "agent on http://127.0.0.1:PORT"
+    python bench/proxy_bench_agent.py --forward-to http://127.0.0.1:PORT
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import signal
 from typing import Any
 
+import aiohttp
+import yarl
 from aiohttp import web
 
 TASK = {"id": "t-1", "contextId": "c-1", "status": {"state": "TASK_STATE_COMPLETED"},
@@ -96,13 +105,48 @@ def agent_app() -> web.Application:
     return app
 
 
-async def serve() -> None:
-    runner = web.AppRunner(agent_app(), access_log=None)
+#: hop-by-hop fields and what aiohttp recomputes, not forwarded (as the proxy does)
+_HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "host", "content-length",
+                  "content-encoding"})
+
+
+def forwarder_app(upstream: str) -> web.Application:
+    session: list[aiohttp.ClientSession] = []
+
+    async def lifetime(_: web.Application) -> Any:
+        session.append(aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)))
+        yield
+        await session[0].close()
+
+    async def forward(request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP}
+        async with session[0].request(request.method,
+                                      yarl.URL(upstream + request.raw_path, encoded=True),
+                                      headers=headers, data=body) as resp:
+            back = {k: v for k, v in resp.headers.items() if k.lower() not in _HOP}
+            if not resp.headers.get("Content-Type", "").startswith("text/event-stream"):
+                return web.Response(status=resp.status, body=await resp.read(), headers=back)
+            out = web.StreamResponse(status=resp.status, headers=back)  # relayed as it comes
+            await out.prepare(request)
+            async for chunk in resp.content.iter_any():
+                await out.write(chunk)
+            await out.write_eof()
+            return out
+
+    app = web.Application()
+    app.cleanup_ctx.append(lifetime)
+    app.router.add_route("*", "/{tail:.*}", forward)
+    return app
+
+
+async def serve(app: web.Application, what: str) -> None:
+    runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     host, port = runner.addresses[0][:2]
-    print(f"agent on http://{host}:{port}", flush=True)
+    print(f"{what} on http://{host}:{port}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -112,4 +156,12 @@ async def serve() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(serve())
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--forward-to", metavar="URL", help="be the bare forwarder to URL")
+    args = parser.parse_args()
+    if args.forward_to is None:
+        asyncio.run(serve(agent_app(), "agent"))
+    else:
+        from reporters.proxy.cli import run_fast  # on uvloop where installed, as the proxy
+
+        run_fast(serve(forwarder_app(args.forward_to), "bare forwarder"))

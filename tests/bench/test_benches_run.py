@@ -39,6 +39,7 @@ RUNS = {
                         "A2A SendMessage", "A2A stream, time to first event", "MCP tools/call",
                         "unsigned, straight", "share", "facts on disk", "at the end: load",
                         "the caller's RFC 9421 signature checked",
+                        "through a bare aiohttp forwarder",
                         "OTLP receiver, 512 spans a request"]),
     "ranking_bench.py": (["200"], ["200 reports  epoch read", "name search"]),
     # through HTTP on a live bureau, as the full run; the bench exits 1 if the bureau's
