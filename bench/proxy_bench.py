@@ -1,32 +1,36 @@
-"""What the reporting proxy adds to a call: forwarding, measuring, and holding the fact
-on disk (fsynced) before the caller gets its answer (docs/proxy.md, "Holding and
-durability").
+"""What the reporting proxy adds to a call, measured as it is deployed: the proxy in a
+process of its own (``bureau-reporter proxy``, its spool in a temporary directory, the
+bureau URL pointing nowhere, so facts pile up in the spool: delivery is not what is
+measured), the agent in another (bench/proxy_bench_agent.py), and the callers — this
+script — in a third. Every figure through the proxy is measured in the same run as the
+same calls straight to the agent, in alternating rounds (the order flips each round),
+so a neighbour's load weighs on both; the load average is printed at the start and end.
+Beside the proxy, in the same rounds: a **bare aiohttp forwarder** (the agent's script
+with ``--forward-to``: forwarding and nothing else, on the same loop), what any proxy
+written on aiohttp costs before its own work; and, with ``--compare-with TREE``, the
+proxy of another source tree (another revision: ``git worktree add TREE REV``).
 
-Starts a trivial agent on loopback and a proxy in front of it (in this process, its
-spool in a temporary directory; the bureau URL points nowhere, so facts only pile up in
-the spool: delivery is not what is measured), then:
+1. One call at a time (``--calls`` per round and side): plain HTTP with an RFC 9421
+   signed caller (signed before the clock starts: the caller's cost) and unsigned; A2A
+   ``SendMessage`` answered with a completed task; A2A ``SendStreamingMessage`` (time
+   to the first event: it must not wait for the stream's end, 20 ms later); MCP
+   ``tools/call`` (arguments checked against the tool's ``inputSchema``, the result
+   against its ``outputSchema``). Added latency at p50 and p99 (targets < 1 ms, < 5 ms),
+   beside the disk's own time in the same rounds: one held record's commit alone (SQLite,
+   WAL, ``synchronous=FULL``) in the spool's directory, the floor of a call answered
+   only once its fact is on disk.
+2. ``--concurrency`` calls at once: calls/s, p50, p99 straight and through the proxy,
+   signed and unsigned; the proxy's throughput as a share of straight (target >= 0.5)
+   and its p99 as a multiple of straight (target <= 2); CPU milliseconds per call of
+   the proxy's process, the agent's and the callers', and the share they allow; then
+   the proxy's own stages timed alone, CPU a call.
+3. The OTLP receiver (``bureau-reporter otlp``, its own process): spans/s from one
+   OTLP/HTTP exporter turned into spooled facts (bench/otlp_receiver_row.py).
 
-1. sequential calls straight to the agent, then through the proxy: p50/p99 latency;
-2. concurrent calls through the proxy (``--concurrency``): calls/s, p50/p99 — calls
-   that arrive together share one fsync (the spool's group commit).
+Every fact is checked at the end: the spool holds exactly one per call that makes one.
 
-3. A2A: ``SendMessage`` answered with a completed task, straight to the agent and
-   through the proxy (route ``protocol = "a2a"``: the answer parsed with a2a-sdk's
-   types, the fact held before the answer goes back), one at a time, in one run: the
-   proxy's added latency at p50 and p99 (targets: < 1 ms and < 5 ms);
-4. A2A streaming: ``SendStreamingMessage`` whose first event comes at once and the
-   final one 20 ms later: time to the first event straight and through the proxy (the
-   first event must not wait for the stream to end).
-
-Signed callers (RFC 9421, signed before the clock starts) are held for the settle
-window, as in production; unsigned ones are released at once, and cost the proxy no
-signature check. The A2A calls are unsigned.
-5. the OTLP receiver (``bureau-reporter otlp``, its own process: one core): spans/s
-   from one OTLP/HTTP exporter (the SDK's, protobuf, batches of ``--batch`` spans, one
-   request at a time as a BatchSpanProcessor sends them) turned into spooled facts —
-   each request is answered only once its facts are signed and fsynced.
-
-    python bench/proxy_bench.py [--calls 2000] [--concurrency 32] [--spans 50000]
+    python bench/proxy_bench.py [--calls 1000] [--rounds 3] [--concurrency 32]
+        [--concurrent-calls 2000] [--compare-with TREE] [--spans 50000]
 """
 
 from __future__ import annotations
@@ -35,266 +39,352 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import signal
 import sqlite3
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import aiohttp
-from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reporters import generate_key, key_id
+from bench.otlp_receiver_row import cpu_seconds, otlp_receiver_row
+from bench.proxy_bench_anchors import Disk, stage_costs
+from reporters import generate_key, key_id, save_key
 from reporters.httpsig import sign_request_headers
-from reporters.proxy import Proxy, from_mapping
 
-
-async def _site(app: web.Application) -> tuple[web.AppRunner, str]:
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    host, port = runner.addresses[0][:2]
-    return runner, f"http://{host}:{port}"
-
-
-def _summary(name: str, latencies: list[float], seconds: float) -> str:
-    ms = sorted(x * 1000 for x in latencies)
-    p99 = ms[min(len(ms) - 1, int(len(ms) * 0.99))]
-    return (f"{name:<44} {len(ms) / seconds:8.0f} calls/s   p50 {statistics.median(ms):6.2f} ms"
-            f"   p99 {p99:6.2f} ms")
-
-
-async def _calls(session: aiohttp.ClientSession, url: str, n: int, concurrency: int,
-                 signed: bool) -> tuple[list[float], float]:
-    caller = generate_key()
-    latencies: list[float] = []
-    # Signed before the clock starts: signing is the caller's cost, not the proxy's.
-    requests = [(f"{url}/task-{i}", sign_request_headers(caller, "POST", f"{url}/task-{i}")
-                 if signed else {}) for i in range(n)]
-    todo = iter(requests)
-
-    async def worker() -> None:
-        for target, headers in todo:
-            started = time.perf_counter()
-            async with session.post(target, data=b'{"q": 1}', headers=headers) as resp:
-                await resp.read()
-                assert resp.status == 200, resp.status
-            latencies.append(time.perf_counter() - started)
-
-    started = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return latencies, time.perf_counter() - started
-
-
-_TASK = {"id": "t-1", "contextId": "c-1", "status": {"state": "TASK_STATE_COMPLETED"},
-         "artifacts": [{"artifactId": "a", "parts": [{"text": "42"}]}]}
-_CARD = {"name": "bench", "description": "answers", "version": "1",
-         "supportedInterfaces": [{"url": "http://x/", "protocolBinding": "JSONRPC",
-                                  "protocolVersion": "1.0"}],
-         "capabilities": {"streaming": True}, "defaultOutputModes": ["text/plain"],
-         "skills": []}
+HERE = Path(__file__).resolve().parent
 _SEND = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
     "message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "q"}]}}})
 _STREAM = _SEND.replace("SendMessage", "SendStreamingMessage")
+_TOOLS_LIST = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+_TOOLS_CALL = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+    "name": "add", "arguments": {"a": 40, "b": 2}}})
+_JSON = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
-async def _a2a_agent(request: web.Request) -> web.StreamResponse:
-    """A2A 1.0 over JSON-RPC, answering canned bytes (the agent's own cost is not what
-    is measured): a completed task, or a stream of two events 20 ms apart; its card."""
-    if request.method == "GET":
-        return web.json_response(_CARD)
-    doc = json.loads(await request.read())
-    if doc["method"] == "SendStreamingMessage":
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await resp.prepare(request)
-        working = {**_TASK, "status": {"state": "TASK_STATE_WORKING"}}
-        await resp.write(b"data: " + json.dumps(
-            {"jsonrpc": "2.0", "id": 1, "result": {"task": working}}).encode() + b"\n\n")
-        await asyncio.sleep(0.02)
-        await resp.write(b"data: " + json.dumps(
-            {"jsonrpc": "2.0", "id": 1, "result": {"task": _TASK}}).encode() + b"\n\n")
-        await resp.write_eof()
-        return resp
-    return web.json_response({"jsonrpc": "2.0", "id": doc["id"], "result": {"task": _TASK}})
+def load_average() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-async def _a2a_calls(session: aiohttp.ClientSession, url: str, n: int,
-                     stream: bool) -> list[float]:
-    """One at a time; for a stream, the time to its first event."""
+def percentile(ms: list[float], q: float) -> float:
+    ordered = sorted(ms)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
+
+
+# --------------------------------------------------------------------------- processes
+
+
+async def started(argv: list[str], pattern: bytes, log: Path,
+                  env: dict[str, str] | None = None) -> tuple[asyncio.subprocess.Process, str]:
+    """Start a process; wait for its startup line; the URL it names."""
+    with log.open("ab") as err:
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdout=asyncio.subprocess.PIPE, stderr=err, env=env)
+    assert proc.stdout is not None
+    line = await asyncio.wait_for(proc.stdout.readline(), 60)
+    found = re.search(pattern, line)
+    assert found, (line, log.read_text()[-2000:])
+    return proc, found.group(1).decode()
+
+
+async def stopped(proc: asyncio.subprocess.Process) -> None:
+    proc.send_signal(signal.SIGTERM)
+    await asyncio.wait_for(proc.wait(), 120)
+
+
+def proxy_config(tmp: Path, agent_url: str) -> Path:
+    save_key(generate_key(), tmp / "proxy.key")
+    routes = [("/plain", "/plain", "http"), ("/a2a", "/a2a", "a2a"), ("/mcp", "/mcp", "mcp")]
+    config = {
+        "bureau_url": "http://127.0.0.1:9", "key_file": "proxy.key", "spool_dir": "spool",
+        "settle_seconds": 600, "quiet_seconds": 600, "drain_seconds": 0.5,
+        "routes": [{"prefix": prefix, "agent": key_id(generate_key()),
+                    "upstream": agent_url + path, "protocol": protocol}
+                   for prefix, path, protocol in routes]}
+    path = tmp / "proxy.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+def facts_on_disk(spool: Path) -> int:
+    db = sqlite3.connect(spool / "spool.sqlite3")
+    try:
+        return sum(db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+                   for table in ("held", "spool"))
+    finally:
+        db.close()
+
+
+# --------------------------------------------------------------------------- the disk
+
+
+# --------------------------------------------------------------------------- callers
+
+
+@dataclass
+class Kind:
+    """One kind of call: where it goes below the base URL, and what it sends."""
+
+    name: str
+    path: str
+    body: str
+    signed: bool = False
+    stream: bool = False  # time to the first event
+
+
+@dataclass
+class Tally:
+    """A row's samples over every round: latencies (ms), and per round calls/s and the
+    CPU ms per call of the proxy and the agent."""
+
+    ms: list[float] = field(default_factory=list)
+    rates: list[float] = field(default_factory=list)
+    cpu: list[tuple[float, float, float]] = field(default_factory=list)
+
+
+def p50_p99(ms: list[float]) -> str:
+    return f"{statistics.median(ms):6.2f} / {percentile(ms, 0.99):6.2f} ms"
+
+
+def requests(kind: Kind, url: str, n: int) -> list[tuple[str, dict[str, str]]]:
+    """``n`` requests of ``kind``, signed (if signed) before the clock starts."""
+    caller = generate_key()
     out = []
-    for _ in range(n):
-        started = time.perf_counter()
-        async with session.post(url, data=_STREAM if stream else _SEND,
-                                headers={"Content-Type": "application/json"}) as resp:
-            assert resp.status == 200, resp.status
-            if stream:
-                while not (await resp.content.readline()).startswith(b"data:"):
-                    pass
-                out.append(time.perf_counter() - started)
-                await resp.read()
-            else:
-                await resp.read()
-                out.append(time.perf_counter() - started)
+    for i in range(n):
+        target = f"{url}{kind.path}" + (f"/task-{i}" if kind.path == "/plain" else "")
+        headers = dict(_JSON)
+        if kind.signed:
+            headers.update(sign_request_headers(caller, "POST", target))
+        out.append((target, headers))
     return out
 
 
-def _percentiles(latencies: list[float]) -> tuple[float, float]:
-    ms = sorted(x * 1000 for x in latencies)
-    return statistics.median(ms), ms[min(len(ms) - 1, int(len(ms) * 0.99))]
+async def one(session: aiohttp.ClientSession, kind: Kind, target: str,
+              headers: dict[str, str]) -> float:
+    begun = time.perf_counter()
+    async with session.post(target, data=kind.body, headers=headers) as resp:
+        assert resp.status == 200, (resp.status, await resp.text())
+        if kind.stream:
+            while not (await resp.content.readline()).startswith(b"data:"):
+                pass
+            took = time.perf_counter() - begun
+            await resp.read()
+            return took * 1000
+        await resp.read()
+    return (time.perf_counter() - begun) * 1000
 
 
-async def _a2a_rows(session: aiohttp.ClientSession, agent_url: str, proxy_url: str,
-                    calls: int) -> None:
-    for stream, name in ((False, "A2A SendMessage"),
-                         (True, "A2A stream, time to first event")):
-        await _a2a_calls(session, proxy_url + "/a2a", 20, stream)  # warm up
-        direct = _percentiles(await _a2a_calls(session, agent_url, calls, stream))
-        through = _percentiles(await _a2a_calls(session, proxy_url + "/a2a", calls, stream))
-        print(f"{name:<36} straight p50 {direct[0]:6.2f} ms  p99 {direct[1]:6.2f} ms   "
-              f"through the proxy p50 {through[0]:6.2f} ms  p99 {through[1]:6.2f} ms   "
-              f"added p50 {through[0] - direct[0]:+6.2f} ms  p99 {through[1] - direct[1]:+6.2f} ms")
+async def calls(session: aiohttp.ClientSession, kind: Kind, url: str, n: int,
+                concurrency: int) -> tuple[list[float], float, float]:
+    """``n`` calls, ``concurrency`` at once: latencies (ms), seconds in all, and the
+    callers' CPU seconds (this process's, signing before the clock left out)."""
+    todo = iter(requests(kind, url, n))
+    ms: list[float] = []
+
+    async def worker() -> None:
+        for target, headers in todo:
+            ms.append(await one(session, kind, target, headers))
+
+    begun, cpu = time.perf_counter(), time.process_time()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return ms, time.perf_counter() - begun, time.process_time() - cpu
 
 
-async def main(calls: int, concurrency: int) -> None:
-    async def agent(request: web.Request) -> web.StreamResponse:
-        if request.path.startswith("/a2a"):
-            return await _a2a_agent(request)
-        await request.read()
-        return web.json_response({"answer": 42})
+@dataclass
+class Proxied:
+    """One proxy under test: its label, process id, URL and spool; the calls through it
+    that make a fact."""
 
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", agent)
-    agent_runner, agent_url = await _site(app)
-    with tempfile.TemporaryDirectory(prefix="proxy-bench-") as tmp:
-        config = from_mapping({
-            "bureau_url": "http://127.0.0.1:9", "key_file": "unused", "spool_dir": tmp,
-            "settle_seconds": 600, "quiet_seconds": 600, "ops_listen": "off",
-            "drain_seconds": 0.5,
-            "routes": [{"prefix": "/a", "agent": key_id(generate_key()),
-                        "upstream": agent_url},
-                       {"prefix": "/a2a", "agent": key_id(generate_key()),
-                        "upstream": agent_url + "/a2a", "protocol": "a2a"}]})
-        proxy = Proxy(config, generate_key())
-        proxy_runner, proxy_url = await _site(proxy.app())
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
-            await _calls(session, proxy_url + "/a", 50, 1, True)  # warm up
-            print(f"{calls} calls each; the spool fsyncs (SQLite, synchronous=FULL)")
-            lat, secs = await _calls(session, agent_url, calls, 1, True)
-            print(_summary("straight to the agent, 1 at a time", lat, secs))
-            lat, secs = await _calls(session, proxy_url + "/a", calls, 1, True)
-            print(_summary("through the proxy, 1 at a time", lat, secs))
-            lat, secs = await _calls(session, proxy_url + "/a", calls, 1, False)
-            print(_summary("through the proxy, 1 at a time, unsigned", lat, secs))
-            lat, secs = await _calls(session, agent_url, calls, concurrency, True)
-            print(_summary(f"straight to the agent, {concurrency} at once", lat, secs))
-            lat, secs = await _calls(session, proxy_url + "/a", calls, concurrency, True)
-            print(_summary(f"through the proxy, {concurrency} at once", lat, secs))
-            lat, secs = await _calls(session, proxy_url + "/a", calls, concurrency, False)
-            print(_summary(f"through the proxy, {concurrency} at once, unsigned", lat, secs))
-            await _a2a_rows(session, agent_url + "/a2a", proxy_url, calls)
-            print(f"facts held on disk at the end: {proxy.facts.count}")
-        await proxy_runner.cleanup()
-    await agent_runner.cleanup()
+    label: str
+    pid: int
+    url: str
+    spool: Path | None  # None: the bare forwarder, which makes no fact
+    made: int = 0
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time a process has used (Linux /proc): on a shared machine, its
-    wall-clock rate says more about the neighbours than about the receiver."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+@dataclass
+class Setup:
+    session: aiohttp.ClientSession
+    agent: tuple[int, str]  # pid, URL
+    proxies: list[Proxied]
+    disk: Disk
 
 
-def _agent_spans(n: int) -> list[Any]:
-    """``n`` invoke_agent spans made by the OpenTelemetry SDK (before the clock starts)."""
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-    from opentelemetry.trace import SpanKind
-
-    memory = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    tracer = provider.get_tracer("bench")
-    for i in range(n):
-        with tracer.start_as_current_span("invoke_agent Bench", kind=SpanKind.CLIENT,
-                                          attributes={"gen_ai.operation.name": "invoke_agent",
-                                                      "gen_ai.agent.name": f"bench-{i % 4}",
-                                                      "gen_ai.provider.name": "bench"}):
-            pass
-    return list(memory.get_finished_spans())
+async def measured(setup: Setup, kind: Kind, via: Proxied | None, n: int, concurrency: int,
+                   tally: Tally) -> None:
+    """``n`` calls straight to the agent (``via`` None) or through a proxy."""
+    watched = via or setup.proxies[0]
+    cpu = cpu_seconds(watched.pid), cpu_seconds(setup.agent[0])
+    url = setup.agent[1] if via is None else via.url
+    ms, seconds, callers = await calls(setup.session, kind, url, n, concurrency)
+    tally.ms += ms
+    tally.rates.append(n / seconds)
+    tally.cpu.append(((cpu_seconds(watched.pid) - cpu[0]) * 1000 / n,
+                      (cpu_seconds(setup.agent[0]) - cpu[1]) * 1000 / n,
+                      callers * 1000 / n))
+    if via is not None:
+        via.made += n
 
 
-async def otlp_receiver_row(n: int, batch: int) -> None:
-    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+async def alternate(rounds: int, sides: list[Callable[[], Awaitable[None]]]) -> None:
+    """Each round runs every side once; the order flips from round to round."""
+    for r in range(rounds):
+        for side in sides if r % 2 == 0 else sides[::-1]:
+            await side()
 
-    from reporters import save_key
-    from reporters._internal.spool import DB_FILE
 
-    spans = _agent_spans(n)
-    with tempfile.TemporaryDirectory(prefix="otlp-bench-") as tmp:
-        save_key(generate_key(), Path(tmp) / "r.key")
-        names = {f"bench-{i}": key_id(generate_key()) for i in range(4)}
-        (Path(tmp) / "otlp.json").write_text(json.dumps({
-            "bureau_url": "http://127.0.0.1:9", "key_file": "r.key", "spool_dir": "spool",
-            "ops_listen": "off", "drain_seconds": 0, "agent_names": names}))
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "reporters.proxy.cli", "otlp", "--config",
-            str(Path(tmp) / "otlp.json"), "--listen", "127.0.0.1:0",
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
-        assert proc.stdout is not None
-        line = (await proc.stdout.readline()).decode()
-        url = line.split("OTLP/HTTP on ")[1].split(",")[0]
-        exporter = OTLPSpanExporter(endpoint=url, timeout=30)
-        exporter.export(spans[:batch])  # warm up: connection, first transaction
-        half = (len(spans) - batch) // 2 // batch * batch
-        sdk, rest = spans[batch:batch + half], spans[batch + half:]
-        started = time.perf_counter()
-        for i in range(0, len(sdk), batch):
-            result = await asyncio.to_thread(exporter.export, sdk[i:i + batch])
-            assert result.name == "SUCCESS", result
-        seconds = time.perf_counter() - started
-        # The same exporter's HTTP client, with the requests encoded before the clock
-        # starts: what the receiver itself takes (the SDK's encoding runs in the
-        # exporter's process, one request at a time, and is the exporter's cost).
-        bodies = [encode_spans(rest[i:i + batch]).SerializeToString()
-                  for i in range(0, len(rest), batch)]
-        cpu = _cpu_seconds(proc.pid)
-        started = time.perf_counter()
-        for body in bodies:
-            answer = await asyncio.to_thread(exporter._client.export, body)
-            assert answer.success, answer
-        alone = time.perf_counter() - started
-        cpu = _cpu_seconds(proc.pid) - cpu
-        exporter.shutdown()
-        proc.send_signal(signal.SIGTERM)
-        await proc.wait()
-        db = sqlite3.connect(Path(tmp) / "spool" / DB_FILE)
-        (spooled,) = db.execute("SELECT count(*) FROM spool").fetchone()
-        db.close()
-    assert spooled == batch + len(sdk) + len(rest), spooled
-    print(f"OTLP receiver, {batch} spans a request, one exporter (the SDK's, encoding "
-          f"included): {len(sdk) / seconds:8.0f} spans/s ({len(sdk)} spooled facts)")
-    print(f"OTLP receiver, {batch} spans a request, requests encoded before the clock: "
-          f"{len(rest) / alone:8.0f} spans/s ({len(rest)} spooled facts); per CPU-second "
-          f"of the receiver: {len(rest) / max(cpu, 1e-9):8.0f} spans/s")
+def sides(setup: Setup, kind: Kind, n: int, concurrency: int,
+          tallies: list[Tally]) -> list[Callable[[], Awaitable[None]]]:
+    """Straight (``tallies[0]``), then through each proxy."""
+    def side(via: Proxied | None, tally: Tally) -> Callable[[], Awaitable[None]]:
+        return lambda: measured(setup, kind, via, n, concurrency, tally)
+
+    return [side(via, t) for via, t in zip([None, *setup.proxies], tallies, strict=True)]
+
+
+# --------------------------------------------------------------------------- rows
+
+ONE_AT_A_TIME = [
+    Kind("plain HTTP, signed caller", "/plain", '{"q": 1}', signed=True),
+    Kind("plain HTTP, unsigned", "/plain", '{"q": 1}'),
+    Kind("A2A SendMessage", "/a2a", _SEND),
+    Kind("A2A stream, time to first event", "/a2a", _STREAM, stream=True),
+    Kind("MCP tools/call", "/mcp", _TOOLS_CALL),
+]
+
+
+async def latency_rows(setup: Setup, n: int, rounds: int) -> None:
+    print(f"\none call at a time, {n} calls a side a round, {rounds} rounds alternating "
+          "(p50 / p99 over every round; added = through - straight)")
+    for kind in ONE_AT_A_TIME:
+        tallies = [Tally() for _ in range(1 + len(setup.proxies))]
+        disk = Tally()
+
+        async def probe(t: Tally = disk) -> None:
+            setup.disk.probe(max(10, n // 4), t.ms)
+
+        await alternate(rounds, [*sides(setup, kind, n, 1, tallies), probe])
+        p50, p99 = statistics.median(tallies[0].ms), percentile(tallies[0].ms, 0.99)
+        print(f"{kind.name:<34} straight {p50:6.2f} / {p99:6.2f} ms   "
+              f"(the disk in these rounds: a held record's commit alone {p50_p99(disk.ms)})")
+        for via, tally in zip(setup.proxies, tallies[1:], strict=True):
+            through = statistics.median(tally.ms), percentile(tally.ms, 0.99)
+            print(f"  {'through ' + via.label:<32} {through[0]:6.2f} / {through[1]:6.2f} ms"
+                  f"   added {through[0] - p50:+6.2f} / {through[1] - p99:+6.2f} ms   "
+                  f"proxy CPU {statistics.median(c[0] for c in tally.cpu):.2f} ms/call")
+
+
+def median_cpu(tally: Tally, which: int) -> float:
+    """Median over the rounds of one process's CPU ms a call (0 proxy, 1 agent, 2 callers)."""
+    return statistics.median(c[which] for c in tally.cpu)
+
+
+async def concurrency_rows(setup: Setup, n: int, rounds: int, concurrency: int) -> None:
+    print(f"\n{concurrency} calls at once, {n} calls a side a round, {rounds} rounds "
+          "alternating (calls/s: median of rounds; share: of the same round's straight).\n"
+          "Each process is one event loop, so at most one core each: straight, the busier "
+          "of callers and agent\nbounds the rate; through, also the proxy. CPU ceiling: "
+          "the share the CPU a call allows, max(callers, agent) / proxy.")
+    for kind in (Kind("signed callers", "/plain", '{"q": 1}', signed=True),
+                 Kind("unsigned", "/plain", '{"q": 1}')):
+        tallies = [Tally() for _ in range(1 + len(setup.proxies))]
+        await alternate(rounds, sides(setup, kind, n, concurrency, tallies))
+        base = tallies[0]
+        base_p99 = percentile(base.ms, 0.99)
+        print(f"{kind.name + ', straight':<34} {statistics.median(base.rates):7.0f} calls/s"
+              f"   p50 {statistics.median(base.ms):6.2f} ms   p99 {base_p99:6.2f} ms"
+              f"   CPU/call agent {median_cpu(base, 1):.2f} ms, "
+              f"callers {median_cpu(base, 2):.2f} ms")
+        busiest = max(median_cpu(base, 1), median_cpu(base, 2))
+        for via, tally in zip(setup.proxies, tallies[1:], strict=True):
+            shares = [r / b for r, b in zip(tally.rates, base.rates, strict=True)]
+            p99 = percentile(tally.ms, 0.99)
+            ceiling = busiest / max(median_cpu(tally, 0), 1e-6)
+            print(f"  {'through ' + via.label:<32} {statistics.median(tally.rates):7.0f} "
+                  f"calls/s   p50 {statistics.median(tally.ms):6.2f} ms   p99 {p99:6.2f} ms"
+                  f"   share {statistics.median(shares):.2f} "
+                  f"({min(shares):.2f}-{max(shares):.2f})   p99 x{p99 / base_p99:.2f}   "
+                  f"CPU/call proxy {median_cpu(tally, 0):.2f} ms, "
+                  f"agent {median_cpu(tally, 1):.2f} ms, callers {median_cpu(tally, 2):.2f} ms"
+                  f"   CPU ceiling {ceiling:.2f}")
+
+
+async def start_proxy(tmp: Path, agent_url: str, label: str,
+                      source: Path | None) -> tuple[asyncio.subprocess.Process, Proxied]:
+    """A proxy from this tree, or from the tree at ``source`` (another revision)."""
+    home = Path(tempfile.mkdtemp(prefix="proxy-", dir=tmp))
+    env = None if source is None else {**os.environ, "PYTHONPATH": str(source)}
+    proc, url = await started(
+        [sys.executable, "-m", "reporters.proxy.cli", "proxy", "--config",
+         str(proxy_config(home, agent_url)), "--listen", "127.0.0.1:0", "--ops-listen", "off"],
+        rb" on (http://\S+), ", home / "proxy.log", env)
+    return proc, Proxied(label, proc.pid, url, home / "spool")
+
+
+async def main(n: int, rounds: int, concurrency: tuple[int, int], compare: Path | None) -> None:
+    print(f"at the start: {load_average()} ({os.cpu_count()} cores)")
+    with tempfile.TemporaryDirectory(prefix="proxy-bench-") as name:
+        tmp = Path(name)
+        disk = Disk(tmp)
+        agent, agent_url = await started(
+            [sys.executable, str(HERE / "proxy_bench_agent.py")], rb"agent on (\S+)",
+            tmp / "agent.log")
+        procs = [await start_proxy(tmp, agent_url, "the proxy", None)]
+        if compare is not None:
+            procs.append(await start_proxy(tmp, agent_url, f"the proxy of {compare}", compare))
+        bare, bare_url = await started(
+            [sys.executable, str(HERE / "proxy_bench_agent.py"), "--forward-to", agent_url],
+            rb"bare forwarder on (\S+)", tmp / "forwarder.log")
+        procs.append((bare, Proxied("a bare aiohttp forwarder", bare.pid, bare_url, None)))
+        try:
+            async with aiohttp.ClientSession(
+                    connector=aiohttp.TCPConnector(limit=0)) as session:
+                setup = Setup(session, (agent.pid, agent_url), [p for _, p in procs], disk)
+                for via in setup.proxies:  # warm up; MCP's tools listed first, as a client does
+                    await calls(session, Kind("tools", "/mcp", _TOOLS_LIST), via.url, 1, 1)
+                    for kind in ONE_AT_A_TIME:
+                        await measured(setup, kind, via, 50, 1, Tally())
+                await latency_rows(setup, n, rounds)
+                await concurrency_rows(setup, concurrency[1], rounds, concurrency[0])
+                stage_costs(max(100, n), tmp)
+        finally:
+            for proc, _ in procs:
+                await stopped(proc)
+            await stopped(agent)
+        print()
+        for via in setup.proxies:
+            if via.spool is None:
+                continue
+            on_disk = facts_on_disk(via.spool)
+            print(f"facts on disk (held or spooled) after {via.label} stopped: {on_disk} "
+                  f"of {via.made} calls that make one")
+            assert on_disk == via.made, (on_disk, via.made)
+    print(f"at the end: {load_average()}")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--calls", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--concurrent-calls", type=int, default=2000,
+                        help="calls a side a round at --concurrency at once")
+    parser.add_argument("--compare-with", type=Path, metavar="TREE",
+                        help="also run the proxy of another source tree (another revision: "
+                             "git worktree add TREE REV), measured in the same rounds")
     parser.add_argument("--spans", type=int, default=50_000,
                         help="spans the OTLP receiver row exports (0: skip the row)")
     parser.add_argument("--batch", type=int, default=512,
                         help="spans per export request (the SDK's default batch)")
     args = parser.parse_args()
-    asyncio.run(main(args.calls, args.concurrency))
+    asyncio.run(main(args.calls, args.rounds, (args.concurrency, args.concurrent_calls),
+                     args.compare_with))
     if args.spans:
         asyncio.run(otlp_receiver_row(args.spans, args.batch))

@@ -225,12 +225,26 @@ class Reporter:
         ``releasing`` names a record held with :meth:`hold`: it is deleted in the same
         transaction, so a crash leaves it either held or spooled.
         """
+        key, line = self._signed(payload)
+        await self.start()
+        await self._spool.append(key, line, release=releasing)
+
+    async def release(self, held: Sequence[tuple[str, FactPayload | ProbePayload]]) -> None:
+        """Sign each payload and spool it, deleting the record held under its name
+        (:meth:`hold`) in the same transaction, as ``send(payload, releasing=name)``
+        does — but without a transaction of its own: the records are on disk already,
+        so nobody waits on this write, and it rides with the next hold or send (or goes
+        a few milliseconds later, when none comes). Returns once it is committed."""
+        items = [(name, *self._signed(payload)) for name, payload in held]
+        await self.start()
+        await self._spool.release(items)
+
+    def _signed(self, payload: FactPayload | ProbePayload) -> tuple[str, bytes]:
+        """(content key, envelope line) of ``payload`` signed by this reporter."""
         if not isinstance(payload, FactPayload | ProbePayload):
             raise TypeError("a Reporter sends FactPayload and ProbePayload")
-        await self.start()
         envelope = payloads.sign(self._key, payload)
-        await self._spool.append(payloads.envelope_content_key(envelope),
-                                 payloads.envelope_line(envelope), release=releasing)
+        return payloads.envelope_content_key(envelope), payloads.envelope_line(envelope)
 
     async def send_facts(self, facts: Sequence[Mapping[str, Any]]) -> None:
         """Sign several facts and spool them in one transaction and one fsync; returns
@@ -250,7 +264,7 @@ class Reporter:
     async def hold(self, records: Mapping[str, bytes]) -> None:
         """Hold ``records`` (name -> any bytes; a name already held is replaced) durably
         in the spool's database, in one fsynced transaction, until ``send(...,
-        releasing=name)``. Held records are not sent and do not count against
+        releasing=name)`` or :meth:`release`. Held records are not sent and do not count against
         ``max_spooled``."""
         await self.start()
         await self._spool.hold(records)

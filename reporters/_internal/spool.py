@@ -23,6 +23,12 @@ transaction is fsynced before :meth:`Spool.append` returns. Appends that arrive 
 share one transaction and one fsync (group commit), so many concurrent ``send`` calls cost
 about one fsync between them, not one each.
 
+Releases (:meth:`Spool.release`) have nobody waiting on their durability — the record
+they release is on disk already — so they do not start a transaction of their own: they
+ride with the next write that does (a hold, an append), or are written ``linger``
+seconds after they came if none does. A caller holding facts one at a time so pays one
+fsync per fact, not one for the hold and another, in its way, for the release before it.
+
 One process at a time: the directory is locked with ``flock`` on ``spool.lock`` (released
 by the kernel if the process dies), so two senders never drain the same spool.
 
@@ -67,6 +73,10 @@ _SCHEMA = (
 )
 
 
+#: Seconds a release waits for a write to ride with before it is written on its own.
+LINGER_SECONDS = 0.05
+
+
 @dataclass
 class _Write:
     """One caller's part of a group-committed transaction."""
@@ -74,10 +84,13 @@ class _Write:
     future: asyncio.Future[None]
     #: envelopes to spool: (content key, line) each
     appends: Sequence[tuple[str, bytes]] = ()
-    #: the held record the appended envelope was made from: deleted in the same transaction
-    release: str | None = None
+    #: the held records the appended envelopes were made from: deleted in the same
+    #: transaction
+    releases: Sequence[str] = ()
     #: records to hold (insert or replace)
     holds: Sequence[tuple[str, bytes]] = ()
+    #: someone waits for it to be durable: the writer starts at once (a release does not)
+    urgent: bool = True
 
 
 def _closed() -> BureauClientError:
@@ -101,6 +114,10 @@ class Spool:
         self._count = 0  # rows committed
         self._reserved = 0  # appends admitted, not yet committed
         self._pending: list[_Write] = []
+        self._urgent = False  # something pending has a caller waiting on it
+        #: the timer that writes lingering releases
+        self._lingering: asyncio.TimerHandle | None = None
+        self.linger = LINGER_SECONDS
         self._writer: asyncio.Task[None] | None = None
         self._changed = asyncio.Condition()
         self._closed = False
@@ -150,16 +167,30 @@ class Spool:
         return result
 
     def _write_sync(self, group: Sequence[_Write]) -> int:
-        """One transaction for a group: holds first, then releases, then appends (a
-        record held and released in the same group ends up released). Returns the
+        """One transaction for a group. A held record ends as the group's last word on
+        its name says: held (with the last record given) or released. Returns the
         number of envelopes newly spooled."""
-        holds = [h for w in group for h in w.holds]
-        releases = [(w.release,) for w in group if w.release is not None]
+        last: dict[str, bytes | None] = {}  # name -> record, or None: released
+        for w in group:
+            for name, record in w.holds:
+                last.pop(name, None)  # re-inserted: the dict keeps the order of the words
+                last[name] = record
+            for name in w.releases:
+                last.pop(name, None)
+                last[name] = None
+        holds = [(name, record) for name, record in last.items() if record is not None]
+        releases = [(name,) for name, record in last.items() if record is None]
         appends = [a for w in group for a in w.appends]
 
         def write(db: sqlite3.Connection) -> int:
-            db.executemany("INSERT OR REPLACE INTO held (name, record) VALUES (?, ?)", holds)
-            db.executemany("DELETE FROM held WHERE name = ?", releases)
+            # Only the statements with rows: each one is a round trip into SQLite.
+            if holds:
+                db.executemany("INSERT OR REPLACE INTO held (name, record) VALUES (?, ?)",
+                               holds)
+            if releases:
+                db.executemany("DELETE FROM held WHERE name = ?", releases)
+            if not appends:
+                return 0
             return int(db.executemany(
                 "INSERT OR IGNORE INTO spool (content_key, line) VALUES (?, ?)",
                 appends).rowcount)
@@ -238,13 +269,9 @@ class Spool:
         """Spool one envelope line; returns once it is committed and fsynced. Waits while
         the spool is full. An envelope already spooled is not spooled again. ``release``
         names a held record to delete in the same transaction."""
-        async with self._changed:
-            await self._changed.wait_for(
-                lambda: self._closed or self._count + self._reserved < self.max_items)
-            if self._closed:
-                raise _closed()
-            self._reserved += 1
-        await self._submit(appends=((content_key, line),), release=release)
+        await self._admit(1)
+        await self._submit(_Write(self._future(), ((content_key, line),),
+                                  () if release is None else (release,)))
 
     async def append_many(self, items: Sequence[tuple[str, bytes]]) -> None:
         """Spool several envelope lines, ``(content key, line)`` each, in one
@@ -253,13 +280,21 @@ class Spool:
         are never split)."""
         if not items:
             return
-        async with self._changed:
-            await self._changed.wait_for(
-                lambda: self._closed or self._count + self._reserved < self.max_items)
-            if self._closed:
-                raise _closed()
-            self._reserved += len(items)
-        await self._submit(appends=items)
+        await self._admit(len(items))
+        await self._submit(_Write(self._future(), items))
+
+    async def release(self, items: Sequence[tuple[str, str, bytes]]) -> None:
+        """Spool envelopes made from held records, ``(held name, content key, line)``
+        each, deleting the records in the same transaction; returns once committed.
+        Nobody waits on a release's durability (its record is on disk), so it does not
+        start a transaction: it rides with the next write that does, or is written
+        ``linger`` seconds later. Waits while the spool is full, like
+        :meth:`append_many`."""
+        if not items:
+            return
+        await self._admit(len(items))
+        await self._submit(_Write(self._future(), [(key, line) for _, key, line in items],
+                                  [name for name, _, _ in items], urgent=False))
 
     async def hold(self, records: Mapping[str, bytes]) -> None:
         """Hold ``records`` (name -> bytes; a name held already is replaced) in one
@@ -268,25 +303,52 @@ class Spool:
         if self._closed:
             raise _closed()
         if records:
-            await self._submit(holds=list(records.items()))
+            await self._submit(_Write(self._future(), holds=list(records.items())))
 
     async def held(self) -> list[tuple[str, bytes]]:
         """Every held record, oldest first, as ``(name, record)``."""
         return await self._run(self._held_sync)
 
-    async def _submit(self, *, appends: Sequence[tuple[str, bytes]] = (),
-                      release: str | None = None,
-                      holds: Sequence[tuple[str, bytes]] = ()) -> None:
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._pending.append(_Write(future, appends, release, holds))
+    async def _admit(self, n: int) -> None:
+        """Wait while the spool is full, then reserve room for ``n`` envelopes (all of
+        them, even past ``max_items``: a caller's envelopes are never split)."""
+        async with self._changed:
+            await self._changed.wait_for(
+                lambda: self._closed or self._count + self._reserved < self.max_items)
+            if self._closed:
+                raise _closed()
+            self._reserved += n
+
+    @staticmethod
+    def _future() -> asyncio.Future[None]:
+        return asyncio.get_running_loop().create_future()
+
+    async def _submit(self, write: _Write) -> None:
+        self._pending.append(write)
+        if write.urgent:
+            self._urgent = True
+            self._start_writer()
+        elif self._lingering is None:
+            self._lingering = asyncio.get_running_loop().call_later(self.linger, self._linger_over)
+        await write.future
+
+    def _linger_over(self) -> None:
+        self._lingering = None
+        self._urgent = True
+        self._start_writer()
+
+    def _start_writer(self) -> None:
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write_pending())
-        await future
 
     async def _write_pending(self) -> None:
-        """Group commit: everything pending goes in one transaction."""
-        while self._pending:
-            group, self._pending = self._pending, []
+        """Group commit: everything pending goes in one transaction, once something
+        urgent is among it (what is left lingering waits for its timer)."""
+        while self._pending and self._urgent:
+            group, self._pending, self._urgent = self._pending, [], False
+            if self._lingering is not None:  # what lingered rides with this group
+                self._lingering.cancel()
+                self._lingering = None
             error: BaseException | None = None
             inserted = 0
             try:
@@ -351,6 +413,9 @@ class Spool:
         self._closed = True
         async with self._changed:
             self._changed.notify_all()
+        if self._lingering is not None:  # what lingers is written now
+            self._lingering.cancel()
+            self._linger_over()
         if self._writer is not None:
             await asyncio.gather(self._writer, return_exceptions=True)
         loop = asyncio.get_running_loop()

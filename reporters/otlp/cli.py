@@ -22,14 +22,14 @@ from typing import Any
 from aiohttp import web
 
 from reporters import load_key
+from reporters._internal import extras
 from reporters._internal.errors import BureauClientError
 from reporters.proxy import ops
 from reporters.proxy.config import ConfigError, overlay_flags, read_file
 
 log = logging.getLogger("reporters.otlp")
 
-EXTRA_HINT = ("the OTLP receiver needs opentelemetry-proto: pip install "
-              "'bureau-reporters[proxy,otlp]' (or 'agent-reputation-bureau[otlp]')")
+EXTRA_HINT = "the OTLP receiver needs the otlp extra: " + extras.install_hint("proxy", "otlp")
 
 
 def build_config(args: argparse.Namespace) -> dict[str, Any]:

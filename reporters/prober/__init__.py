@@ -1,9 +1,27 @@
 """``reporters.prober``: ``bureau-reporter probe``, a prober that needs no probe library
 (docs/probing.md). It sends agents tasks from :mod:`reporters.probing` as ordinary calls
 (A2A ``message/send``, or plain HTTP by a request template), checks the answers and
-reports ``probe`` entries, with the fact of each call, through a durable spool."""
+reports ``probe`` entries, with the fact of each call, through a durable spool.
+
+``Prober`` is imported when first used (PEP 562): ``bureau-reporter`` imports this
+package to list its subcommands, and must do so without the ``proxy`` extra."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from reporters.prober.config import ProbeConfig, Request, Response, Route, from_mapping
-from reporters.prober.runner import Prober
+
+if TYPE_CHECKING:
+    from reporters.prober.runner import Prober
+
+
+def __getattr__(name: str) -> Any:
+    if name != "Prober":
+        raise AttributeError(f"module 'reporters.prober' has no attribute {name!r}")
+    from reporters.prober.runner import Prober
+
+    return Prober
+
 
 __all__ = ["ProbeConfig", "Prober", "Request", "Response", "Route", "from_mapping"]

@@ -19,7 +19,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -27,9 +27,11 @@ from reporters import load_key
 from reporters._internal import wording
 from reporters._internal.errors import BureauClientError
 from reporters.prober.config import ProbeConfig, from_mapping
-from reporters.prober.runner import Prober
 from reporters.proxy import ops
 from reporters.proxy.config import ConfigError, overlay_flags, read_file
+
+if TYPE_CHECKING:  # the proxy extra's (prometheus-client): imported when it runs
+    from reporters.prober.runner import Prober
 
 log = logging.getLogger("reporters.prober")
 
@@ -118,6 +120,8 @@ async def serve(prober: Prober, config: ProbeConfig) -> None:
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
+    from reporters.prober.runner import Prober
+
     try:
         config = from_mapping(build_config(args), Path(args.config).parent)
         if args.limit is not None and args.limit < 1:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from reporters._internal import extras
 from reporters.probing import DEFAULT_BATCH_SIZE, KINDS
 from reporters.proxy.config import Claim, ConfigError, key_id_field, reporter_basics
 from reporters.proxy.measure import CLAIMS
@@ -47,8 +48,7 @@ JSON_PLACEHOLDER = "{{task_json}}"
 
 _PROBER_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _METHODS = frozenset({"GET", "POST", "PUT", "PATCH"})
-_EXTRA_HINT = ("an A2A route needs a2a-sdk: pip install 'bureau-reporters[a2a]' "
-               "(or 'agent-reputation-bureau[a2a]')")
+_EXTRA_HINT = "an A2A route needs the a2a extra: " + extras.install_hint("proxy", "a2a")
 
 Protocol = Literal["http", "a2a"]
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import pydantic
 from a2a.compat.v0_3 import conversions
@@ -42,28 +42,16 @@ from a2a.types.a2a_pb2 import (
 )
 from google.protobuf.json_format import ParseDict, ParseError
 
-from reporters.protocols import jsonrpc
+from reporters.protocols import jsonrpc, methods
 from reporters.protocols.answers import Claimed
 
-Kind = Literal["send", "stream", "get", "cancel", "resubscribe", "other"]
-Version = Literal["0.3", "1.0"]
+Kind = methods.Kind
+Version = methods.Version
 
 #: A2A methods a fact follows, by name in each version: (what it does, version).
-METHODS: Mapping[str, tuple[Kind, Version]] = {
-    "message/send": ("send", "0.3"), "message/stream": ("stream", "0.3"),
-    "tasks/get": ("get", "0.3"), "tasks/cancel": ("cancel", "0.3"),
-    "tasks/resubscribe": ("resubscribe", "0.3"),
-    "SendMessage": ("send", "1.0"), "SendStreamingMessage": ("stream", "1.0"),
-    "GetTask": ("get", "1.0"), "CancelTask": ("cancel", "1.0"),
-    "SubscribeToTask": ("resubscribe", "1.0"),
-}
+METHODS = methods.A2A_METHODS
 #: A2A methods that are bookkeeping, not work: forwarded, no fact.
-OTHER_METHODS = frozenset({
-    "tasks/pushNotificationConfig/set", "tasks/pushNotificationConfig/get",
-    "tasks/pushNotificationConfig/list", "tasks/pushNotificationConfig/delete",
-    "agent/getAuthenticatedExtendedCard", "ListTasks", "CreateTaskPushNotificationConfig",
-    "GetTaskPushNotificationConfig", "ListTaskPushNotificationConfigs",
-    "DeleteTaskPushNotificationConfig", "GetExtendedAgentCard"})
+OTHER_METHODS = methods.A2A_OTHER_METHODS
 
 #: Error codes that blame the request: the agent declined (see the module docstring).
 DECLINING_CODES = jsonrpc.REQUEST_CODES | {-32003, -32004, -32005, -32007, -32008, -32009}
@@ -310,24 +298,31 @@ def declared(card: AgentCard) -> Declared:
 
 def card_promises(card: Declared | None, asked: Asked, turns: Sequence[Turn],
                   streamed: bool | None) -> dict[str, bool]:
-    """The card's promises this call puts to the test, each kept or not:
+    """The card's promises this call puts to the test, each kept or not — only promises
+    the agent made, never what the caller chose (SPEC §4, r4):
 
     * ``a2a:streaming`` — on a streaming call to an agent whose card offers streaming:
-      kept when ``streamed`` (the answer was an event stream whose events were valid
-      and which ended cleanly);
-    * ``a2a:output-modes`` — when the agent sent parts and the card (or the asked
-      skill) declares output modes: every part's media type is one of them;
-    * ``a2a:skill`` — when the request names a skill: the card lists it.
+      kept when ``streamed`` (the agent's answer was an event stream whose events were
+      valid and which reached a final state, or stopped waiting for the caller);
+    * ``a2a:skill`` — when the request names a skill the card lists: kept (what the
+      agent then did is its claim: a refusal is ``DECLINED``, and declining is free). A
+      skill the card does not list is not put to the test: naming it is the caller's
+      doing, and the fact records only what the agent did with the request;
+    * ``a2a:output-modes`` — when that skill declares its own output modes and the
+      agent sent parts: every part's media type is one of them. The card's
+      ``defaultOutputModes`` are not put to the test: frameworks fill them in for every
+      agent (fasta2a declares ``application/json`` whatever the agent answers), so they
+      are not a promise the agent's operator made (docs/proxy.md, "The agent card").
     """
     if card is None:
         return {}
     out: dict[str, bool] = {}
     if asked.kind in ("stream", "resubscribe") and card.streaming:
         out[STREAMING_PROMISE] = bool(streamed)
-    modes = card.output_modes
-    if asked.skill is not None:
-        out[SKILL_PROMISE] = asked.skill in card.skills
-        modes = card.skills.get(asked.skill) or modes
+    if asked.skill is None or asked.skill not in card.skills:
+        return out
+    out[SKILL_PROMISE] = True
+    modes = card.skills[asked.skill]
     sent = [t for turn in turns for t in turn.media_types]
     if sent and modes:
         out[OUTPUT_MODES_PROMISE] = all(mode_matches(t, modes) for t in sent)

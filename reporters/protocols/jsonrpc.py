@@ -1,10 +1,14 @@
 """JSON-RPC 2.0 requests and answers, as a reporter reads them (pure).
 
 A body is a JSON-RPC request only when it is strict JSON, one object (batches are not
-read), ``"jsonrpc": "2.0"``, a string ``method``, an ``id`` that is a string, an integer
-or absent (a notification), and ``params`` an object, an array or absent. Anything else
-is not read as JSON-RPC at all: the proxy forwards it untouched and reports it as plain
-HTTP.
+read), ``"jsonrpc": "2.0"``, a string ``method``, an ``id`` that is a string, an integer,
+``null`` or absent (a notification), and ``params`` an object, an array or absent.
+Anything else is not read as JSON-RPC at all: the proxy forwards it untouched and
+reports it as plain HTTP.
+
+``"id": null`` is allowed by JSON-RPC 2.0 (§4, though discouraged) and real clients send
+it (fasta2a's polls ``tasks/get`` so): it is a request with an id, answered with
+``"id": null`` — not a notification, which has no ``id`` member at all (SPEC §4, r4).
 """
 
 from __future__ import annotations
@@ -22,12 +26,9 @@ REQUEST_CODES = frozenset({-32700, -32600, -32601, -32602})
 @dataclass(frozen=True, slots=True)
 class Request:
     method: str
-    id: str | int | None  # None: a notification, which has no answer
+    id: str | int | None  # None: "id": null, or a notification
     params: Any  # dict, list or None
-
-    @property
-    def notification(self) -> bool:
-        return self.id is None
+    notification: bool = False  # no "id" member: no answer comes
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +51,10 @@ def read_request(body: bytes) -> Request | None:
         return None
     if "id" in doc:
         rid = doc["id"]
-        if isinstance(rid, bool) or not isinstance(rid, str | int):
+        if isinstance(rid, bool) or not (rid is None or isinstance(rid, str | int)):
             return None
         return Request(method, rid, params)
-    return Request(method, None, params)
+    return Request(method, None, params, notification=True)
 
 
 def read_answer(doc: Any) -> Answer | None:

@@ -14,7 +14,11 @@ What an answer means (SPEC §4, r3; docs/proxy.md has the table):
   validate against the tool's declared ``outputSchema`` (or is missing when the tool
   declares one and the result is not an error), is ``well_formed: false``;
 * an error answer claims ``DECLINED`` when its code blames the request (parse error,
-  invalid request, method not found, invalid params: an unknown tool), else ``FAILURE``.
+  invalid request, method not found, invalid params: an unknown tool), else ``FAILURE``;
+* a call that is the caller's mistake by what the server declared (:func:`callers_mistake`:
+  an unknown tool, arguments the tool's ``inputSchema`` refuses) and that the server
+  answered with ``isError: true`` — as real servers do, never ``-32602`` — claims
+  ``DECLINED``: the tool refused the input, it did not fail (SPEC §4, r4).
 """
 
 from __future__ import annotations
@@ -27,31 +31,17 @@ import jsonschema
 import pydantic
 from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult
 
-from reporters.protocols import jsonrpc
+from reporters.protocols import jsonrpc, methods
 from reporters.protocols.answers import Claimed
 
-TOOLS_CALL = "tools/call"
-TOOLS_LIST = "tools/list"
+TOOLS_CALL = methods.MCP_TOOLS_CALL
+TOOLS_LIST = methods.MCP_TOOLS_LIST
 #: Methods of MCP clients (the 2025 revisions): what ``protocol = "auto"`` reads as MCP.
-METHODS = frozenset({
-    "initialize", "ping", TOOLS_CALL, TOOLS_LIST, "resources/list", "resources/read",
-    "resources/templates/list", "resources/subscribe", "resources/unsubscribe",
-    "prompts/list", "prompts/get", "completion/complete", "logging/setLevel",
-    "tasks/list", "tasks/result"})
+METHODS = methods.MCP_METHODS
+is_method = methods.is_mcp
 
 
-def is_method(name: str) -> bool:
-    return name in METHODS or name.startswith("notifications/")
-
-
-def is_transport(method: str, headers: Mapping[str, str]) -> bool:
-    """A request of the streamable HTTP transport itself, not a JSON-RPC message: the
-    GET that opens a session's stream of server messages, the DELETE that ends a
-    session. Both name the session (``Mcp-Session-Id``)."""
-    if "Mcp-Session-Id" not in headers:
-        return False
-    return method == "DELETE" or (
-        method == "GET" and "text/event-stream" in headers.get("Accept", ""))
+is_transport = methods.is_mcp_transport
 
 
 def tool_name(params: Any) -> str | None:
@@ -62,14 +52,40 @@ def tool_name(params: Any) -> str | None:
         return None
 
 
-def output_schemas(result: Any) -> dict[str, Mapping[str, Any] | None] | None:
-    """tool name -> its ``outputSchema`` (None: it declares none), from a ``tools/list``
-    result; None when the result is not a ``ListToolsResult``."""
+@dataclass(frozen=True, slots=True)
+class Declared:
+    """What a tool declares in a ``tools/list`` answer: its argument and result schemas."""
+
+    input_schema: Mapping[str, Any] | None
+    output_schema: Mapping[str, Any] | None
+
+
+def declared_tools(result: Any) -> dict[str, Declared] | None:
+    """tool name -> what it declares, from a ``tools/list`` result; None when the result
+    is not a ``ListToolsResult``."""
     try:
         listed = ListToolsResult.model_validate(result)
     except pydantic.ValidationError:
         return None
-    return {t.name: t.output_schema for t in listed.tools}
+    return {t.name: Declared(t.input_schema, t.output_schema) for t in listed.tools}
+
+
+def callers_mistake(params: Any, tools: Mapping[str, jsonschema.protocols.Validator | None]
+                    ) -> str | None:
+    """Why a ``tools/call`` is the caller's mistake by what the server declared (SPEC §4,
+    r4): params that are not a tool call, a tool the server does not list, arguments its
+    ``inputSchema`` refuses (``tools``: name -> the compiled ``inputSchema``, None when it
+    declares none). None: nothing wrong with the call, as far as the declarations say."""
+    try:
+        asked = CallToolRequestParams.model_validate(params)
+    except pydantic.ValidationError:
+        return "not the params of a tools/call"
+    if asked.name not in tools:
+        return f"the server lists no tool {asked.name!r}"
+    schema = tools[asked.name]
+    if schema is not None and not schema.is_valid(asked.arguments or {}):
+        return f"arguments that {asked.name!r}'s inputSchema refuses"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +116,16 @@ def judge_error(code: int) -> ToolOutcome:
     return ToolOutcome(True, jsonrpc.error_claim(code), f"JSON-RPC error {code}")
 
 
+def refused(outcome: ToolOutcome, mistake: str | None) -> ToolOutcome:
+    """``outcome`` of a call that was the caller's ``mistake``: a failure the server
+    answered it with is the tool declining the input."""
+    if mistake is None or outcome.claimed != "FAILURE":
+        return outcome
+    return ToolOutcome(outcome.well_formed, "DECLINED", f"{outcome.why}; {mistake}".strip("; "))
+
+
 def compile_output_schema(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
+    """A validator for a tool's declared schema (``outputSchema`` or ``inputSchema``)."""
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         cls.check_schema(schema)

@@ -6,19 +6,45 @@ reports one fact per call through a :class:`reporters.Reporter`. Run it with
 
     proxy = Proxy(config, reporters.load_key("gateway.key"), checks={"/alpha": my_check})
     web.run_app(proxy.app(), host=config.host, port=config.port)
+
+The names below are imported when first used (PEP 562): ``bureau-reporter`` lives in
+this package (``reporters.proxy.cli``), and its ``keygen`` and ``keyid`` must run with
+the client alone, without the ``proxy`` extra the proxy itself needs.
 """
 
-from reporters.proxy.app import INTERACTION_HEADER, PROXY, REPORTER_HEADER, Proxy, create_app
-from reporters.proxy.config import (
-    Claim,
-    ConfigError,
-    ProxyConfig,
-    Route,
-    from_mapping,
-    read_file,
-)
-from reporters.proxy.measure import DeliverableCheck, Exchange
-from reporters.proxy.tracker import Call, DerivedOutcomes, Settled
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from reporters.proxy.app import INTERACTION_HEADER, PROXY, REPORTER_HEADER, Proxy, create_app
+    from reporters.proxy.config import (
+        Claim,
+        ConfigError,
+        ProxyConfig,
+        Route,
+        from_mapping,
+        read_file,
+    )
+    from reporters.proxy.measure import DeliverableCheck, Exchange
+    from reporters.proxy.tracker import Call, DerivedOutcomes, Settled
+
+_WHERE = {
+    **dict.fromkeys(("INTERACTION_HEADER", "PROXY", "REPORTER_HEADER", "Proxy", "create_app"),
+                    "app"),
+    **dict.fromkeys(("Claim", "ConfigError", "ProxyConfig", "Route", "from_mapping",
+                     "read_file"), "config"),
+    **dict.fromkeys(("DeliverableCheck", "Exchange"), "measure"),
+    **dict.fromkeys(("Call", "DerivedOutcomes", "Settled"), "tracker"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'reporters.proxy' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"reporters.proxy.{_WHERE[name]}"), name)
+
 
 __all__ = [
     "INTERACTION_HEADER",

@@ -1,22 +1,25 @@
 """A2A calls through the proxy: one fact per task, decided by the task's last state.
 
 :class:`A2ACalls` handles a JSON-RPC call whose method is an A2A method
-(:mod:`reporters.protocols.a2a` reads it). What it does with each (docs/proxy.md,
+(:mod:`reporters.protocols.a2a` reads it, :mod:`reporters.protocols.a2a_shapes` mends
+what real agents write that a2a-sdk refuses). What it does with each (docs/proxy.md,
 "A2A"):
 
-* a send or a streaming send that names no task we follow starts a new interaction;
-  one that names a task we follow (a continuation) is a turn of that task's;
-* a poll (``tasks/get``), a cancel or a resubscription of a task we follow is a turn of
-  it; of a task we do not follow, it is forwarded and makes no fact;
-* every turn rewrites the held fact (durably, before the caller has the answer): the
-  latency is the first answer's (a stream's first event), ``well_formed`` stays true
-  only while every answer was valid for its method, the card's promises are kept only
-  while every turn kept them;
-* a final state ends the task (``claimed`` from it; a caller's cancel is ``derived:
-  ABANDONED``; otherwise the tracker decides ``derived`` from what the caller does next,
-  by the task's *context*: a new task in the same context after a failed one is a retry,
-  the same context sent to another agent a switch); so does an error answer to a new
-  send, or a plain message reply; a task left waiting or running ends after
+* a send or a streaming send that names no task this caller follows starts a new
+  interaction; one that names a task of this caller's (a continuation) is a turn of it;
+* a poll (``tasks/get``), a cancel or a resubscription of a task this caller follows is
+  a turn of it; of any other task (another caller's included), it is forwarded and makes
+  no fact — what another party does is not the agent's behaviour (SPEC §4, r4);
+* every turn rewrites the held fact (durably, before the caller has the answer):
+  ``latency_ms`` is the first answer's until the proxy sees the task's final state, then
+  the time from the task's first call to the answer or event that showed it;
+  ``well_formed`` stays true only while every answer was valid for its method, the
+  card's promises are kept only while every turn kept them;
+* a final state ends the task (``claimed`` from it; the caller's own cancel is
+  ``derived: ABANDONED``; otherwise the tracker decides ``derived`` from what the caller
+  does next, by the task's *context*: a new task in the same context after a failed one
+  is a retry, the same context sent to another agent a switch); so does an error answer
+  to a new send, or a plain message reply; a task left waiting or running ends after
   ``quiet_seconds`` without a turn (reporters.proxy.tasks).
 """
 
@@ -28,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from a2a.types.a2a_pb2 import TaskState
 from aiohttp import web
 
-from reporters.protocols import a2a, jsonrpc
+from reporters.protocols import a2a, a2a_shapes, jsonrpc
 from reporters.protocols.answers import parse_strict
 from reporters.protocols.sse import Event
 from reporters.proxy.holding import TRACKED, Measured
@@ -50,17 +53,19 @@ class _Seen:
 
     asked: a2a.Asked
     turns: list[a2a.Turn] = field(default_factory=list)
-    latency_ms: int | None = None
+    first_ms: int | None = None  # to this call's first answer (or event)
+    final_ms: int | None = None  # to the answer or event that first showed a final state
     well_formed: bool | None = None
     error_code: int | None = None
     ended: bool = False
     #: a streaming call: whether it was answered with a clean stream of valid events
     streamed: bool | None = None
+    deviations: set[str] = field(default_factory=set)
 
     def answer(self, doc: object, latency_ms: int) -> a2a.Turn | None:
         """Read one JSON-RPC answer (a body, or a stream event's data)."""
-        if self.latency_ms is None:
-            self.latency_ms = latency_ms
+        if self.first_ms is None:
+            self.first_ms = latency_ms
         got = jsonrpc.read_answer(doc)
         if got is None:
             self.well_formed = False
@@ -69,10 +74,14 @@ class _Seen:
             self.error_code = got.error_code
             self.well_formed = _and(self.well_formed, True)
             return None
-        turn = a2a.read_result(self.asked.kind, self.asked.version, got.result)
+        turn, deviations = a2a_shapes.read_result(self.asked.kind, self.asked.version,
+                                                  got.result)
+        self.deviations |= deviations
         self.well_formed = _and(self.well_formed, turn is not None)
         if turn is not None:
             self.turns.append(turn)
+            if self.final_ms is None and a2a.is_final(turn.state):
+                self.final_ms = latency_ms
         return turn
 
 
@@ -80,11 +89,14 @@ class A2ACalls:
     def __init__(self, proxy: ProxyServices) -> None:
         self.proxy = proxy
 
+    async def close(self) -> None:
+        """Nothing of its own runs in the background (the tasks are the proxy's)."""
+
     async def handle(self, call: ProtocolCall, rpc: jsonrpc.Request) -> web.StreamResponse:
         p = self.proxy
         asked = a2a.read_request(rpc.method, rpc.params)
         agent = call.route.agent
-        task = None if asked is None else p.facts.tasks.find(agent, asked.task_id)
+        task = None if asked is None else p.facts.tasks.find(agent, call.caller, asked.task_id)
         if asked is None or (asked.kind in ("get", "cancel", "resubscribe") and task is None):
             p.metrics.protocol_calls.labels(call.route.prefix, "a2a", "none").inc()
             return await p.pass_through(call)  # bookkeeping, or a task we do not follow
@@ -96,16 +108,28 @@ class A2ACalls:
             base = Measured(agent, call.caller, p.timestamp(call.wall), True, None, None, {},
                             None, None)
         request_task = task_hash("POST", call.sub_path, call.query, call.body)
+        call_started = p.now()
+        if task is None:
+            p.facts.tasks.begin(interaction, call_started)
+
+        def latency() -> int | None:
+            """To the answer that showed the final state, from the task's first call
+            (SPEC §4, r4); until then the first answer's."""
+            if seen.final_ms is not None:
+                started = p.facts.tasks.started(interaction)
+                before = 0 if started is None else round((call_started - started) * 1000)
+                return max(0, before) + seen.final_ms
+            return base.latency_ms if base.latency_ms is not None else seen.first_ms
 
         def measured() -> Measured:
-            latency = base.latency_ms if base.latency_ms is not None else seen.latency_ms
-            promises = dict(promises_kept(True, latency, p.config.promises.get(agent, {})))
+            p.deviations.seen(call.route.prefix, agent, seen.deviations)
+            promises = dict(promises_kept(True, latency(), p.config.promises.get(agent, {})))
             card = a2a.card_promises(p.cards.declared(call.route.prefix), asked, seen.turns,
                                      seen.streamed)
             for name, kept in {**base.promises, **card}.items():
                 promises[name] = kept and base.promises.get(name, True) and card.get(
                     name, True)
-            return replace(base, answered=True, latency_ms=latency,
+            return replace(base, answered=True, latency_ms=latency(),
                            well_formed=_and(base.well_formed, seen.well_formed),
                            promises=promises)
 
@@ -202,7 +226,7 @@ class A2ACalls:
     def _judge_buffered(seen: _Seen, up: Buffered) -> None:
         ok, doc = parse_strict(up.body)
         if not ok or (up.status >= 400 and not isinstance(doc, dict)):
-            seen.latency_ms = up.latency_ms
+            seen.first_ms = up.latency_ms
             seen.well_formed = False
             return
         seen.answer(doc, up.latency_ms)

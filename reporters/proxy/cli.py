@@ -31,27 +31,29 @@ import argparse
 import asyncio
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
-from typing import Any
-
-from aiohttp import web
+from typing import TYPE_CHECKING, Any
 
 from reporters import Delivery, Reporter, generate_key, key_id, load_key, save_key
-from reporters._internal import wording
+from reporters._internal import extras, wording
 from reporters._internal.errors import BureauClientError
 from reporters.models import parse_timestamp
 from reporters.otlp.cli import add_command as add_otlp_command
 from reporters.prober.cli import add_command as add_probe_command
-from reporters.proxy import ops
-from reporters.proxy.app import Proxy
-from reporters.proxy.config import (
-    ConfigError,
-    ProxyConfig,
-    from_mapping,
-    overlay_flags,
-    read_file,
-)
+from reporters.proxy.config import ConfigError, from_mapping, overlay_flags, read_file
+
+if TYPE_CHECKING:  # the proxy itself needs the proxy extra: imported when it runs
+    from reporters.proxy.app import Proxy
+    from reporters.proxy.config import ProxyConfig
+
+#: The client's extras each subcommand needs (docs/proxy.md, reporters/README.md):
+#: what a user without them is told to install. Every command imports its optional
+#: packages only when it runs, so ``--help`` of each, ``keygen`` and ``keyid`` work with
+#: the client alone.
+COMMAND_EXTRAS: dict[str, tuple[str, ...]] = {
+    "proxy": ("proxy",), "resend": (), "probe": ("proxy",), "otlp": ("proxy", "otlp"),
+    "keygen": (), "keyid": ()}
 
 log = logging.getLogger("reporters.proxy")
 
@@ -94,6 +96,10 @@ async def serve(proxy: Proxy, config: ProxyConfig) -> None:
     """Run the proxy and its ops listener until SIGTERM or SIGINT, then stop cleanly:
     stop accepting, give calls in flight ``drain_seconds`` to finish, then
     :meth:`Proxy.close` (release held facts, deliver for ``drain_seconds``)."""
+    from aiohttp import web
+
+    from reporters.proxy import ops
+
     stop, received = ops.stop_on_signals()
     runner = proxy.runner(access_log=None, shutdown_timeout=config.drain_seconds)
     await runner.setup()  # starts the proxy: opens the spool, takes back held facts
@@ -120,7 +126,21 @@ async def serve(proxy: Proxy, config: ProxyConfig) -> None:
             await ops_runner.cleanup()
 
 
+def run_fast(main: Coroutine[Any, Any, None]) -> None:
+    """``asyncio.run``, on uvloop where it is installed (the proxy extra brings it, but
+    for Windows): most of the proxy's time a call is the event loop's and aiohttp's, and
+    uvloop takes 10-20 % off it (bench/proxy_bench.py)."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main)
+        return
+    uvloop.run(main)
+
+
 def cmd_proxy(args: argparse.Namespace) -> int:
+    from reporters.proxy.app import Proxy
+
     base = Path(args.config).parent if args.config else Path(".")
     try:
         config = from_mapping(build_config(args), base)
@@ -130,7 +150,7 @@ def cmd_proxy(args: argparse.Namespace) -> int:
         print(f"bureau-reporter proxy: {exc}", file=sys.stderr)
         return 2
     try:
-        asyncio.run(serve(proxy, config))
+        run_fast(serve(proxy, config))
     except (OSError, BureauClientError) as exc:  # a port taken, the spool in use
         print(f"bureau-reporter proxy: {exc}", file=sys.stderr)
         return 2
@@ -256,11 +276,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def missing_extra(command: str, exc: ImportError) -> str:
+    """What to tell a user whose install lacks a package ``command`` needs."""
+    extra = extras.extra_of(exc.name or "")
+    wanted = (*COMMAND_EXTRAS.get(command, ()), *([extra] if extra else []))
+    what = f"the {extra} extra" if extra else "an extra"
+    return (f"bureau-reporter {command} needs {what} of the client ({exc}): "
+            f"{extras.install_hint(*wanted)}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args = build_parser().parse_args(argv)
-    result: int = args.func(args)
+    try:
+        result: int = args.func(args)
+    except ImportError as exc:  # an optional package the command needs is not installed
+        print(missing_extra(args.command, exc), file=sys.stderr)
+        return 2
     return result
 
 

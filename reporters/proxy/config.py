@@ -34,8 +34,6 @@ Relative paths in a file are relative to the file.
 
 from __future__ import annotations
 
-import functools
-import importlib
 import json
 import re
 import tomllib
@@ -44,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reporters._internal import extras
 from reporters.proxy.measure import CLAIMS, Claimed
 from reporters.wire import WireError, public_key_from_key_id
 
@@ -59,18 +58,14 @@ _JKU_HOST_RE = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]{1,253})(:[0-9]{1,
 RESERVED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 
 
-#: The package each protocol's extra brings, and how to install it.
-_EXTRAS = {"a2a": ("a2a.client", "a2a-sdk"), "mcp": ("mcp.types", "mcp")}
-
-
-@functools.cache
 def extra_installed(protocol: str) -> bool:
     """Whether the extra that reads ``protocol`` (``a2a``, ``mcp``) is installed."""
-    try:
-        importlib.import_module(_EXTRAS[protocol][0])
-    except ImportError:
-        return False
-    return True
+    return extras.installed(protocol)
+
+
+def install_hint(protocol: str) -> str:
+    """What to install to read ``protocol`` on the proxy's routes."""
+    return extras.install_hint("proxy", protocol)
 
 
 class ConfigError(ValueError):
@@ -213,9 +208,9 @@ def _route(raw: Mapping[str, Any], base: Path, i: int) -> Route:
     protocol = raw.get("protocol", "auto")
     if protocol not in PROTOCOLS:
         raise ConfigError(f"{where}.protocol: one of {', '.join(PROTOCOLS)}")
-    if protocol in _EXTRAS and not extra_installed(protocol):
-        raise ConfigError(f"{where}.protocol: an {protocol} route needs {_EXTRAS[protocol][1]}: "
-                          f"pip install 'agent-reputation-bureau[{protocol}]'")
+    if protocol in ("a2a", "mcp") and not extra_installed(protocol):
+        raise ConfigError(f"{where}.protocol: an {protocol} route needs the {protocol} "
+                          f"extra: {install_hint(protocol)}")
     card_path = raw.get("card_path", "/.well-known/agent-card.json")
     if not isinstance(card_path, str) or not card_path.startswith("/"):
         raise ConfigError(f"{where}.card_path: a path like /.well-known/agent-card.json")

@@ -36,6 +36,8 @@ from typing import Any, Literal, cast
 
 from reporters import Reporter
 from reporters._internal.errors import BureauClientError
+from reporters._internal.wording import count
+from reporters.models import FactPayload
 from reporters.proxy.measure import Check, Claimed
 from reporters.proxy.metrics import ProxyMetrics
 from reporters.proxy.tasks import OpenTasks
@@ -79,6 +81,7 @@ class OpenMark:
     task_id: str | None
     state: int | None
     last_at: float  # wall clock (Unix seconds) of the task's last turn
+    started_at: float  # wall clock when the task's first call went upstream
 
 
 #: ``derived`` left to the tracker (what the caller does next), in :meth:`HeldFacts.end`.
@@ -114,7 +117,7 @@ class HeldFact:
         }
         if self.open is not None:
             doc["open"] = {"task_id": self.open.task_id, "state": self.open.state,
-                           "last_at": self.open.last_at}
+                           "last_at": self.open.last_at, "started_at": self.open.started_at}
         return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
 
     @classmethod
@@ -129,7 +132,8 @@ class HeldFact:
         thread = None if t is None else ThreadMark(t["attempts"], t["last"],
                                                    t["last_satisfactory"], t["last_at"])
         o = doc.get("open")
-        open_mark = None if o is None else OpenMark(o["task_id"], o["state"], o["last_at"])
+        open_mark = None if o is None else OpenMark(o["task_id"], o["state"], o["last_at"],
+                                                    o.get("started_at", o["last_at"]))
         return cls(measured, doc["task"], doc["satisfactory"], doc["answered_at"], thread,
                    doc["settled"], doc["derived"], open_mark)
 
@@ -185,8 +189,9 @@ class HeldFacts:
             fact = HeldFact.decode(raw)
             self._facts[interaction] = fact
             if not fact.settled and fact.open is not None and fact.open.task_id is not None:
-                self.tasks.turn(interaction, fact.measured.agent, fact.open.task_id,
-                                fact.open.state, on_clock(fact.open.last_at))
+                self.tasks.turn(interaction, (fact.measured.agent, fact.measured.caller),
+                                fact.open.task_id, fact.open.state,
+                                (on_clock(fact.open.last_at), on_clock(fact.open.started_at)))
                 continue
             if fact.settled or fact.open is not None or fact.thread is None or \
                     fact.measured.caller is None:
@@ -253,8 +258,10 @@ class HeldFacts:
         if fact is None or fact.settled:
             fact = self._facts[interaction] = HeldFact(measured, task, False, wall)
         fact.measured, fact.task = measured, task
-        open_task = self.tasks.turn(interaction, measured.agent, task_id, state)
-        fact.open = OpenMark(open_task.task_id, open_task.state, wall)
+        open_task = self.tasks.turn(interaction, (measured.agent, measured.caller), task_id,
+                                    state)
+        started_at = wall - max(0.0, self._clock() - open_task.started)
+        fact.open = OpenMark(open_task.task_id, open_task.state, wall, started_at)
         await self._write(interaction, {interaction})
 
     async def end(self, interaction: str, measured: Measured, task: str, satisfactory: bool,
@@ -342,36 +349,46 @@ class HeldFacts:
 
     async def _send_ready(self) -> None:
         ready, self._ready = self._ready, []
+        made = [(s.interaction, fact, payload) for s, fact, payload in map(self._made, ready)
+                if payload is not None]
+        if not made:
+            return
         try:
-            # Concurrent sends share one spool transaction (group commit): one fsync, not N.
-            await asyncio.gather(*(self._send_one(s) for s in ready))
-        except asyncio.CancelledError:
-            # Torn down mid-way: whatever was not spooled goes back on the queue.
-            queued = {s.interaction for s in self._ready}
-            self._ready += [s for s in ready
-                            if s.interaction in self._facts and s.interaction not in queued]
+            # One spool write for them all, riding with the next hold's transaction
+            # (Reporter.release): releasing costs no fsync of its own.
+            await self.reporter.release([(interaction, payload)
+                                         for interaction, _, payload in made])
+        except BureauClientError as exc:  # the spool failed (disk full?): next tick
+            log.error("%s not spooled: %s %s", count(len(made), "fact"), exc.code, exc.detail)
+            self._requeue(ready)
+            return
+        except asyncio.CancelledError:  # torn down mid-way: back on the queue
+            self._requeue(ready)
             raise
+        for interaction, fact, _ in made:
+            # Only now: settle() must not see "nothing held" before the fact is spooled.
+            if self._facts.get(interaction) is fact:
+                del self._facts[interaction]
+        self.metrics.spooled.inc(len(made))
 
-    async def _send_one(self, settled: Settled) -> None:
+    def _requeue(self, ready: list[Settled]) -> None:
+        queued = {s.interaction for s in self._ready}
+        self._ready += [s for s in ready
+                        if s.interaction in self._facts and s.interaction not in queued]
+
+    def _made(self, settled: Settled) -> tuple[Settled, HeldFact | None, FactPayload | None]:
+        """The fact of ``settled`` and its payload; no payload when it is gone, or cannot
+        be made (a bug: logged and dropped, never retried)."""
         fact = self._facts.get(settled.interaction)
         if fact is None:
-            return
+            return settled, None, None
         m = fact.measured
         try:
-            payload = self.reporter.fact(
+            return settled, fact, self.reporter.fact(
                 settled.interaction, m.agent, observed_at=m.observed_at, answered=m.answered,
                 caller=m.caller, latency_ms=m.latency_ms, well_formed=m.well_formed,
                 promises=m.promises, claimed=m.claimed, check=m.check, derived=fact.derived)
-            await self.reporter.send(payload, releasing=settled.interaction)
-        except BureauClientError as exc:
-            if exc.code == "SCHEMA":  # a fact the proxy made badly: a bug, never retried
-                log.error("fact %s cannot be made: %s", settled.interaction, exc)
-                del self._facts[settled.interaction]
-            else:  # the spool failed (disk full?): try again on the next tick
-                log.error("fact %s not spooled: %s %s", settled.interaction, exc.code,
-                          exc.detail)
-                self._ready.append(settled)
-            return
-        # Only now: settle() must not see "nothing held" before the fact is spooled.
-        del self._facts[settled.interaction]
-        self.metrics.spooled.inc()
+        except BureauClientError as exc:  # SCHEMA: a fact the proxy made badly
+            log.error("fact %s cannot be made: %s", settled.interaction, exc)
+            del self._facts[settled.interaction]
+            return settled, None, None

@@ -6,12 +6,14 @@
 * ``tools/call`` — forwarded; the answer (a JSON body, or the event of an SSE stream
   that carries the response) is judged: ``isError`` claims ``FAILURE``, any other
   result ``SUCCESS``; ``structuredContent`` is validated against the tool's
-  ``outputSchema``. The schema is the one the proxy saw in the last ``tools/list``
-  answer it carried on this route; if it has seen none, it asks the server itself
-  (its own session, with the mcp package's client, the caller's ``Authorization`` passed
-  on), once per route until an answer comes. ``latency_ms`` is to the response (a
-  stream's progress notifications before it do not count as the answer).
-* ``tools/list`` — forwarded; its answer teaches the schemas. No fact.
+  ``outputSchema``; a call that was the caller's mistake by the tool's declarations (an
+  unknown tool, arguments its ``inputSchema`` refuses) and was answered ``isError``
+  claims ``DECLINED`` (SPEC §4, r4). The declarations are the ones in the last
+  ``tools/list`` answer the proxy carried on this route; until it has seen one, the
+  call is judged without them and the server is asked in the background
+  (reporters.proxy.mcp_tools): the answer never waits for that. ``latency_ms`` is to the
+  response (a stream's progress notifications before it do not count as the answer).
+* ``tools/list`` — forwarded; its answer teaches the declarations. No fact.
 * everything else (``initialize``, ``ping``, notifications, resources, prompts) is
   forwarded untouched, streams relayed unbuffered. No fact.
 """
@@ -20,16 +22,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
-import jsonschema
 from aiohttp import web
 
 from reporters.protocols import jsonrpc, mcp
 from reporters.protocols.answers import parse_strict
 from reporters.protocols.sse import Event
 from reporters.proxy.holding import Measured
+from reporters.proxy.mcp_tools import Asking, ToolSchemas
 from reporters.proxy.measure import promises_kept, task_hash
 from reporters.proxy.protocol_call import FORWARD_FAILURES, ProtocolCall, ProxyServices
 from reporters.proxy.relay import Buffered, Streamed
@@ -37,34 +39,13 @@ from reporters.proxy.relay import Buffered, Streamed
 log = logging.getLogger("reporters.proxy")
 
 
-@dataclass(frozen=True, slots=True)
-class _Tool:
-    schema: jsonschema.protocols.Validator | None
-
-
-class ToolSchemas:
-    """Per route: tool name -> its compiled ``outputSchema``, from ``tools/list``."""
-
-    def __init__(self) -> None:
-        self._tools: dict[str, dict[str, _Tool]] = {}
-
-    def learn(self, prefix: str, schemas: Mapping[str, Mapping[str, Any] | None]) -> None:
-        known = self._tools.setdefault(prefix, {})
-        for name, schema in schemas.items():
-            known[name] = _Tool(None if schema is None else mcp.compile_output_schema(schema))
-
-    def known(self, prefix: str) -> bool:
-        return prefix in self._tools
-
-    def schema(self, prefix: str, tool: str | None) -> jsonschema.protocols.Validator | None:
-        entry = self._tools.get(prefix, {}).get(tool or "")
-        return None if entry is None else entry.schema
-
-
 class MCPCalls:
     def __init__(self, proxy: ProxyServices) -> None:
         self.proxy = proxy
-        self.schemas = ToolSchemas()
+        self.schemas = ToolSchemas(proxy.metrics, proxy.now)
+
+    async def close(self) -> None:
+        await self.schemas.close()
 
     async def handle(self, call: ProtocolCall, rpc: jsonrpc.Request) -> web.StreamResponse:
         p = self.proxy
@@ -78,6 +59,14 @@ class MCPCalls:
         interaction = p.next_interaction()
         tool = mcp.tool_name(rpc.params)
         answer: dict[str, Any] = {}
+        prefix = call.route.prefix
+        declared = self.schemas.input_schemas(prefix)
+        mistake = None if declared is None else mcp.callers_mistake(rpc.params, declared)
+        if declared is None:
+            self.schemas.ask_later(Asking(
+                prefix, call.route.upstream + call.sub_path,
+                {k: v for k, v in call.request.headers.items() if k.lower() == "authorization"},
+                call.route.timeout_seconds))
 
         async def on_start() -> dict[str, str]:
             return p.marks(interaction)
@@ -104,9 +93,7 @@ class MCPCalls:
             if got is not None:
                 answer.update(got=got)
             answer["latency_ms"] = relayed.latency_ms
-        if tool is not None and not self.schemas.known(call.route.prefix):
-            await self._ask_tools(call)
-        m = self._judge(base, answer, call.route.prefix, tool, bounds)
+        m = self._judge(base, answer, (prefix, tool, mistake), bounds)
         satisfactory = m.claimed == "SUCCESS" and m.well_formed is True
         # A streamed answer is already with the caller: its fact is held as soon as it
         # is known (a crash between the two loses it, as a crash mid-answer would).
@@ -115,8 +102,12 @@ class MCPCalls:
             return relayed.response
         return p.respond(relayed, p.marks(interaction))
 
-    def _judge(self, base: Measured, answer: Mapping[str, Any], prefix: str,
-               tool: str | None, bounds: Mapping[str, int]) -> Measured:
+    def _judge(self, base: Measured, answer: Mapping[str, Any],
+               asked: tuple[str, str | None, str | None], bounds: Mapping[str, int]
+               ) -> Measured:
+        """The fact of a ``tools/call``; ``asked`` is (route prefix, tool, the caller's
+        mistake if the call was one)."""
+        prefix, tool, mistake = asked
         latency = answer.get("latency_ms")
         promises = promises_kept(True, latency, bounds)
         got: jsonrpc.Answer | None = answer.get("got")
@@ -125,7 +116,8 @@ class MCPCalls:
         if got.error_code is not None:
             outcome = mcp.judge_error(got.error_code)
         else:
-            outcome = mcp.judge_result(got.result, self.schemas.schema(prefix, tool))
+            outcome = mcp.refused(mcp.judge_result(
+                got.result, self.schemas.output_schema(prefix, tool)), mistake)
         return replace(base, latency_ms=latency, well_formed=outcome.well_formed,
                        claimed=outcome.claimed, promises=promises)
 
@@ -149,34 +141,9 @@ class MCPCalls:
             if got is not None and got.error_code is None:
                 learned.append(got.result)
         for result in learned:
-            schemas = mcp.output_schemas(result)
-            if schemas is not None:
-                self.schemas.learn(call.route.prefix, schemas)
+            declared = mcp.declared_tools(result)
+            if declared is not None:
+                self.schemas.learn(call.route.prefix, declared)
         if isinstance(relayed, Streamed):
             return relayed.response
         return p.respond(relayed, {})
-
-    async def _ask_tools(self, call: ProtocolCall) -> None:
-        """Learn the route's tools from the server itself, with the mcp package's client
-        on a session of the proxy's own."""
-        import httpx2
-        from mcp.client.session import ClientSession
-        from mcp.client.streamable_http import streamable_http_client
-
-        url = call.route.upstream + call.sub_path
-        headers = {k: v for k, v in call.request.headers.items()
-                   if k.lower() == "authorization"}
-        try:
-            async with httpx2.AsyncClient(headers=headers, timeout=call.route.timeout_seconds
-                                          ) as http, \
-                    streamable_http_client(url, http_client=http) as (read, write), \
-                    ClientSession(read, write) as session:
-                await session.initialize()
-                listed = await session.list_tools()
-        except Exception as exc:  # any failure: the schema stays unknown, the call goes on
-            self.proxy.metrics.schema_failures.labels(call.route.prefix).inc()
-            log.warning("could not ask %s for its tools (outputSchema unknown, not checked):"
-                        " %s", url, exc)
-            return
-        self.schemas.learn(call.route.prefix,
-                           {t.name: t.output_schema for t in listed.tools})

@@ -7,13 +7,14 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
-
-import jsonschema
+from typing import TYPE_CHECKING, Any, Literal
 
 # Claimed and parse_strict live with the protocol readers; the proxy's users import them here.
 from reporters.protocols.answers import Claimed as Claimed
 from reporters.protocols.answers import parse_strict as parse_strict
+
+if TYPE_CHECKING:  # the proxy extra's; imported where a schema is compiled
+    import jsonschema
 
 Check = Literal["PASS", "FAIL"]
 CLAIMS: frozenset[str] = frozenset({"SUCCESS", "FAILURE", "DECLINED"})
@@ -52,6 +53,8 @@ def task_hash(method: str, path: str, query: str, body: bytes) -> str:
 def compile_schema(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
     """A validator for a route's response schema (its draft read from ``$schema``,
     default 2020-12); raises ``jsonschema.SchemaError`` for a bad schema at startup."""
+    import jsonschema
+
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)
     validator: jsonschema.protocols.Validator = cls(schema)

@@ -62,9 +62,10 @@ class ProxyMetrics:
             "batches, and lines the bureau answered UNAVAILABLE.", registry=r)
 
         self.protocol_calls = Counter(
-            "bureau_proxy_protocol_calls", "Calls read as a protocol, by route prefix and "
-            "protocol (a2a, mcp) and what they made: fact (a call of an interaction) or "
-            "none (bookkeeping: initialize, tools/list, notifications, a task not followed).",
+            "bureau_proxy_protocol_calls", "Calls of a protocol, by route prefix and "
+            "protocol (a2a, mcp) and what they made: fact (a call of an interaction), "
+            "none (bookkeeping: initialize, tools/list, notifications, a task not followed) "
+            "or unread (an auto route without the protocol's extra: forwarded, no fact).",
             ["route", "protocol", "made"], registry=r)
         self.card_failures = Counter(
             "bureau_proxy_agent_card_failures", "Reads of an a2a route's agent card that "
@@ -83,6 +84,13 @@ class ProxyMetrics:
             "bureau_proxy_mcp_schema_failures", "Times the proxy could not learn an mcp "
             "route's tools by asking the server (outputSchema not checked), by route.",
             ["route"], registry=r)
+
+        self.deviations = Gauge(
+            "bureau_proxy_protocol_deviations", "Agents of a route whose answers deviate "
+            "from the protocol's published schema in a way the proxy reads all the same "
+            "(timestamp-without-zone, other-version-names, other-version-shape), by route "
+            "prefix and deviation: counted once per agent, not per call.",
+            ["route", "deviation"], registry=r)
 
     def watch(self, held: Callable[[], float], spool_pending: Callable[[], float]) -> None:
         """Read the two gauges from the proxy's state at every scrape."""

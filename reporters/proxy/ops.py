@@ -22,7 +22,6 @@ from typing import Protocol
 
 import aiohttp
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST
 
 
 class _Exposition(Protocol):
@@ -112,6 +111,10 @@ def _handlers(proxy: Proxy) -> dict[str, Handler]:
         return web.json_response({"status": "ready"})
 
     async def metrics(request: web.Request) -> web.Response:
+        # Here, not at the top: the commands' parsers import this module, and keygen
+        # runs without the proxy extra (prometheus-client).
+        from prometheus_client import CONTENT_TYPE_LATEST
+
         return _get_only(request) or web.Response(
             body=proxy.metrics.exposition(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
@@ -138,3 +141,4 @@ def ops_app(proxy: Proxy) -> web.Application:
         app.router.add_route("*", path, handler)
     app.router.add_route("*", "/{tail:.*}", _not_found)
     return app
+

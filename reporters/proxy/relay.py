@@ -6,7 +6,8 @@ as it arrives: each chunk is written to the caller first and read afterwards, so
 never delays an event; ``on_start`` runs once the agent's headers are in, before the
 caller's are sent (it holds the fact, so the caller's ``Bureau-Interaction`` is already
 durable), and ``on_event`` for every event, with the milliseconds since the request
-went upstream.
+went upstream. A caller that hangs up mid-stream does not end the reading: the agent's
+stream is read on to its end, so its fact says what the agent did.
 """
 
 from __future__ import annotations
@@ -89,14 +90,20 @@ async def forward(session: aiohttp.ClientSession, request: web.Request, target: 
         out = web.StreamResponse(status=resp.status, headers=out_headers)
         await out.prepare(request)
         reader: EventReader | None = EventReader(max_body)
-        events, clean, too_large = 0, True, False
+        events, clean, caller_left, too_large = 0, True, False, False
         try:
             async for chunk in resp.content.iter_any():
-                try:
-                    await out.write(chunk)
-                except (ConnectionError, aiohttp.ClientConnectionResetError):
-                    return Streamed(resp.status, out, events, False, too_large)  # caller left
+                if not caller_left:
+                    try:
+                        await out.write(chunk)
+                    except (ConnectionError, aiohttp.ClientConnectionResetError):
+                        # The caller hung up: what the agent does next is still the
+                        # agent's to be judged on (SPEC §4, r4), so the stream is read
+                        # on to its end (each chunk still within ``timeout``).
+                        caller_left = True
                 if reader is None:
+                    if caller_left:
+                        break  # nothing more can be read of it, nor sent
                     continue
                 try:
                     got = reader.feed(chunk)
@@ -108,8 +115,9 @@ async def forward(session: aiohttp.ClientSession, request: web.Request, target: 
                     await on_event(event, round((clock() - started) * 1000))
         except (aiohttp.ClientError, TimeoutError):
             clean = False  # the agent's stream was cut or went silent
-        with contextlib.suppress(ConnectionError, aiohttp.ClientConnectionResetError):
-            await out.write_eof()
+        if not caller_left:
+            with contextlib.suppress(ConnectionError, aiohttp.ClientConnectionResetError):
+                await out.write_eof()
         return Streamed(resp.status, out, events, clean, too_large)
 
 

@@ -18,6 +18,7 @@ from tests.support import (
     now_text,
     registration,
     start_bureau,
+    until,
 )
 
 
@@ -129,3 +130,36 @@ def _kept(spool: Path) -> int:
     with sqlite3.connect(spool / "spool.sqlite3") as db:
         (kept,) = db.execute("SELECT count(*) FROM delivered").fetchone()
     return int(kept)
+
+
+async def test_a_release_rides_with_the_next_hold_and_never_waits_long(tmp_path: Path) -> None:
+    """Releasing spools facts whose records are on disk already: nobody waits on that
+    write, so it starts no transaction (no fsync) of its own. It goes with the next
+    hold; with none, ``linger`` seconds later; at a close, at once."""
+    spool = tmp_path / "spool"
+    subject = reporters.key_id(reporters.generate_key())
+    async with reporter_on(None, DEAD_URL, spool) as r:
+        await r.hold({"i-1": b"one", "i-2": b"two"})
+        r._spool.linger = 3600.0  # no hold comes "soon" here: only the next one
+        releasing = asyncio.create_task(r.release([("i-1", r.fact("i-1", subject))]))
+        await until("the release to be admitted", lambda: r.pending == 1)
+        assert _rows(spool) == ({"i-1", "i-2"}, 0) and not releasing.done()
+        await r.hold({"i-3": b"three"})  # its transaction carries the release
+        await releasing
+        assert _rows(spool) == ({"i-2", "i-3"}, 1)
+
+        # The last word on a name wins, whatever the order: released, then held again.
+        releasing = asyncio.create_task(r.release([("i-2", r.fact("i-2", subject))]))
+        await until("the release to be admitted", lambda: r.pending == 2)
+        await r.hold({"i-2": b"two, again"})
+        await releasing
+        assert await r.held() == {"i-2": b"two, again", "i-3": b"three"}
+
+        closing = asyncio.create_task(r.release([("i-3", r.fact("i-3", subject))]))
+        await until("the release to be admitted", lambda: r.pending == 3)
+    await closing  # the close wrote what lingered
+    assert _rows(spool) == ({"i-2"}, 3)
+
+    async with reporter_on(None, DEAD_URL, spool) as r:  # with nothing to ride with
+        await asyncio.wait_for(r.release([("i-2", r.fact("i-2", subject, latency_ms=1))]), 30)
+    assert _rows(spool) == (set(), 4)

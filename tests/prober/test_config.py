@@ -163,8 +163,9 @@ def test_an_a2a_route_without_the_extra_fails_at_start_in_one_line(tmp_path: Pat
                           env=_without_a2a(tmp_path), timeout=120)
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
-        "bureau-reporter probe: routes[0]: an A2A route needs a2a-sdk: pip install "
-        "'bureau-reporters[a2a]' (or 'agent-reputation-bureau[a2a]')"]
+        "bureau-reporter probe: routes[0]: an A2A route needs the a2a extra: pip install "
+        "'./client[proxy,a2a]' (the bureau-reporters client, from a checkout), or pip "
+        "install '.[a2a]' (the whole project, agent-reputation-bureau)"]
 
 
 @pytest.mark.slow

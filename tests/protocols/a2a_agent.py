@@ -5,7 +5,7 @@ What the agent does is said by the text it is sent: ``complete``, ``fail``, ``re
 ``ask`` (input-required; the continuation completes), ``work`` (stays working until
 cancelled), ``pdf`` (completes with an ``application/pdf`` part, outside the card's
 output modes). Its card offers streaming, ``text/plain`` output and one skill,
-``solve``."""
+``solve``, which declares ``text/plain`` output of its own."""
 
 from __future__ import annotations
 
@@ -89,7 +89,8 @@ def card(url: str, version: str) -> AgentCard:
                                              protocol_version=version)],
         capabilities=AgentCapabilities(streaming=True),
         default_input_modes=["text/plain"], default_output_modes=["text/plain"],
-        skills=[AgentSkill(id="solve", name="solve", description="solves", tags=["x"])])
+        skills=[AgentSkill(id="solve", name="solve", description="solves", tags=["x"],
+                           output_modes=["text/plain"])])
 
 
 @asynccontextmanager
@@ -140,7 +141,8 @@ class Caller:
     """a2a-sdk's client, its card read through the proxy and its URL the proxy's (as a
     gateway publishes it), optionally signing every request (RFC 9421)."""
 
-    def __init__(self, url: str, signer: nacl.signing.SigningKey | None = None) -> None:
+    def __init__(self, url: str, signer: nacl.signing.SigningKey | None = None,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.url = url
         self.interactions: list[str] = []
         hooks: dict[str, list[Callable[[Any], Any]]] = {"response": [self._seen]}
@@ -149,7 +151,7 @@ class Caller:
                 request.headers.update(sign_request_headers(signer, request.method,
                                                             str(request.url)))
             hooks["request"] = [sign]
-        self.http = httpx.AsyncClient(timeout=30, event_hooks=hooks)
+        self.http = httpx.AsyncClient(timeout=30, event_hooks=hooks, transport=transport)
         self.clients: dict[bool, Client] = {}
 
     async def _seen(self, response: httpx.Response) -> None:

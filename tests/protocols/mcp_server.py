@@ -8,7 +8,7 @@ against them, which is how a server that breaks its schema is built."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -47,10 +47,14 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
 
 
 @asynccontextmanager
-async def mcp_server(*, json_response: bool) -> AsyncIterator[str]:
-    """The server's endpoint, ``http://127.0.0.1:PORT/mcp``; answers as JSON or SSE."""
+async def mcp_server(*, json_response: bool,
+                     wrap: Callable[[Any], Any] | None = None) -> AsyncIterator[str]:
+    """The server's endpoint, ``http://127.0.0.1:PORT/mcp``; answers as JSON or SSE.
+    ``wrap``: an ASGI middleware put in front of the server's application."""
     server = Server("tools", on_list_tools=list_tools, on_call_tool=call_tool)
     app = server.streamable_http_app(json_response=json_response)
+    if wrap is not None:
+        app = wrap(app)
     sock, url = loopback_socket()
     async with served(app, sock, lifespan="on"):  # the session manager runs in it
         yield url

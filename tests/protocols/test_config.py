@@ -3,6 +3,7 @@ can use them."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -64,23 +65,74 @@ def test_a_protocol_route_without_its_extra_is_refused_in_one_line(
                           env=_without(tmp_path, package), cwd=tmp_path, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == (
-        f"routes[0].protocol: an {protocol} route needs "
-        f"{'a2a-sdk' if protocol == 'a2a' else 'mcp'}: "
-        f"pip install 'agent-reputation-bureau[{protocol}]'")
+        f"routes[0].protocol: an {protocol} route needs the {protocol} extra: "
+        f"pip install './client[proxy,{protocol}]' (the bureau-reporters client, from a "
+        f"checkout), or pip install '.[{protocol}]' (the whole project, "
+        f"agent-reputation-bureau)")
 
 
 @pytest.mark.slow
-def test_an_auto_route_without_the_extras_is_plain_http(tmp_path: Path) -> None:
-    script = textwrap.dedent(f"""
-        import sys
+def test_an_auto_route_without_the_extras_forwards_their_calls_without_a_fact(
+        tmp_path: Path) -> None:
+    """Issue 32: without the mcp extra, an auto route recorded an MCP ``initialize`` as
+    an interaction. Now it knows the method by name, forwards it without a fact, counts
+    it as ``made="unread"`` and says so once per route; plain HTTP still makes facts."""
+    script = textwrap.dedent("""
+        import asyncio, json, logging, sys
+        import aiohttp
         from aiohttp import web
-        from reporters.proxy.app import protocol_of
-        from reporters.proxy import from_mapping
-        route = from_mapping({config()!r}).routes[0]
-        body = b'{{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {{}}}}'
-        assert protocol_of(route, "POST", body) is None
-        assert "a2a" not in sys.modules and "mcp" not in sys.modules
+        import reporters
+        from reporters.proxy import Proxy, from_mapping
+
+        async def agent(request):
+            await request.read()
+            return web.json_response({"jsonrpc": "2.0", "id": 1, "result": {}})
+
+        async def main():
+            app = web.Application()
+            app.router.add_route("*", "/{tail:.*}", agent)
+            up = web.AppRunner(app)
+            await up.setup()
+            await web.TCPSite(up, "127.0.0.1", 0).start()
+            port = up.addresses[0][1]
+            raw = json.loads(sys.argv[1])
+            raw["routes"][0]["upstream"] = "http://127.0.0.1:%d" % port
+            raw["spool_dir"] = sys.argv[2]
+            proxy = Proxy(from_mapping(raw), reporters.generate_key())
+            runner = web.AppRunner(proxy.app())
+            await runner.setup()
+            await web.TCPSite(runner, "127.0.0.1", 0).start()
+            url = "http://127.0.0.1:%d/a/mcp" % runner.addresses[0][1]
+            got = []
+            async with aiohttp.ClientSession() as session:
+                for method in ("initialize", "initialize", "SendMessage", None):
+                    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {}} \
+                        if method else {"plain": True}
+                    async with session.post(url, json=body) as resp:
+                        got.append([resp.status, resp.headers.get("Bureau-Interaction")])
+            metrics = proxy.metrics.exposition().decode()
+            await runner.cleanup()
+            await up.cleanup()
+            unread = [line for line in metrics.splitlines()
+                      if line.startswith("bureau_proxy_protocol_calls_total{")]
+            print(json.dumps({"got": got, "unread": unread,
+                               "loaded": [m for m in ("a2a", "mcp") if m in sys.modules]}))
+
+        logging.basicConfig(level=logging.WARNING, format="%(message)s")
+        asyncio.run(main())
     """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", script, json.dumps(config()),
+                           str(tmp_path / "spool")], capture_output=True, text=True,
                           env=_without(tmp_path, "a2a", "mcp"), cwd=tmp_path, timeout=120)
     assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    statuses, interactions = zip(*out["got"], strict=True)
+    assert statuses == (200, 200, 200, 200)
+    assert interactions[:3] == (None, None, None) and interactions[3] is not None
+    assert sorted(out["unread"]) == [
+        'bureau_proxy_protocol_calls_total{made="unread",protocol="a2a",route="/a"} 1.0',
+        'bureau_proxy_protocol_calls_total{made="unread",protocol="mcp",route="/a"} 2.0']
+    warned = [line for line in done.stderr.splitlines() if "extra is not installed" in line]
+    assert len(warned) == 2, done.stderr  # once per route and protocol, not per call
+    assert "pip install './client[proxy,mcp]'" in warned[0] + warned[1]
+    assert out["loaded"] == []

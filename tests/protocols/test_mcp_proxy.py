@@ -4,7 +4,9 @@ proxy, called with its client over streamable HTTP (JSON and SSE answers); one f
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,15 +53,51 @@ async def test_one_fact_per_tool_call(bureau: BureauUnderTest, tmp_path: Path,
                     0) == 0
 
 
-async def test_a_schema_not_yet_seen_is_asked_for(bureau: BureauUnderTest,
-                                                  tmp_path: Path) -> None:
-    """A caller that never lists the tools: the proxy asks the server itself (its own
-    session, with the mcp package's client) before judging the first tools/call."""
+def held_initialize(gate: asyncio.Event, seen: list[str]) -> Callable[[Any], Any]:
+    """ASGI middleware: an ``initialize`` that does not come through the proxy's caller
+    (aiohttp) — the proxy's own session — waits for ``gate``: a slow server."""
+    def wrap(app: Any) -> Any:
+        async def wrapped(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] != "http" or scope["method"] != "POST":
+                return await app(scope, receive, send)
+            chunks, more = [], True
+            while more:
+                message = await receive()
+                chunks.append(message.get("body", b""))
+                more = message.get("more_body", False)
+            body = b"".join(chunks)
+            agent = dict(scope["headers"]).get(b"user-agent", b"")
+            if b'"initialize"' in body and b"aiohttp" not in agent:
+                seen.append("initialize")
+                await gate.wait()
+            replayed = False
+
+            async def replay() -> Any:
+                nonlocal replayed
+                if replayed:
+                    return await receive()
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+
+            await app(scope, replay, send)
+        return wrapped
+    return wrap
+
+
+async def test_unknown_schemas_are_learned_off_the_callers_path(
+        bureau: BureauUnderTest, tmp_path: Path) -> None:
+    """Issue 32: a caller that never lists the tools. The proxy asks the server itself —
+    in the background, once: its answers never wait for that session, however slow the
+    server's ``initialize`` (here held until the test lets it go), and it does not ask
+    again on every call. Once learned, results are checked against ``outputSchema`` and
+    arguments against ``inputSchema``."""
     key = await bureau.reporter(("facts",))
     agent = reporters.key_id(reporters.generate_key())
-    async with mcp_server(json_response=True) as base, running_proxy(
-            bureau, tmp_path, [{"prefix": "/tools", "agent": agent, "upstream": base,
-                                "protocol": "mcp"}], reporter=key) as px:
+    gate, asked = asyncio.Event(), []
+    async with mcp_server(json_response=True, wrap=held_initialize(gate, asked)) as base, \
+            running_proxy(bureau, tmp_path, [{"prefix": "/tools", "agent": agent,
+                                              "upstream": base, "protocol": "mcp"}],
+                          reporter=key) as px:
         async with aiohttp.ClientSession() as http:
             headers = {"Accept": "application/json, text/event-stream",
                        "Content-Type": "application/json"}
@@ -74,12 +112,33 @@ async def test_a_schema_not_yet_seen_is_asked_for(bureau: BureauUnderTest,
             async with http.post(px.url + "/tools/mcp", headers=headers, json={
                     "jsonrpc": "2.0", "method": "notifications/initialized"}) as resp:
                 assert "Bureau-Interaction" not in resp.headers
-            call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                    "params": {"name": "liar", "arguments": {"a": 1, "b": 1}}}
-            async with http.post(px.url + "/tools/mcp", json=call, headers=headers) as resp:
-                body = json.loads(await resp.read())
-                interaction = resp.headers["Bureau-Interaction"]
-        assert body["result"]["structuredContent"] == {"sum": "2"}
+
+            async def call(rid: int, arguments: dict[str, Any]) -> tuple[Any, str]:
+                body = {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                        "params": {"name": "liar", "arguments": arguments}}
+                async with http.post(px.url + "/tools/mcp", json=body,
+                                     headers=headers) as resp:
+                    return json.loads(await resp.read()), resp.headers["Bureau-Interaction"]
+
+            # While the proxy's own initialize is held, three calls are answered.
+            before = [await asyncio.wait_for(call(i, {"a": 1, "b": 1}), 20)
+                      for i in range(2, 5)]
+            assert asked == ["initialize"]  # asked once, not once per call
+            assert all(b["result"]["structuredContent"] == {"sum": "2"} for b, _ in before)
+            gate.set()
+            mcp_calls = px.proxy._reader("mcp")
+            await asyncio.wait_for(mcp_calls.schemas.settled(), 20)
+            assert mcp_calls.schemas.known("/tools")
+            _, after = await call(5, {"a": 1, "b": 1})
+            _, mistaken = await call(6, {"a": 1.5})
         await px.proxy.settle()
+        made = await px.metrics()
     facts = await stored_facts(bureau.database_url, reporters.key_id(key))
-    assert outcome(facts[interaction]) == (True, False, "SUCCESS", None)
+    # judged without the schema (not known yet), then with it
+    assert [outcome(facts[i]) for _, i in before] == [(True, True, "SUCCESS", None)] * 3
+    assert outcome(facts[after]) == (True, False, "SUCCESS", None)
+    # the low-level server does not check arguments: the liar answers; the caller's
+    # mistake alone does not make the answer a decline
+    assert facts[mistaken]["claimed"] == "SUCCESS"
+    assert made.get(("bureau_proxy_mcp_schema_failures_total", (("route", "/tools"),)),
+                    0) == 0
