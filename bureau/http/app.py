@@ -25,6 +25,7 @@ from bureau.http.keys import (
     CONFIG,
     DATABASE_URL,
     DB_POOL,
+    FULL_TILES,
     INTAKE,
     LEDGER,
     LOG_KEY,
@@ -47,6 +48,7 @@ from bureau.replica import ReadRouter, open_replica
 from bureau.storage import db
 from bureau.transparency.heads import LogKey
 from bureau.transparency.publisher import Publisher
+from bureau.transparency.tiles import FullTiles
 from bureau.views.builder import ReportBuilder
 from bureau.views.seal import Sealer
 
@@ -73,6 +75,7 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
     app[DATABASE_URL] = database_url
     app[NONCES] = nonce_store()
     app[RANKING] = Ranking()
+    app[FULL_TILES] = FullTiles()
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
         pool = await db.create_pool(database_url)

@@ -17,6 +17,7 @@ from bureau.http.routes import (
     reads,
     reports,
     settlements,
+    tiles,
     transparency,
 )
 
@@ -27,6 +28,7 @@ TABLES: tuple[web.RouteTableDef, ...] = (
     reports.routes,
     settlements.routes,
     transparency.routes,
+    tiles.routes,
     interop.routes,
     pages.routes,
 )
