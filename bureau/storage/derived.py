@@ -11,7 +11,10 @@ from bureau.storage import db
 INDEX_TABLES = ("reporters", "facts", "probes", "agents", "verdicts", "exclusions",
                 "disputes", "resolutions", "policies", "pools", "ledger_keys")
 DERIVED_TABLES = (*INDEX_TABLES, "tree_nodes", "seals", "reports", "checkpoints",
-                  "settlements", "settlement_rows")
+                  "cards", "settlements", "settlement_rows")
+#: the tables of signed documents per epoch: compared by their key, only for the epochs
+#: the service had finished, and kept as they were for epochs signed by an earlier key
+_SIGNED = {"reports": "epoch, agent", "checkpoints": "epoch", "cards": "epoch, agent"}
 
 
 async def set_aside(conn: db.Connection) -> list[int]:
@@ -44,8 +47,8 @@ async def copy_tree_nodes(conn: db.Connection,
 
 
 async def keep_signed(conn: db.Connection, epoch: int) -> None:
-    """Put back an epoch's reports and checkpoint as they were set aside."""
-    for table in ("reports", "checkpoints"):
+    """Put back an epoch's reports, checkpoint and cards as they were set aside."""
+    for table in _SIGNED:
         await conn.execute(f"INSERT INTO {table} SELECT * FROM old_{table} WHERE epoch = $1",
                            epoch)
 
@@ -54,8 +57,8 @@ async def first_difference(conn: db.Connection, table: str,
                            unfinished: Sequence[int]) -> str | None:
     """The first row in which ``table`` and its copy set aside differ (for reports and
     checkpoints, outside the ``unfinished`` epochs), said in a line; None when none."""
-    if table in ("reports", "checkpoints"):
-        keys = "epoch, agent" if table == "reports" else "epoch"
+    if table in _SIGNED:
+        keys = _SIGNED[table]
         row = await conn.fetchrow(
             f"SELECT {keys}, o.envelope IS NULL AS added, n.envelope IS NULL AS dropped"
             f" FROM old_{table} o FULL JOIN {table} n USING ({keys})"

@@ -31,8 +31,7 @@ QUERIES = {"/v1/proofs/inclusion": "?id=" + "0" * 64 + "&size=1",
            "/v1/proofs/consistency": "?from=0&to=1",
            "/v1/agents/{agent}/settlement": "?epoch=0"}
 #: routes that never ask the database: they answer as ever while it is away
-NO_DATABASE = {"/healthz", "/openapi.json", "/v1/policies/{hash}",
-               "/v1/agents/{agent}/a2a-extension"}  # built from the configuration alone
+NO_DATABASE = {"/healthz", "/openapi.json", "/v1/policies/{hash}"}
 #: signed reads (that party): signed by the party the path names
 SIGNED = ("/entries", "/explain", "/evaluator", "/settlement")
 

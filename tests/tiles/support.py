@@ -4,12 +4,16 @@ HTTP."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import aiohttp
 
 from reporters import wire
 from reporters.tlog.merkle import Frontier, Node, entry_leaf_hash
 from reporters.tlog.tiles import Tile, encode_entries
 from tests.support import BureauUnderTest, enrollment
+from tests.tiles.programs import Ran
 from tests.transparency.service import entry_ids, publish
 
 
@@ -55,3 +59,17 @@ async def grown(bureau: BureauUnderTest, n: int) -> int:
     """Grow by ``n`` entries and publish the head; the published size."""
     await grow(bureau, n)
     return (await publish(bureau)).size
+
+
+async def bureau_check(*args: str) -> Ran:
+    """``bureau-check ARGS`` in a process of its own."""
+    import sys
+
+    from tests.tiles.programs import run
+
+    return await run(sys.executable, "-m", "reporters.check.cli", *args, timeout=120)
+
+
+def last_json(out: str) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(out.splitlines()[-1])
+    return doc

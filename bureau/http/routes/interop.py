@@ -5,8 +5,10 @@
   file, its ``feedbackHash`` and the ``giveFeedback`` calldata.
 * ``GET /v1/erc8004/{agent}.{epoch}.{registry}.{agent_id}.{tag}.json`` — one feedback
   file, the very bytes its ``feedbackHash`` is the keccak-256 of.
-* ``GET /v1/agents/{agent}/a2a-extension`` — the A2A agent card extension object.
-* ``GET /v0/servers``, ``GET /v0/servers/{name}`` — the MCP subregistry view.
+* ``GET /v1/agents/{agent}/a2a-extension`` — the A2A agent card extension object, with
+  the agent's latest reputation card in ``params.card`` once it has a report.
+* ``GET /v0/servers``, ``GET /v0/servers/{name}`` — the MCP subregistry view; a sole
+  claimant's card in the publisher-provided ``_meta`` (bureau.interop.mcp_view).
 
 They need ``BUREAU_PUBLIC_URL`` (every one names the bureau's address) and the ERC-8004
 ones ``BUREAU_ETH_ADDRESS``; without it they answer ``404 NOT_FOUND`` saying which.
@@ -26,6 +28,7 @@ from bureau.http.pages import payload_of
 from bureau.http.params import KEY_ID
 from bureau.interop import mcp_view
 from bureau.interop.linked import complete_epoch, linked_reports
+from bureau.reads.portable import card_of, cards_of
 from bureau.replica import absent
 from bureau.storage.reports import report_envelope
 from reporters.identity_links import McpLink
@@ -131,8 +134,10 @@ async def agent_a2a_extension(request: web.Request) -> web.Response:
         url = _public_url(request)
     except BureauError as err:
         return error_response(err)
-    return web.json_response(card_extension(url, request.app[LOG_KEY].vkey,
-                                            request.match_info["agent"]))
+    agent, origin = request.match_info["agent"], request.app[LOG_KEY].origin
+    card = await request.app[READS].run(lambda conn: card_of(conn, agent, None, origin))
+    return web.json_response(card_extension(url, request.app[LOG_KEY].vkey, agent, card),
+                             headers=_LATEST)
 
 
 def _one(request: web.Request, name: str) -> str | None:
@@ -178,9 +183,19 @@ async def mcp_servers(request: web.Request) -> web.Response:
         epoch, by_name = await _claims(request)
     except BureauError as err:
         return error_response(err)
+    names, _ = mcp_view.page_names(by_name, cursor=cursor, limit=limit, search=search)
+    cards = await _cards(request, epoch, [by_name[n] for n in names])
     return web.json_response(mcp_view.server_list(by_name, epoch, url, cursor=cursor,
-                                                  limit=limit, search=search),
+                                                  limit=limit, search=search, cards=cards),
                              headers=_LATEST)
+
+
+async def _cards(request: web.Request, epoch: int, claims: list[list[mcp_view.Claim]]
+                 ) -> dict[str, dict[str, Any]]:
+    """The cards of the sole claimants among ``claims`` (bureau.reads.portable)."""
+    agents = sorted({a for c in claims if (a := mcp_view.sole_claimant(c)) is not None})
+    origin = request.app[LOG_KEY].origin
+    return await request.app[READS].run(lambda conn: cards_of(conn, agents, epoch, origin))
 
 
 @routes.get("/v0/servers/{name:.+}")
@@ -200,5 +215,6 @@ async def mcp_server(request: web.Request) -> web.Response:
         return error_response(BureauError(Code.NOT_FOUND, "", "not an MCP server name"))
     except BureauError as err:
         return error_response(err)
-    return web.json_response(mcp_view.server_response(name, by_name[name], epoch, url),
+    cards = await _cards(request, epoch, [by_name[name]])
+    return web.json_response(mcp_view.server_response(name, by_name[name], epoch, url, cards),
                              headers=_LATEST)

@@ -36,7 +36,6 @@ from bureau.scoring.policy import KNOWN_POLICIES, policy_bytes, policy_name_of
 from bureau.storage import db
 from bureau.views.policies import current_policy
 from reporters import wire
-from reporters.tlog.note import ED25519, Verifier
 
 routes = web.RouteTableDef()
 
@@ -191,8 +190,7 @@ async def bureau_info(request: web.Request) -> web.Response:
     origin = request.app[LOG_KEY].origin
     async with request.app[DB_POOL].acquire() as conn:
         periods = await ledger_keys.history(conn)
-    keys = [{"key": p.bureau, "vkey": note_vkey(origin, p.bureau), "from_seq": p.from_seq}
-            for p in periods]
+    keys = ledger_keys.history_json(periods, origin)
     return web.json_response({
         "key": keys[-1]["key"],
         "policy": await _current_policy(request.app),
@@ -203,11 +201,6 @@ async def bureau_info(request: web.Request) -> web.Response:
         "admins": list(periods[-1].admins),
         "eth_address": request.app[CONFIG].eth_address,
     })
-
-
-def note_vkey(origin: str, key_id: str) -> str:
-    """The C2SP note verifier key of the bureau key ``key_id`` under the log's origin."""
-    return Verifier(origin, ED25519, wire.public_key_from_key_id(key_id)).vkey
 
 
 @routes.get("/v1/policy")
