@@ -66,6 +66,9 @@ class Config:
     #: ``clientAddress`` of its ERC-8004 feedback. Only an address: the bureau holds no
     #: Ethereum key and sends nothing on chain (docs/interop.md). None: no feedback
     eth_address: str | None = None
+    #: ``bureau serve --mirror DIR``: the directory the static mirror is kept current in
+    #: after each seal and tree head (bureau.mirror); None: no mirror
+    mirror_dir: Path | None = None
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Config:

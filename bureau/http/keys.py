@@ -9,6 +9,7 @@ from aiohttp import web
 from bureau.config import Config
 from bureau.intake.ledger import Ledger
 from bureau.intake.pipeline import Intake
+from bureau.mirror.sync import MirrorTask
 from bureau.reads.ranking import Ranking
 from bureau.replica import ReadRouter
 from bureau.storage import db
@@ -44,3 +45,5 @@ SERVICE = web.AppKey("service", web.Application)
 RANKING = web.AppKey("ranking", Ranking)
 #: the full tiles this process read last (immutable: served from memory on a hit)
 FULL_TILES = web.AppKey("full_tiles", FullTiles)
+#: ``serve --mirror DIR``: the task that keeps the static mirror current (bureau.mirror)
+MIRROR = web.AppKey("mirror", MirrorTask)

@@ -13,15 +13,21 @@ Reads only; nothing here takes the ledger's lock.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bureau import ledger_keys
 from bureau.storage import cards, db, heads, reports
 from bureau.storage.reports import Seal
 from bureau.transparency.tree import fetch_nodes
-from reporters.portable import bundle_document, card_document
+from reporters.portable import (
+    MAX_CARD_BYTES,
+    bundle_prefix,
+    card_document_bytes,
+    card_prefix,
+)
 from reporters.tlog import proofs
 from reporters.tlog.tlogproof import TlogProof
 
@@ -35,17 +41,28 @@ class EpochProof:
     log: TlogProof
     consistency: list[bytes]
     keys: list[dict[str, Any]]
+    #: the bytes every bundle and card of the epoch begins with (reporters.portable)
+    _bundle: bytes = field(init=False, repr=False)
+    _card: bytes = field(init=False, repr=False)
 
-    @property
-    def witnessed_size(self) -> int:
-        """The size of the tree the log proof is against."""
-        return int(self.log.checkpoint.split("\n", 2)[1])
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_bundle", bundle_prefix(
+            self.checkpoint, self.log, self.consistency, self.keys))
+        object.__setattr__(self, "_card", card_prefix(self.log))
 
     def bundle(self, report: bytes) -> bytes:
-        return bundle_document(report, self.checkpoint, self.log, self.consistency, self.keys)
+        """The bundle of a stored report envelope, as canonical JSON."""
+        return self._bundle + report + b"}"
+
+    def card_bytes(self, statement: bytes) -> bytes:
+        """The card of a stored statement envelope, as canonical JSON."""
+        card = self._card + statement + b"}"
+        return card if len(card) <= MAX_CARD_BYTES else card_document_bytes(statement,
+                                                                             self.log)
 
     def card(self, statement: bytes) -> dict[str, Any]:
-        return card_document(statement, self.log)
+        doc: dict[str, Any] = json.loads(self.card_bytes(statement))
+        return doc
 
 
 async def epoch_proof(conn: db.Connection, seal: Seal, origin: str) -> EpochProof | None:

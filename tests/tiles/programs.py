@@ -87,8 +87,11 @@ def nginx_config(root: Path, port: int, work: Path) -> str:
     site = NGINX_CONF.read_text().replace("/srv/bureau-mirror", str(root)).replace(
         "listen 80;", f"listen 127.0.0.1:{port};").replace(
         "server_name mirror.example;", "server_name localhost;")
+    # as root (CI), nginx's workers would run as nobody, who cannot enter pytest's
+    # private temporary directories
+    user = "user root;\n" if os.geteuid() == 0 else ""
     return f"""daemon off;
-worker_processes 1;
+{user}worker_processes 1;
 pid {work}/nginx.pid;
 error_log {work}/error.log warn;
 events {{ worker_connections 256; }}

@@ -34,7 +34,8 @@ async def test_go_reads_the_bureau_tiles_and_proves_against_its_checkpoint(
         olds[-1].write_text(note)
     size = await grown(bureau, 17)
     assert size > 800
-    argv = [str(gotlog), "-url", bureau.url, "-vkey", bureau.log_key.vkey, "-sample", "37"]
+    argv = [str(gotlog), "-url", bureau.url, "-vkey", bureau.log_key.vkey, "-sample", "37",
+            "-every-width"]
     for old in olds:
         argv += ["-old", str(old)]
     ran = await run(*argv)

@@ -2,7 +2,7 @@
 // packages (golang.org/x/mod/sumdb/note and sumdb/tlog): an implementation that shares
 // no code with the bureau. It is built and run by tests/tiles/test_go_tlog.py.
 //
-//	gotlog -url BASE -vkey VKEY [-old NOTEFILE]... [-sample N]
+//	gotlog -url BASE -vkey VKEY [-old NOTEFILE]... [-sample N] [-every-width]
 //
 // It verifies BASE/checkpoint with the vkey; recomputes the whole tree from the entry
 // bundles and checks that the root is the checkpoint's and that EVERY tile it fetches
@@ -130,6 +130,9 @@ func main() {
 	var old olds
 	vkey := flag.String("vkey", "", "the bureau's note verifier key")
 	sample := flag.Int64("sample", 0, "prove every k-th leaf (0: a few)")
+	everyWidth := flag.Bool("every-width", false, "compare every partial width of a "+
+		"level's last tile tlog.NewTiles lists, not only the tree's own (a log serves "+
+		"them; a mirror keeps those of its checkpoints)")
 	flag.StringVar(&base, "url", "", "the log's prefix URL")
 	flag.Var(&old, "old", "an older checkpoint note file (repeatable)")
 	flag.Parse()
@@ -178,7 +181,13 @@ func main() {
 	}
 	fmt.Printf("ok the %d entry ids of the bundles give the checkpoint's root\n", tree.N)
 
-	tiles := tlog.NewTiles(height, 0, tree.N)
+	var tiles []tlog.Tile
+	for _, t := range tlog.NewTiles(height, 0, tree.N) {
+		own := int64(t.W) == (tree.N>>(uint(height)*uint(t.L)))-(t.N<<height)
+		if t.W == 1<<height || own || *everyWidth {
+			tiles = append(tiles, t)
+		}
+	}
 	for _, t := range tiles {
 		want, err := tlog.ReadTileData(t, mem)
 		if err != nil {
