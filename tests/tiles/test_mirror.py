@@ -24,7 +24,14 @@ from bureau.mirror.sync import Mirror
 from reporters import layout
 from reporters.tlog.tilereader import right_edge
 from reporters.tlog.tiles import tiles_of
-from tests.support import BureauUnderTest, fresh_database, get, kid, start_bureau
+from tests.support import (
+    BureauUnderTest,
+    fresh_database,
+    get,
+    kid,
+    missing,
+    start_bureau,
+)
 from tests.tiles.programs import build_gotlog, run, static_server
 from tests.tiles.support import bureau_check, grow, last_json
 from tests.transparency.service import get_text
@@ -126,7 +133,7 @@ async def served(request: pytest.FixtureRequest, mirrored: Mirrored,
     work = tmp_path_factory.mktemp(f"served-{request.param}")
     async with static_server(mirrored.dir, work, prefer=request.param) as server:
         if request.param == "nginx" and server.kind != "nginx":
-            pytest.skip("nginx is not installed (Debian: apt-get install nginx)")
+            missing("nginx is not installed (Debian: apt-get install nginx)")
         yield server.url, work
 
 
@@ -161,7 +168,8 @@ async def test_a_proof_from_the_mirror_takes_few_tile_fetches(
     m = mirrored
     async with static_server(m.dir, tmp_path / "nginx") as server:
         if server.kind != "nginx":
-            pytest.skip("nginx is not installed: its access log counts the fetches")
+            missing("nginx is not installed (Debian: apt-get install nginx): its access "
+                    "log counts the fetches")
         entry, seq = m.entry
         for args in (("inclusion", server.url, entry, "--seq", str(seq)),
                      ("consistency", server.url, str(m.older_note))):
