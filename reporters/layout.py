@@ -12,11 +12,16 @@ Two kinds of read cannot be a file at their path, and are kept beside it:
 * ``/v1/checkpoints/{E}/note``, since ``v1/checkpoints/{E}`` is a file (the epoch's JSON
   checkpoint): at ``v1/checkpoints/{E}.note``.
 
+The reads of the latest epoch at their own paths (``v1/agents/{agent}/report``, …,
+``agents/{agent}``) are symbolic links to the files of that epoch.
+
 A web server in front of the mirror can map the bureau's own URLs onto these
 (ops/nginx/mirror.conf does); ``bureau-check`` asks for the files as they are. Pure.
 """
 
 from __future__ import annotations
+
+import posixpath
 
 CHECKPOINT = "checkpoint"
 BUREAU = "v1/bureau"
@@ -57,3 +62,15 @@ def policy(digest: str) -> str:
 def agent_page(agent: str) -> str:
     """The HTML page of an agent's latest report (``/agents/{agent}``)."""
     return f"agents/{agent}"
+
+
+def agent_page_of(agent: str, epoch: int) -> str:
+    """Where the mirror keeps the page of an agent's report of ``epoch``: the latest
+    reads are links to the files of their epoch (``bureau.mirror.files``)."""
+    return f"v1/agents/{agent}/epochs/{epoch}/page.html"
+
+
+def latest_link(rel: str, target: str) -> str:
+    """What a link at ``rel`` holds to point at ``target`` (both paths from the root):
+    the path from ``rel``'s directory, so the mirror can be moved or copied whole."""
+    return posixpath.relpath(target, posixpath.dirname(rel) or ".")

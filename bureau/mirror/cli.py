@@ -35,11 +35,14 @@ async def _mirror(args: argparse.Namespace, url: str) -> int:
             return 2
         site = Site(settings.origin, settings.epoch_seconds, config.public_url,
                     config.eth_address)
+        mirror = Mirror(args.dir, site)
         try:
-            result = await Mirror(args.dir, site).sync(conn)
+            result = await mirror.sync(conn)
         except MirrorRefused as exc:
             print(f"bureau mirror: refusing: {exc}", file=sys.stderr)
             return 2
+        finally:
+            mirror.close()
     finally:
         await conn.close()
     epochs = (f"epochs {result.epochs[0]}–{result.epochs[-1]}" if len(result.epochs) > 1

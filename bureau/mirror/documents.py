@@ -17,7 +17,7 @@ from bureau import ledger_keys
 from bureau.http.home import index_page
 from bureau.http.pages import agent_page, payload_of
 from bureau.http.settlement_page import SHOWN, settlements_section
-from bureau.mirror.files import MirrorDir
+from bureau.mirror.files import MirrorDir, Writes
 from bureau.reads.portable import EpochProof
 from bureau.reads.published import bureau_document
 from bureau.reads.ranking import Ranking
@@ -47,11 +47,13 @@ async def write_epoch_records(conn: db.Connection, mirror: MirrorDir, seal: Seal
     checkpoint = await reports.checkpoint_envelope(conn, seal.epoch)
     note = await heads.epoch_note(conn, seal.epoch)
     assert checkpoint is not None and note is not None, "a published epoch"
-    mirror.write(layout.checkpoint(seal.epoch), checkpoint)
-    mirror.write(layout.epoch_note(seal.epoch), note.encode())
+    writes = mirror.batch()
+    writes.write(layout.checkpoint(seal.epoch), checkpoint)
+    writes.write(layout.epoch_note(seal.epoch), note.encode())
     settlement = await settlement_envelope(conn, seal.epoch)
     if settlement is not None:
-        mirror.write(layout.settlement(seal.epoch), settlement)
+        writes.write(layout.settlement(seal.epoch), settlement)
+    await writes.done()
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,8 @@ async def write_agents(conn: db.Connection, mirror: MirrorDir, shared: EpochProo
     epoch, after, count = shared.seal.epoch, "", 0
     bureau_key = await ledger_keys.key_at(conn, shared.seal.last_seq) or ""
     while page := await cards.epoch_documents(conn, epoch, after, PAGE):
+        # the files first, then the links to them: a link never points at nothing
+        writes, links = mirror.batch(), mirror.batch()
         for doc in page:
             files = {"proof": shared.bundle(doc.report)}
             if doc.card is not None:
@@ -77,17 +81,26 @@ async def write_agents(conn: db.Connection, mirror: MirrorDir, shared: EpochProo
             if what.reports:
                 files["report"] = doc.report
             for name, data in files.items():
-                mirror.write(layout.agent_read(doc.agent, name, epoch), data)
+                kept = layout.agent_read(doc.agent, name, epoch)
+                writes.write(kept, data)
                 if what.latest:
-                    mirror.write(layout.agent_read(doc.agent, name), data)
+                    _link(links, layout.agent_read(doc.agent, name), kept)
             if what.latest and what.reports:
                 pretty = json.dumps(json.loads(doc.report), indent=2).encode()
-                mirror.write(layout.agent_page(doc.agent), agent_page(
+                kept = layout.agent_page_of(doc.agent, epoch)
+                writes.write(kept, agent_page(
                     payload_of(doc.report), pretty, bureau_key, site.public_url,
                     site.epoch_seconds, now=now).encode())
+                _link(links, layout.agent_page(doc.agent), kept)
+        await writes.done()
+        await links.done()
         count += len(page)
         after = page[-1].agent
     return count
+
+
+def _link(writes: Writes, rel: str, target: str) -> None:
+    writes.link(rel, layout.latest_link(rel, target))
 
 
 async def write_bureau(conn: db.Connection, mirror: MirrorDir, site: Site,
@@ -96,20 +109,22 @@ async def write_bureau(conn: db.Connection, mirror: MirrorDir, site: Site,
     page (the first page of the ranked list, without a search)."""
     doc = await bureau_document(conn, origin=site.origin, epoch_seconds=site.epoch_seconds,
                                 eth_address=site.eth_address, now=now)
-    mirror.write(layout.BUREAU, json.dumps(doc).encode())
+    writes = mirror.batch()
+    writes.write(layout.BUREAU, json.dumps(doc).encode())
     for policy in KNOWN_POLICIES.values():
         digest = policy_hash(policy)
-        mirror.write(layout.policy(digest), policy_bytes(policy))
+        writes.write(layout.policy(digest), policy_bytes(policy))
         if digest == doc["policy"]:
-            mirror.write(layout.POLICY, policy_bytes(policy))
+            writes.write(layout.POLICY, policy_bytes(policy))
     cp = await reports.checkpoint_envelope(conn, None)
     ranked = await Ranking().page(conn, None, 1)
     settled = await published_settlements(conn, SHOWN)
-    mirror.write(layout.HOME, index_page(
+    writes.write(layout.HOME, index_page(
         str(doc["key"]), str(doc["policy"]), site.epoch_seconds,
         payload_of(cp) if cp is not None else None, ranked, None, 1,
         settlements_section([payload_of(s) for s in settled], site.epoch_seconds),
         now=now).encode())
+    await writes.done()
 
 
 def log_digest(shared: EpochProof) -> str:

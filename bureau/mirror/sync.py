@@ -141,9 +141,9 @@ class Mirror:
         if head.size == done and self.dir.read(layout.CHECKPOINT) == head.served.encode():
             return
         completed = await sync_tiles(conn, self.dir, done, head.size)
-        self.dir.barrier()
-        self.dir.write(layout.CHECKPOINT, head.served.encode())
-        prune_partials(self.dir, completed)
+        await asyncio.to_thread(self.dir.barrier)
+        await self.dir.run([(self.dir.write, layout.CHECKPOINT, head.served.encode())])
+        await prune_partials(self.dir, completed)
 
     async def _epochs(self, conn: db.Connection, logs: dict[str, str], out: PassResult,
                       now: dt.datetime) -> None:
@@ -175,7 +175,7 @@ class Mirror:
 
     async def sync(self, conn: db.Connection) -> PassResult:
         """One pass (the module's docstring); what it wrote."""
-        self.dir.prepare()
+        await asyncio.to_thread(self.dir.prepare)
         written, now = self.dir.written, self.clock()
         head = await heads.latest(conn)
         if head is None:
@@ -190,12 +190,13 @@ class Mirror:
         t2 = time.perf_counter()
         await write_bureau(conn, self.dir, self.site, now)
         if out.epochs:
-            self.dir.barrier()
+            await asyncio.to_thread(self.dir.barrier)
             envelope = await checkpoint_envelope(conn, out.epochs[-1])
             assert envelope is not None, "a published epoch"
-            self.dir.write(layout.LATEST_CHECKPOINT, envelope)
+            await self.dir.run([(self.dir.write, layout.LATEST_CHECKPOINT, envelope)])
         recent = sorted(logs, key=int)[-2 * REFRESHED:]
-        self.dir.write(STATE, json.dumps({"logs": {e: logs[e] for e in recent}}).encode())
+        await self.dir.run([(self.dir.write, STATE, json.dumps(
+            {"logs": {e: logs[e] for e in recent}}).encode())])
         out.files = self.dir.written - written
         out.seconds = {"tiles": t1 - t0, "epochs": t2 - t1,
                        "bureau": time.perf_counter() - t2}
@@ -203,7 +204,11 @@ class Mirror:
         metrics.MIRROR_TREE_SIZE.set(head.size)
         if out.epochs:
             metrics.MIRROR_EPOCH.set(out.epochs[-1])
+        await asyncio.to_thread(self.dir.done)
         return out
+
+    def close(self) -> None:
+        self.dir.close()
 
 
 class MirrorTask:
@@ -228,6 +233,7 @@ class MirrorTask:
         task, self._task = self._task, None
         await cancelled(task)
         await self._leader.resign()
+        self.mirror.close()
 
     async def tick(self) -> PassResult | None:
         """A pass if this process leads and something was published since the last."""

@@ -5,6 +5,7 @@ the ledger."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Iterator
 
@@ -46,30 +47,36 @@ async def sync_tiles(conn: db.Connection, mirror: MirrorDir, since: int, size: i
     the checkpoint says ``size``)."""
     completed = []
     for run in _runs(list(tiles_of(size, since=since))):
-        data, at = await _read(conn, run), 0
+        data, at, writes = await _read(conn, run), 0, mirror.batch()
         for tile in run:
             chunk = data[at:at + tile.size]
             at += tile.size
             if tile.full:
-                mirror.write_new(tile.path, chunk)
+                writes.write_new(tile.path, chunk)
                 completed.append(tile)
             else:
-                mirror.write(tile.path, chunk)
+                writes.write(tile.path, chunk)
+        await writes.done()
     return completed
 
 
-def prune_partials(mirror: MirrorDir, completed: list[Tile]) -> None:
+async def prune_partials(mirror: MirrorDir, completed: list[Tile]) -> None:
     """The partial tiles of tiles now full (tlog-tiles: a log MAY delete them once the
     full tile is there; a reader holding an older checkpoint falls back to it)."""
-    for tile in completed:
-        if tile.width == TILE_WIDTH:
-            mirror.remove_tree(tile.path + ".p")
+    def prune() -> None:
+        for tile in completed:
+            if tile.width == TILE_WIDTH:
+                mirror.remove_tree(tile.path + ".p")
+
+    await asyncio.to_thread(prune)
 
 
 async def sync_edge(conn: db.Connection, mirror: MirrorDir, size: int, mirrored: int) -> None:
     """The partial tiles of the tree of ``size`` leaves (an epoch's: tlog-tiles serves
     the partial tiles of every checkpoint a log produced), but those whose full tile the
     mirrored tree of ``mirrored`` leaves has (a reader takes the start of that)."""
+    writes = mirror.batch()
     for tile in right_edge(size):
         if width_in(tile.level, tile.index, mirrored) < TILE_WIDTH:
-            mirror.write(tile.path, await _read(conn, [tile]))
+            writes.write(tile.path, await _read(conn, [tile]))
+    await writes.done()

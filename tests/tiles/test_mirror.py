@@ -236,8 +236,12 @@ async def test_a_truncated_file_fails(mirrored: Mirrored, hostile: tuple[Path, s
 
 
 def test_the_mirror_keeps_its_own_files_apart(mirrored: Mirrored) -> None:
-    """Nothing but the reads (and .mirror/) is in the directory: no temporary file."""
+    """Nothing but the reads (and .mirror/) is in the directory: no temporary file; the
+    latest reads are links to their epoch's files."""
     state = json.loads((mirrored.dir / ".mirror/state.json").read_text())
     assert set(state["logs"]) == {str(e) for e in mirrored.epochs}
-    leftovers = [p for p in (mirrored.dir / ".mirror/tmp").rglob("*") if p.is_file()]
-    assert leftovers == []
+    assert list(mirrored.dir.rglob(".*.tmp")) == []
+    assert list((mirrored.dir / ".mirror/writing").iterdir()) == []
+    latest = mirrored.dir / layout.agent_read(mirrored.agent, "report")
+    assert latest.is_symlink() and latest.resolve() == (
+        mirrored.dir / layout.agent_read(mirrored.agent, "report", mirrored.epochs[-1]))

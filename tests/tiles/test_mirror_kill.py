@@ -31,8 +31,15 @@ PAGES = ("index.html", "agents")
 
 
 def _files(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*")
-            if p.is_file() and not str(p.relative_to(root)).startswith((".mirror", *PAGES))}
+    """What a reader of the mirror finds (nothing whose name starts with a dot: the
+    mirror's own files and its temporary ones, which no web server serves)."""
+    out = {}
+    for path in root.rglob("*"):
+        rel = path.relative_to(root)
+        if path.is_file() and not any(part.startswith(".") for part in rel.parts) \
+                and not str(rel).startswith(PAGES) and "page.html" not in rel.parts:
+            out[str(rel)] = path.read_bytes()
+    return out
 
 
 def _whole(root: Path, oracle: Oracle) -> None:
@@ -84,7 +91,8 @@ async def test_a_killed_mirror_resumes_and_rewrites_no_full_tile(
     _whole(root, oracle)
     for path, before in inodes.items():  # a full tile is written once
         assert (path.stat().st_ino, path.stat().st_mtime_ns) == before, path
-    assert [p for p in (root / ".mirror/tmp").rglob("*") if p.is_file()] == []
+    assert [p for p in root.rglob(".*.tmp")] == []  # the killed runs' temporary files
+    assert list((root / ".mirror/writing").iterdir()) == []
     fresh = tmp_path / "fresh"  # a mirror made in one pass holds the same files
     conn = await asyncpg.connect(bureau.database_url)
     try:
