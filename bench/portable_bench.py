@@ -10,7 +10,7 @@ its card (``GET /v1/agents/{agent}/proof``, ``/card``), each card measured, and 
 verified offline with ``reporters.verify_bundle`` / ``verify_card`` (the code
 ``bureau-check bundle`` and ``card`` run), timed.
 
-    python bench/portable_bench.py [--seeds 1] [--agents 24] [--calls 40] [--coverages ...]
+    python bench/portable_bench.py [--seeds 3] [--agents 24] [--calls 40] [--coverages ...]
 """
 
 from __future__ import annotations
@@ -86,7 +86,6 @@ def main() -> int:
         logging.getLogger(name).setLevel(logging.WARNING)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_arguments(parser)
-    parser.set_defaults(seeds=1)
     return asyncio.run(measure(parser.parse_args()))
 
 

@@ -62,7 +62,26 @@ async def _timed(session: aiohttp.ClientSession, url: str) -> float:
     return time.perf_counter() - t0
 
 
-async def tile_reads(url: str, n: int, reads: int) -> None:
+async def server_buckets(session: aiohttp.ClientSession, ops_url: str, route: str
+                         ) -> dict[str, float]:
+    """The bureau's own ``bureau_http_request_seconds`` buckets of ``route`` (200s)."""
+    async with session.get(ops_url + "/metrics") as resp:
+        text = await resp.text()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("bureau_http_request_seconds_bucket{") and \
+                f'route="{route}"' in line and 'status="200"' in line:
+            le = line.split('le="', 1)[1].split('"', 1)[0]
+            out[le] = out.get(le, 0.0) + float(line.rsplit(" ", 1)[1])
+    return out
+
+
+def _share(after: dict[str, float], before: dict[str, float], le: str) -> float:
+    done = after.get("+Inf", 0.0) - before.get("+Inf", 0.0)
+    return 100 * (after.get(le, 0.0) - before.get(le, 0.0)) / done if done else 0.0
+
+
+async def tile_reads(url: str, ops_url: str, n: int, reads: int) -> None:
     """Step 1: one request at a time."""
     rng = random.Random(5)
     full = n // TILE_WIDTH
@@ -85,10 +104,13 @@ async def tile_reads(url: str, n: int, reads: int) -> None:
         for label, tiles in cases.items():
             if not tiles:
                 continue
+            before = await server_buckets(session, ops_url, "/tile/{tile}")
             times = [await _timed(session, f"{url}/{t.path}") for t in tiles]
+            after = await server_buckets(session, ops_url, "/tile/{tile}")
             print(f"  {label:44} p50 {pct(times, 50):.2f} ms  p99 {pct(times, 99):.2f} ms  "
                   f"({len(times)} reads; p99 {pct(times, 99) / pct(anchor, 99):.2f}x the "
-                  "anchor's)")
+                  f"anchor's; server: {_share(after, before, '0.001'):.1f} % within 1 ms, "
+                  f"{_share(after, before, '0.0025'):.1f} % within 2.5 ms)")
 
 
 async def transactions(url: str) -> int:
@@ -170,7 +192,7 @@ async def main() -> None:
         try:
             print(f"1. tiles from the bureau ({args.entries:,} entries, one request at a "
                   "time, loopback HTTP)")
-            await tile_reads(server.url, args.entries, args.reads)
+            await tile_reads(server.url, server.ops_url, args.entries, args.reads)
         finally:
             server.stop()
         origin = default_origin(bytes(signing.verify_key))

@@ -294,8 +294,9 @@ def _interop_operations() -> dict[tuple[str, str], Json]:
         ("GET", "/v1/agents/{agent}/a2a-extension"): {
             "operationId": "agent_a2a_extension",
             "summary": "The A2A agent card extension naming the bureau and the agent",
-            "description": "{uri, description, required, params: {bureau, vkey, agent}}"
-                           + needs,
+            "description": "{uri, description, required, params: {bureau, vkey, agent, "
+                           "card}}: card, the agent's latest reputation card, once it has "
+                           "a report" + needs,
             "security": public, "parameters": [_key_param("agent")],
             "responses": {"200": _object("the extension object"), **_errors(404, 422)}},
         ("GET", "/v0/servers"): {

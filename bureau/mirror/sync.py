@@ -224,6 +224,7 @@ class MirrorTask:
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._seen: mirror_store.Published | None = None
+        self._refused: str | None = None  # said once, not every tick
         self.passes = 0
 
     async def start(self) -> None:
@@ -248,8 +249,11 @@ class MirrorTask:
         try:
             result = await self.mirror.sync(conn)
         except MirrorRefused as exc:
-            log.error("NOT MIRRORING: %s", exc)
+            if str(exc) != self._refused:
+                log.error("NOT MIRRORING: %s", exc)
+                self._refused = str(exc)
             return None
+        self._refused = None
         metrics.MIRROR_PASS_SECONDS.observe(time.perf_counter() - start)
         self._seen = seen
         self.passes += 1

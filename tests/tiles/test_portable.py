@@ -6,6 +6,7 @@ a truncated file each fail with one line."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -14,11 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import nacl.signing
 import pytest
 
 from bureau.http.keys import PUBLISHER
-from reporters import wire
+from bureau.mirror.documents import Site
+from bureau.mirror.sync import Mirror
+from bureau.storage import chain
+from reporters import layout, wire
 from reporters.portable import MAX_CARD_BYTES, card_bytes
 from reporters.tlog.checkpoint import Checkpoint, cosign
 from reporters.tlog.tlogproof import TlogProof
@@ -50,14 +55,21 @@ async def _sealed(bureau: BureauUnderTest, witness: TestWitness) -> Sealed:
 
 
 @pytest.fixture
-async def sealed(database_url: str, tmp_path: Path) -> AsyncIterator[Sealed]:
+async def witnessed(database_url: str, tmp_path: Path
+                    ) -> AsyncIterator[tuple[BureauUnderTest, TestWitness]]:
+    """A bureau whose publisher (ticked by the test) offers each head to a witness."""
     witness = TestWitness("witness.test/tiles", nacl.signing.SigningKey(os.urandom(32)), {})
     async with serving(witness.app()) as url:
         (client,) = parse_witnesses(f"{witness.vkey}={url}/")
         async with start_bureau(database_url, tmp_path, epoch_seconds=EPOCH_SECONDS,
                                 witnesses=(client,), checkpoint_interval=3600) as bureau:
             witness.logs = {bureau.log_key.origin: [bureau.log_key.signer.verifier]}
-            yield await _sealed(bureau, witness)
+            yield bureau, witness
+
+
+@pytest.fixture
+async def sealed(witnessed: tuple[BureauUnderTest, TestWitness]) -> Sealed:
+    return await _sealed(*witnessed)
 
 
 async def _document(s: Sealed, what: str, query: str = "") -> tuple[bytes, dict[str, Any]]:
@@ -201,3 +213,50 @@ async def test_what_is_not_there_is_404_and_a_bad_epoch_422(sealed: Sealed) -> N
     for path in (f"/v1/agents/{s.agent}/proof?epoch=01", f"/v1/agents/{s.agent}/card?x=1"):
         status, body = await get(s.bureau, path)
         assert status == 422 and b"SCHEMA" in body, (path, body)
+
+
+async def test_bundles_and_cards_never_wait_for_the_ledger_lock(sealed: Sealed) -> None:
+    """A writer holding the ledger head's row lock does not hold up either read."""
+    s = sealed
+    conn = await asyncpg.connect(s.bureau.database_url)
+    try:
+        async with conn.transaction():
+            await chain.lock_head(conn)
+            for what in ("proof", "card"):
+                status, _ = await asyncio.wait_for(
+                    get(s.bureau, f"/v1/agents/{s.agent}/{what}"), 10)
+                assert status == 200, what
+    finally:
+        await conn.close()
+
+
+async def test_the_mirror_writes_an_epochs_cards_again_once_witnesses_cosign(
+        witnessed: tuple[BureauUnderTest, TestWitness], tmp_path: Path) -> None:
+    """Mirrored before any witness cosigned a head of the epoch, its cards carry none;
+    the next pass after the witness cosigns writes them again, cosigned."""
+    bureau, witness = witnessed
+    world = await World.make(bureau)
+    agent = await world.agent("alpha")
+    await world.fact(agent)
+    [epoch] = await next_epoch(bureau)
+    mirror = Mirror(tmp_path / "mirror", Site(bureau.log_key.origin, EPOCH_SECONDS, None,
+                                              None))
+    card_file = tmp_path / "mirror" / layout.agent_read(kid(agent), "card", epoch)
+    conn = await asyncpg.connect(bureau.database_url)
+    try:
+        await mirror.sync(conn)
+        quorum = ["--key", bureau.log_key.vkey, "--witness", witness.vkey, "--quorum", "1"]
+        ran = await bureau_check("card", str(card_file), *quorum)
+        assert ran.status == 1 and "TOO_FEW_COSIGNATURES" in ran.out, ran.out
+        await bureau.app[PUBLISHER].tick()
+        await until("the witness's cosignature", lambda: witness.latest)
+        result = await mirror.sync(conn)
+        assert result.refreshed == [epoch]
+        ran = await bureau_check("card", str(card_file), *quorum)
+        assert ran.status == 0, ran.out
+        latest = tmp_path / "mirror" / layout.agent_read(kid(agent), "card")
+        assert latest.read_bytes() == card_file.read_bytes()
+        assert (await mirror.sync(conn)).refreshed == []
+    finally:
+        mirror.close()
+        await conn.close()
