@@ -104,27 +104,35 @@ def _link(writes: Writes, rel: str, target: str) -> None:
 
 
 async def write_bureau(conn: db.Connection, mirror: MirrorDir, site: Site,
-                       now: dt.datetime) -> None:
-    """``/v1/bureau``, the current policy and every policy the bureau knows, and the home
-    page (the first page of the ranked list, without a search)."""
+                       now: dt.datetime, *, home: bool) -> None:
+    """``/v1/bureau`` and the current policy when they changed (a key rotated, another
+    epoch's policy), every policy the bureau knows once, and with ``home`` the home page
+    (the first page of the ranked list, without a search): after a new epoch."""
     doc = await bureau_document(conn, origin=site.origin, epoch_seconds=site.epoch_seconds,
                                 eth_address=site.eth_address, now=now)
     writes = mirror.batch()
-    writes.write(layout.BUREAU, json.dumps(doc).encode())
+    _changed(writes, mirror, layout.BUREAU, json.dumps(doc).encode())
     for policy in KNOWN_POLICIES.values():
         digest = policy_hash(policy)
-        writes.write(layout.policy(digest), policy_bytes(policy))
+        if not mirror.path(layout.policy(digest)).exists():
+            writes.write(layout.policy(digest), policy_bytes(policy))
         if digest == doc["policy"]:
-            writes.write(layout.POLICY, policy_bytes(policy))
-    cp = await reports.checkpoint_envelope(conn, None)
-    ranked = await Ranking().page(conn, None, 1)
-    settled = await published_settlements(conn, SHOWN)
-    writes.write(layout.HOME, index_page(
-        str(doc["key"]), str(doc["policy"]), site.epoch_seconds,
-        payload_of(cp) if cp is not None else None, ranked, None, 1,
-        settlements_section([payload_of(s) for s in settled], site.epoch_seconds),
-        now=now).encode())
+            _changed(writes, mirror, layout.POLICY, policy_bytes(policy))
+    if home or not mirror.path(layout.HOME).exists():
+        cp = await reports.checkpoint_envelope(conn, None)
+        ranked = await Ranking().page(conn, None, 1)
+        settled = await published_settlements(conn, SHOWN)
+        writes.write(layout.HOME, index_page(
+            str(doc["key"]), str(doc["policy"]), site.epoch_seconds,
+            payload_of(cp) if cp is not None else None, ranked, None, 1,
+            settlements_section([payload_of(s) for s in settled], site.epoch_seconds),
+            now=now).encode())
     await writes.done()
+
+
+def _changed(writes: Writes, mirror: MirrorDir, rel: str, data: bytes) -> None:
+    if mirror.read(rel) != data:
+        writes.write(rel, data)
 
 
 def log_digest(shared: EpochProof) -> str:

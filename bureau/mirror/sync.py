@@ -188,7 +188,7 @@ class Mirror:
         out.refreshed = await self._refresh(conn, logs, now)
         await self._epochs(conn, logs, out, now)
         t2 = time.perf_counter()
-        await write_bureau(conn, self.dir, self.site, now)
+        await write_bureau(conn, self.dir, self.site, now, home=bool(out.epochs))
         if out.epochs:
             await asyncio.to_thread(self.dir.barrier)
             envelope = await checkpoint_envelope(conn, out.epochs[-1])
