@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 AGENT = kid(wire.generate_key())
 #: a sample for each path parameter, and a query each route answers with data
 SAMPLES = {"agent": AGENT, "reporter": AGENT, "epoch": "0", "hash": "0" * 64,
-           "name": "io.example/server",
+           "name": "io.example/server", "tile": "0/000.p/1",
            "file": f"{AGENT}.0.eip155:1:0x{'0' * 40}.7.bureauScore.json"}
 QUERIES = {"/v1/proofs/inclusion": "?id=" + "0" * 64 + "&size=1",
            "/v1/proofs/consistency": "?from=0&to=1",
