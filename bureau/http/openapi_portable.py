@@ -23,8 +23,9 @@ def portable_operations() -> dict[tuple[str, str], Json]:
             "security": public, "parameters": [
                 {"name": "tile", "in": "path", "required": True,
                  "description": "<L>/<N>[.p/<W>] or entries/<N>[.p/<W>], N in groups of "
-                                "three digits (x001/x234/067)",
-                 "schema": {"type": "string", "pattern": f"^{TILE}$"}}],
+                                "three digits (x001/x234/067), slashes unescaped; the "
+                                f"route takes {TILE} and answers 404 to anything else",
+                 "schema": {"type": "string", "pattern": "^[0-9a-z./]{1,110}$"}}],
             "responses": {"200": {"description": "the tile", "content": {
                 "application/octet-stream": {"schema": {"type": "string",
                                                         "format": "binary"}}}},
