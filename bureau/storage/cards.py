@@ -20,14 +20,6 @@ async def store(conn: db.Connection, epoch: int, agents: list[str],
         epoch, agents, envelopes)
 
 
-async def epoch_reports(conn: db.Connection, epoch: int) -> tuple[list[str], list[bytes]]:
-    """(agents, report envelopes) of ``epoch``, by agent: what its cards are made from
-    when report workers stored the reports."""
-    rows = await conn.fetch("SELECT agent, envelope FROM reports WHERE epoch = $1"
-                            " ORDER BY agent", epoch)
-    return [r["agent"] for r in rows], [bytes(r["envelope"]) for r in rows]
-
-
 async def card_envelope(conn: db.Connection, agent: str, epoch: int) -> bytes | None:
     found = await conn.fetchval("SELECT envelope FROM cards WHERE epoch = $1 AND agent = $2",
                                 epoch, agent)

@@ -129,17 +129,15 @@ class ReportBuilder:
         await ledger_keys.require_in_force(conn, self.log_key.key_id, seal.last_seq)
         start = time.perf_counter()
         if self._shards is not None:
-            # The workers insert the reports; the checkpoint, last, makes them visible.
+            # The workers insert the reports (and their cards); the checkpoint, last,
+            # makes them visible.
             _, digest = await policy_of_epoch(conn, seal.epoch, seal.last_seq)
             count = await self._shards.store_epoch(seal.last_seq, seal.epoch, seal.head,
                                                    digest)
             checkpoint = await self._checkpoint(conn, seal)
             policy, _ = await policy_of_epoch(conn, seal.epoch, seal.last_seq)
-            agents, envelopes = await card_store.epoch_reports(conn, seal.epoch)
-            cards = await asyncio.to_thread(sign_cards, self.key, envelopes, self._threads)
             async with db.transaction(conn, "store_checkpoint"):
                 await self._store_note(conn, seal)
-                await card_store.store(conn, seal.epoch, agents, cards)
                 await settle_epoch(conn, self.key, seal, policy, self._shards.book)
                 await store_checkpoint(conn, seal.epoch, checkpoint)
         else:
