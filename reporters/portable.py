@@ -46,7 +46,9 @@ def card_statement(report_payload: bytes) -> bytes:
     bytes the report's signature covers): the report's agent, epoch, ledger, policy and
     score as they are, and ``report``, the BLAKE3 of those payload bytes."""
     report = json.loads(report_payload)
-    return wire.canonical_json({
+    # the C encoder where it writes RFC 8785's bytes (canonical_json_fast): ~10x faster
+    # than the general one, at one statement a report a seal
+    return wire.canonical_json_fast({
         "agent": report["agent"], "epoch": report["epoch"], "ledger": report["ledger"],
         "policy": report["policy"], "report": wire.blake3_hex(report_payload),
         "score": report["score"]})
