@@ -36,7 +36,7 @@ import asyncpg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from proof_bench import pct, prepared  # the bench next door
+from proof_bench import Ledger, pct, prepared  # the bench next door
 
 from bureau.mirror.documents import Site
 from bureau.mirror.sync import Mirror
@@ -185,30 +185,42 @@ async def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bureau-tiles-bench-", dir="/var/tmp") as tmp:
         home = Path(os.environ.get("TILES_BENCH_HOME") or tmp)
         ledger = await prepared(home, args.entries)
-        url, ids, signing = ledger.url, ledger.ids, ledger.signing
-        print(f"load average {load()} on {os.cpu_count()} CPUs")
-        server = ServeProcess(ledger.env(), home / "serve.log")
-        await server.start(timeout=120)
         try:
-            print(f"1. tiles from the bureau ({args.entries:,} entries, one request at a "
-                  "time, loopback HTTP)")
-            await tile_reads(server.url, server.ops_url, args.entries, args.reads)
-        finally:
-            server.stop()
-        origin = default_origin(bytes(signing.verify_key))
-        root = home / "mirror"
-        conn = await asyncpg.connect(url)
-        try:
-            start = time.perf_counter()
-            result = await Mirror(root, Site(origin, 21600, None, None)).sync(conn)
-            print(f"2. bureau mirror: tree size {result.size:,}: {result.files:,} files in "
-                  f"{time.perf_counter() - start:.1f} s (tiles {result.seconds['tiles']:.1f} s)")
-        finally:
-            await conn.close()
-        print("3. from the mirror, the bureau stopped")
-        vkey = LogKey.of(origin, signing).vkey
-        await from_the_mirror(url, root, ids, vkey, args.proofs, home)
-        print(f"load average {load()}")
+            await run(ledger, home, args)
+        finally:  # before its directory goes: a server without its data cannot stop
+            if not os.environ.get("BUREAU_DATABASE_URL"):
+                import pgserver
+
+                pgserver.get_server(home / "pgdata", cleanup_mode="stop").cleanup()
+
+
+async def run(ledger: Ledger, home: Path, args: argparse.Namespace) -> None:
+    url, ids, signing = ledger.url, ledger.ids, ledger.signing
+    print(f"load average {load()} on {os.cpu_count()} CPUs")
+    server = ServeProcess(ledger.env(), home / "serve.log")
+    await server.start(timeout=120)
+    try:
+        print(f"1. tiles from the bureau ({args.entries:,} entries, one request at a "
+              "time, loopback HTTP)")
+        await tile_reads(server.url, server.ops_url, args.entries, args.reads)
+    finally:
+        server.stop()
+    origin = default_origin(bytes(signing.verify_key))
+    root = home / "mirror"
+    mirror = Mirror(root, Site(origin, 21600, None, None))
+    conn = await asyncpg.connect(url)
+    try:
+        start = time.perf_counter()
+        result = await mirror.sync(conn)
+        print(f"2. bureau mirror: tree size {result.size:,}: {result.files:,} files in "
+              f"{time.perf_counter() - start:.1f} s (tiles {result.seconds['tiles']:.1f} s)")
+    finally:
+        mirror.close()
+        await conn.close()
+    print("3. from the mirror, the bureau stopped")
+    vkey = LogKey.of(origin, signing).vkey
+    await from_the_mirror(url, root, ids, vkey, args.proofs, home)
+    print(f"load average {load()}")
 
 
 if __name__ == "__main__":
