@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run demo test test-fast lint bench bench-intake bench-seal bench-judge bench-tlog bench-proofs bench-proxy bench-litellm bench-ranking bench-failover bench-wrk bench-accuracy bench-bounds bench-servers schemas vectors ops-tools clean client-wheel
+.PHONY: run demo test test-fast lint bench bench-intake bench-seal bench-judge bench-tlog bench-proofs bench-proxy bench-litellm bench-ranking bench-failover bench-wrk bench-accuracy bench-bounds bench-servers bench-tiles bench-mirror bench-portable schemas vectors ops-tools clean client-wheel
 
 $(STAMP): pyproject.toml
 	@echo "installing into $(VENV) (first run only, about a minute)…"
@@ -54,6 +54,15 @@ bench-tlog: $(STAMP)     ## the Merkle tree alone: appends, proofs from stored n
 
 bench-proofs: $(STAMP)   ## proof routes over HTTP at a million entries (p99 < 5 ms)
 	$(BIN)/python bench/proof_bench.py
+
+bench-tiles: $(STAMP)    ## tlog-tiles at a million entries: reads from the bureau (p99 < 2 ms), proofs from the mirror (fetches, 0 queries)
+	$(BIN)/python bench/tiles_bench.py
+
+bench-mirror: $(STAMP)   ## the static mirror current after a seal of 10,000 new entries (target 2 s)
+	$(BIN)/python bench/mirror_bench.py
+
+bench-portable: $(STAMP) ## proof bundles and cards of the accuracy population: verify < 5 ms, card <= 4 KB
+	$(BIN)/python bench/portable_bench.py
 
 bench-proxy: $(STAMP)
 	$(BIN)/python bench/proxy_bench.py

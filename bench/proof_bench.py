@@ -34,10 +34,12 @@ import random
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
 import asyncpg
+import nacl.signing
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -115,6 +117,45 @@ async def build(url: str, n: int, signing_public: bytes, admin: str) -> list[str
         return ids
     finally:
         await conn.close()
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """A ledger this bench built (or found built) under ``home``, and its keys."""
+
+    url: str
+    home: Path
+    signing: nacl.signing.SigningKey
+    admin: nacl.signing.SigningKey
+    key_file: Path
+    ids: list[str]
+
+    def env(self) -> dict[str, str]:
+        """The environment of a ``bureau serve`` on it."""
+        return bureau_env(self.url, self.home, wire.signing_key_id(self.admin),
+                          BUREAU_SIGNING_KEY=str(self.key_file))
+
+
+async def prepared(home: Path, entries: int) -> Ledger:
+    """The ``entries``-entry ledger in ``home`` (its embedded database, or
+    ``BUREAU_DATABASE_URL``): the one built before there, or a new one."""
+    home.mkdir(parents=True, exist_ok=True)
+    url = os.environ.get("BUREAU_DATABASE_URL") or db.embedded_database_url(home)
+    key_file, admin_file = home / "proof-bench.key", home / "proof-bench-admin.key"
+    if key_file.exists() and admin_file.exists():  # the ledger's own keys (genesis)
+        signing = wire.key_from_pem(key_file.read_text())
+        admin = wire.key_from_pem(admin_file.read_text())
+    else:
+        signing, admin = wire.generate_key(), wire.generate_key()
+        key_file.write_text(wire.key_to_pem(signing))
+        admin_file.write_text(wire.key_to_pem(admin))
+    ids = await built(url, entries)
+    if ids is None:
+        print(f"building a {entries:,}-entry ledger and its tree ...")
+        ids = await build(url, entries, bytes(signing.verify_key), wire.signing_key_id(admin))
+    else:
+        print(f"the {entries:,}-entry ledger built before on {url}")
+    return Ledger(url, home, signing, admin, key_file, ids)
 
 
 async def server_share_under(session: aiohttp.ClientSession, ops_url: str, route: str,
@@ -225,28 +266,11 @@ async def main() -> None:
     ap.add_argument("--rate", type=float, default=300.0,
                     help="requests a second in the paced phase (default 300)")
     args = ap.parse_args()
-    admin, signing = wire.generate_key(), wire.generate_key()
     with tempfile.TemporaryDirectory(prefix="bureau-proof-bench-") as tmp:
         home = Path(os.environ.get("PROOF_BENCH_HOME") or tmp)
-        home.mkdir(parents=True, exist_ok=True)
-        url = os.environ.get("BUREAU_DATABASE_URL") or db.embedded_database_url(home)
-        key_file, admin_file = home / "proof-bench.key", home / "proof-bench-admin.key"
-        if key_file.exists() and admin_file.exists():  # the ledger's own keys (genesis)
-            signing = wire.key_from_pem(key_file.read_text())
-            admin = wire.key_from_pem(admin_file.read_text())
-        else:
-            key_file.write_text(wire.key_to_pem(signing))
-            admin_file.write_text(wire.key_to_pem(admin))
-        ids = await built(url, args.entries)
-        if ids is None:
-            print(f"building a {args.entries:,}-entry ledger and its tree ...")
-            ids = await build(url, args.entries, bytes(signing.verify_key),
-                              wire.signing_key_id(admin))
-        else:
-            print(f"the {args.entries:,}-entry ledger built before on {url}")
-        server = ServeProcess(bureau_env(url, home, wire.signing_key_id(admin),
-                                         BUREAU_SIGNING_KEY=str(key_file)),
-                              home / "serve.log")
+        ledger = await prepared(home, args.entries)
+        ids = ledger.ids
+        server = ServeProcess(ledger.env(), home / "serve.log")
         await server.start(timeout=120)
         try:
             await measure(server.url, server.ops_url, ids, args.requests, args.connections,

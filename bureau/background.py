@@ -134,3 +134,10 @@ async def every(interval: float, wake: asyncio.Event,
                 log.warning("%s: database unreachable: %s", name, exc)
             else:
                 log.exception("%s: pass failed", name)
+
+
+async def cancelled(task: asyncio.Task[None] | None) -> None:
+    """Cancel a background task (if there is one) and wait until it has ended."""
+    if task is not None:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

@@ -209,6 +209,8 @@ def _serve_until_stopped(args: argparse.Namespace) -> int:
         config = replace(config, max_pending=args.max_pending)
     if args.report_workers is not None:
         config = replace(config, report_workers=args.report_workers)
+    if args.mirror is not None:
+        config = replace(config, mirror_dir=args.mirror.resolve())
     if not _is_worker():  # a worker shares its parent's ports, which the parent checked
         taken = ports.taken([(args.host, args.port), (args.ops_host, args.ops_port)])
         if taken is not None:
@@ -741,6 +743,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--access-log", choices=ACCESS_LOG_FORMATS, default="off",
                        help="one line per request on standard output: text, or one JSON "
                        "object a line (docs/operations.md#access-log)")
+    serve.add_argument("--mirror", type=Path, metavar="DIR", default=None,
+                       help="keep a static mirror of every public read in DIR, current "
+                       "after each seal and tree head (docs/operations.md#a-static-mirror)")
     serve.set_defaults(func=cmd_serve)
     keygen = sub.add_parser("keygen", help="write a new Ed25519 key file, print its key id")
     keygen.add_argument("path", help="where to write the PKCS#8 PEM key")
@@ -798,6 +803,9 @@ def build_parser() -> argparse.ArgumentParser:
     from bureau.interop.cli import add_command as add_erc8004
 
     add_erc8004(sub, read_only, _epoch)  # `bureau erc8004 export`: docs/interop.md
+    from bureau.mirror.cli import add_command as add_mirror
+
+    add_mirror(sub, read_only)  # `bureau mirror DIR`: docs/operations.md
     for action in sub._choices_actions:  # each command's --help opens with its summary
         command = sub.choices[action.dest]
         command.description = command.description or action.help

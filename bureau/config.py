@@ -72,6 +72,9 @@ class Config:
     #: offer ``giveFeedback`` calldata for links the bureau has not confirmed too
     #: (``BUREAU_ERC8004_UNCONFIRMED_CALLDATA=1``); by default only confirmed links get it
     erc8004_unconfirmed_calldata: bool = False
+    #: ``bureau serve --mirror DIR``: the directory the static mirror is kept current in
+    #: after each seal and tree head (bureau.mirror); None: no mirror
+    mirror_dir: Path | None = None
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Config:

@@ -12,10 +12,13 @@ whose key was rotated away signs nothing (:class:`NotInForce`).
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from bureau.errors import InternalError
 from bureau.storage import db, keys
 from bureau.storage.keys import KeyPeriod as KeyPeriod
+from reporters import wire
+from reporters.tlog.note import ED25519, Verifier
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +30,18 @@ class NotInForce(InternalError):
 async def history(conn: db.Connection) -> list[KeyPeriod]:
     """Every period, oldest first (empty before the genesis entry)."""
     return await keys.history(conn)
+
+
+def note_vkey(origin: str, key_id: str) -> str:
+    """The C2SP note verifier key of the bureau key ``key_id`` under the log's origin."""
+    return Verifier(origin, ED25519, wire.public_key_from_key_id(key_id)).vkey
+
+
+def history_json(periods: list[KeyPeriod], origin: str) -> list[dict[str, Any]]:
+    """The key history as ``/v1/bureau`` lists it (``keys``): each period's key, its
+    note vkey and the seq it is in force from, oldest first."""
+    return [{"key": p.bureau, "vkey": note_vkey(origin, p.bureau), "from_seq": p.from_seq}
+            for p in periods]
 
 
 def period_at(periods: list[KeyPeriod], seq: int) -> KeyPeriod | None:

@@ -186,7 +186,8 @@ READS_TOTAL = Counter(
 LEADING = Gauge(
     "bureau_leading",
     "1 while this process holds the election for the work ``role`` names (reports: the "
-    "report builder; tree_heads: the tree-head publisher), else 0 (with several "
+    "report builder; tree_heads: the tree-head publisher; mirror: the static mirror's "
+    "writer), else 0 (with several "
     "processes: the sum over the live ones, so 1 on the node that leads).",
     ["role"],
     multiprocess_mode="livesum",
@@ -229,3 +230,23 @@ def exposition(scraped: list[GaugeMetricFamily]) -> bytes:
     source: Collector = (REGISTRY if path is None
                          else multiprocess.MultiProcessCollector(None, path))  # type: ignore[no-untyped-call]
     return generate_latest(_Scrape([source], scraped))  # type: ignore[arg-type]
+
+# The static mirror (bureau.mirror; serve --mirror, bureau mirror).
+MIRROR_PASS_SECONDS = Histogram(
+    "bureau_mirror_pass_seconds",
+    "Seconds a pass of the static mirror took that wrote something (tiles, checkpoint, "
+    "epochs).",
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300))
+MIRROR_FILES = Counter(
+    "bureau_mirror_files_written_total",
+    "Files the static mirror wrote (each atomically: a temporary name, then a rename).")
+MIRROR_TREE_SIZE = Gauge(
+    "bureau_mirror_tree_size",
+    "The tree size of the checkpoint the static mirror last wrote (with several "
+    "processes: the largest).",
+    multiprocess_mode="max")
+MIRROR_EPOCH = Gauge(
+    "bureau_mirror_epoch",
+    "The latest epoch whose reports, bundles and cards the static mirror has written "
+    "(with several processes: the largest).",
+    multiprocess_mode="max")

@@ -4,15 +4,14 @@
 -- epoch's reports are; derived views, rebuilt by `bureau rebuild`.
 
 -- One row per agent of the epoch whose report carries a link: what a listing shows of
--- it (`summary`: its score and interval as its signed report says), its links as the
--- report carries them, and `card`: a compact per-agent blob built at seal time (the
--- reputation card of SPEC §9.1, filled by the work that builds it; NULL until then).
+-- it (`summary`: its score and interval as its signed report says) and its links as the
+-- report carries them. (Its reputation card is read from `cards`, migration 0016, for
+-- the few agents of a page: a card's log proof grows as witnesses cosign.)
 CREATE TABLE agent_summaries (
     epoch   bigint NOT NULL REFERENCES seals (epoch),
     agent   text   NOT NULL,
     summary jsonb  NOT NULL,
     links   jsonb  NOT NULL,
-    card    bytea,
     PRIMARY KEY (epoch, agent)
 );
 

@@ -25,7 +25,9 @@ check what the bureau serves without trusting it; so do
 :func:`verify_note` (a checkpoint note and its witness cosignatures),
 :func:`verify_inclusion`, :func:`verify_consistency` (Merkle proofs against a
 :class:`TreeHead` or a verified note: sizes are the caller's, never the answer's) and
-:func:`evidence_root` (recompute a report's ``evidence.root`` from the agent's file).
+:func:`evidence_root` (recompute a report's ``evidence.root`` from the agent's file);
+:func:`verify_bundle` and :func:`verify_card` check a report's proof bundle and its
+compact card (:mod:`reporters.portable`) with no network at all.
 :class:`KeyHistory` is the bureau's key history (``/v1/bureau``): pass it instead of
 one key and each signature is checked against the key in force where it stands.
 :mod:`reporters.tlog` holds the transparency-log code they stand on.
@@ -95,6 +97,7 @@ from reporters._internal.keyhistory import BureauKey, KeyHistory
 from reporters._internal.keys import generate_key, key_id, load_key, save_key
 from reporters._internal.outcomes import Delivery, Rejection
 from reporters._internal.parties import Admin, Agent, Receipt
+from reporters._internal.portable import Carried, verify_bundle, verify_card
 from reporters._internal.reporter import Reporter
 from reporters._internal.settlement import verify_settlement, verify_share
 from reporters._internal.transparency import (
@@ -113,6 +116,7 @@ __all__ = [
     "Agent",
     "BureauClientError",
     "BureauKey",
+    "Carried",
     "Delivery",
     "Entry",
     "FilePage",
@@ -134,6 +138,8 @@ __all__ = [
     "load_key",
     "models",
     "save_key",
+    "verify_bundle",
+    "verify_card",
     "verify_chain",
     "verify_checkpoint",
     "verify_consistency",

@@ -4,7 +4,8 @@ there (docs/interop.md).
 * The **A2A agent card extension**: an agent adds :func:`card_extension` (served ready
   by ``GET /v1/agents/{agent}/a2a-extension``) to its card's
   ``capabilities.extensions``. Its ``params`` name the bureau (``bureau``: its URL,
-  ``vkey``: its note verifier key) and the agent (``agent``: its key id).
+  ``vkey``: its note verifier key) and the agent (``agent``: its key id), and carry the
+  agent's latest reputation card (``card``) once it has a report.
 * :func:`card_key_ids` — the key ids a card names: in that extension, or as the ``kid``
   of one of its ``signatures`` (a JWS header). :func:`card_names_key` says whether a card
   names one given key id: the other direction of an ``a2a`` link (``bureau-check
@@ -32,14 +33,21 @@ REPUTATION_EXTENSION_URI = "urn:agent-reputation-bureau:a2a:reputation:v1"
 WELL_KNOWN_CARD = "/.well-known/agent-card.json"
 
 
-def card_extension(bureau_url: str, vkey: str, agent: str) -> dict[str, Any]:
-    """The object an agent puts in its card's ``capabilities.extensions``."""
+def card_extension(bureau_url: str, vkey: str, agent: str,
+                   card: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The object an agent puts in its card's ``capabilities.extensions``; with the
+    agent's reputation ``card`` (``GET /v1/agents/{agent}/card``: at most 4,000 bytes,
+    verifiable offline with ``bureau-check card``) in ``params.card``."""
+    params: dict[str, Any] = {"bureau": bureau_url.rstrip("/"), "vkey": vkey, "agent": agent}
+    if card is not None:
+        params["card"] = dict(card)
     return {
         "uri": REPUTATION_EXTENSION_URI,
         "description": "This agent's reputation at an Agent Reputation Bureau: its signed "
-                       "report is at <bureau>/v1/agents/<agent>/report.",
+                       "report is at <bureau>/v1/agents/<agent>/report; params.card, when "
+                       "present, verifies offline (bureau-check card).",
         "required": False,
-        "params": {"bureau": bureau_url.rstrip("/"), "vkey": vkey, "agent": agent},
+        "params": params,
     }
 
 

@@ -6,8 +6,8 @@ stopped here, in ``cleanup_ctx`` order: the pool (and the read replica's, with
 entry: ``app[CONFIG]`` then holds the ledger's values, the origin among them, which names
 the bureau's key as the log's: ``app[LOG_KEY]``) and the ledger's committer, then the
 tree-head publisher (which signs the current head before the first request), then the
-settler (whose seal hook the ledger calls under its lock), so that they stop in
-reverse."""
+settler (whose seal hook the ledger calls under its lock), then, with ``serve --mirror``,
+the static mirror's writer, so that they stop in reverse."""
 
 from __future__ import annotations
 
@@ -25,9 +25,11 @@ from bureau.http.keys import (
     CONFIG,
     DATABASE_URL,
     DB_POOL,
+    FULL_TILES,
     INTAKE,
     LEDGER,
     LOG_KEY,
+    MIRROR,
     NONCES,
     PUBLISHER,
     RANKING,
@@ -42,11 +44,14 @@ from bureau.intake.clock import Clock, utcnow
 from bureau.intake.ledger import Ledger
 from bureau.intake.pipeline import MAX_BATCH_BYTES, Intake
 from bureau.intake.sequencer import SequencerLink
+from bureau.mirror.documents import Site
+from bureau.mirror.sync import Mirror, MirrorTask
 from bureau.reads.ranking import Ranking
 from bureau.replica import ReadRouter, open_replica
 from bureau.storage import db
 from bureau.transparency.heads import LogKey
 from bureau.transparency.publisher import Publisher
+from bureau.transparency.tiles import FullTiles
 from bureau.views.builder import ReportBuilder
 from bureau.views.seal import Sealer
 
@@ -73,6 +78,7 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
     app[DATABASE_URL] = database_url
     app[NONCES] = nonce_store()
     app[RANKING] = Ranking()
+    app[FULL_TILES] = FullTiles()
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
         pool = await db.create_pool(database_url)
@@ -136,9 +142,27 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
             ledger.seal_hook = None
             await sealer.stop()
 
+    async def mirroring(app: web.Application) -> AsyncIterator[None]:
+        """With ``serve --mirror DIR``, last: the static mirror's writer (one process
+        writes it; it reads what the others publish)."""
+        settled = app[CONFIG]
+        if settled.mirror_dir is None:
+            yield
+            return
+        site = Site(app[LOG_KEY].origin, settled.epoch_seconds, settled.public_url,
+                    settled.eth_address)
+        task = MirrorTask(app[DB_POOL], Mirror(settled.mirror_dir, site))
+        app[MIRROR] = task
+        await task.start()
+        try:
+            yield
+        finally:
+            await task.stop()
+
     app.cleanup_ctx.append(resources)
     app.cleanup_ctx.append(publishing)
     app.cleanup_ctx.append(settling)
+    app.cleanup_ctx.append(mirroring)
     for table in routes.TABLES:
         app.add_routes(table)
     app.on_startup.append(openapi.publish)  # after every route: it describes them all

@@ -9,11 +9,13 @@ from aiohttp import web
 from bureau.config import Config
 from bureau.intake.ledger import Ledger
 from bureau.intake.pipeline import Intake
+from bureau.mirror.sync import MirrorTask
 from bureau.reads.ranking import Ranking
 from bureau.replica import ReadRouter
 from bureau.storage import db
 from bureau.transparency.heads import LogKey
 from bureau.transparency.publisher import Publisher
+from bureau.transparency.tiles import FullTiles
 from bureau.views.seal import Sealer
 from reporters.httpsig import NonceStore
 
@@ -41,3 +43,7 @@ PUBLISHER = web.AppKey("publisher", Publisher)
 SERVICE = web.AppKey("service", web.Application)
 #: the home page's ranked list of the latest sealed epoch, read once per epoch
 RANKING = web.AppKey("ranking", Ranking)
+#: the full tiles this process read last (immutable: served from memory on a hit)
+FULL_TILES = web.AppKey("full_tiles", FullTiles)
+#: ``serve --mirror DIR``: the task that keeps the static mirror current (bureau.mirror)
+MIRROR = web.AppKey("mirror", MirrorTask)

@@ -26,6 +26,13 @@ from pydantic.json_schema import models_json_schema
 
 from bureau.http import shapes
 from bureau.http.keys import OPENAPI
+from bureau.http.openapi_parts import epoch_param as _epoch_param
+from bureau.http.openapi_parts import errors as _errors
+from bureau.http.openapi_parts import json_body as _json
+from bureau.http.openapi_parts import key_param as _key_param
+from bureau.http.openapi_parts import object_body as _object
+from bureau.http.openapi_parts import ref as _ref
+from bureau.http.openapi_portable import portable_operations
 from bureau.http.params import KEY_ID
 from bureau.scoring.policy import Policy
 from reporters import wire
@@ -41,7 +48,7 @@ _WIRE_MODELS: tuple[type[BaseModel], ...] = (
     shapes.Envelope, shapes.Error, shapes.IntakeResult, shapes.BatchAccepted,
     shapes.BatchRejected, shapes.EntriesPage, shapes.BureauInfo, shapes.Status, Policy,
     shapes.InclusionProof, shapes.ConsistencyProof, shapes.EvaluatorRecord,
-    shapes.SettlementRow)
+    shapes.SettlementRow, shapes.ProofBundle, shapes.Card)
 
 
 def component_schemas() -> Json:
@@ -55,23 +62,6 @@ def component_schemas() -> Json:
 # --------------------------------------------------------------------------- operations
 
 
-def _ref(name: str) -> Json:
-    return {"$ref": f"#/components/schemas/{name}"}
-
-
-def _json(description: str, name: str) -> Json:
-    return {"description": description, "content": {"application/json": {"schema": _ref(name)}}}
-
-
-def _errors(*statuses: int) -> dict[str, Json]:
-    words = {400: "the body is not JSON", 401: "UNAUTHENTICATED: no valid RFC 9421 signature",
-             403: "FORBIDDEN: signed by a key that may not read this",
-             404: "NOT_FOUND", 413: "TOO_LARGE", 415: "UNSUPPORTED_MEDIA_TYPE",
-             422: "refused; `code` says why and `path` where",
-             503: "UNAVAILABLE: retry after Retry-After seconds; nothing was written"}
-    return {str(s): _json(words[s], "Error") for s in statuses}
-
-
 #: a query text that goes to the database: no control character (PostgreSQL refuses a NUL)
 _NO_CONTROL = "^[^\\x00-\\x1f\\x7f]*$"
 
@@ -80,17 +70,6 @@ def _query(name: str, description: str, maximum: int, default: int, minimum: int
     return {"name": name, "in": "query", "required": False, "description": description,
             "schema": {"type": "integer", "minimum": minimum, "maximum": maximum,
                        "default": default}}
-
-
-def _key_param(name: str) -> Json:
-    return {"name": name, "in": "path", "required": True, "description": "a key id",
-            "schema": {"type": "string", "pattern": f"^{KEY_ID}$"}}
-
-
-def _epoch_param() -> Json:
-    return {"name": "epoch", "in": "query", "required": False,
-            "description": "an epoch number; default: the latest with complete reports",
-            "schema": {"type": "integer", "minimum": 0, "maximum": 10**18 - 1}}
 
 
 def _note_response(description: str) -> Json:
@@ -134,6 +113,7 @@ def operations() -> dict[tuple[str, str], Json]:
             "oneOf": [_ref("BatchAccepted"), _ref("BatchRejected")]}}}}
     return {
         **_interop_operations(),
+        **portable_operations(),
         ("POST", "/v1/evidence"): {
             "operationId": "submit", "summary": "Submit one envelope", "security": public,
             "requestBody": {"required": True, "content": {
@@ -289,11 +269,6 @@ def operations() -> dict[tuple[str, str], Json]:
     }
 
 
-def _object(description: str) -> Json:
-    return {"description": description,
-            "content": {"application/json": {"schema": {"type": "object"}}}}
-
-
 def _interop_operations() -> dict[tuple[str, str], Json]:
     """The views for readers outside the bureau (docs/interop.md)."""
     public: list[dict[str, Any]] = []
@@ -325,8 +300,9 @@ def _interop_operations() -> dict[tuple[str, str], Json]:
         ("GET", "/v1/agents/{agent}/a2a-extension"): {
             "operationId": "agent_a2a_extension",
             "summary": "The A2A agent card extension naming the bureau and the agent",
-            "description": "{uri, description, required, params: {bureau, vkey, agent}}"
-                           + needs,
+            "description": "{uri, description, required, params: {bureau, vkey, agent, "
+                           "card}}: card, the agent's latest reputation card, once it has "
+                           "a report" + needs,
             "security": public, "parameters": [_key_param("agent")],
             "responses": {"200": _object("the extension object"), **_errors(404, 422)}},
         ("GET", "/v0/servers"): {

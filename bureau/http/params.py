@@ -22,6 +22,9 @@ NUMBER = r"(?:0|[1-9][0-9]{0,17})"
 EPOCH = NUMBER
 #: an entry id or a hash: 64 lowercase hex digits
 HEX64 = r"[0-9a-f]{64}"
+#: what follows ``/tile/`` in a tlog-tiles path, roughly: the handler parses it exactly
+#: (reporters.tlog.tiles.parse_path) and answers anything else 404 itself
+TILE = r"(?:entries|[0-9]{1,2})/[0-9xp./]{3,100}"
 
 _NUMBER = re.compile(NUMBER)
 _HEX64 = re.compile(HEX64)

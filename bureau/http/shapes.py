@@ -216,3 +216,30 @@ class SettlementRow(Shape):
     tree_size: int | None = Field(default=None, ge=1)
     hashes: list[str] | None = Field(default=None, description="RFC 9162 inclusion proof, "
                                                                "bottom-up, lowercase hex")
+
+
+class ProofBundle(Shape):
+    """A report's proof bundle (SPEC §9.1 r4; docs/transparency.md, "Proof bundles and
+    cards"): everything needed to check the report with no network."""
+
+    format: Literal["bureau-proof-bundle/v1"]
+    report: dict[str, Any] = Field(description="the bureau-signed report envelope")
+    checkpoint: dict[str, Any] = Field(description="its epoch's signed checkpoint envelope")
+    log: str = Field(description="a C2SP tlog-proof: the report's ledger.head as leaf "
+                     "seq − 1 of a tree the bureau signed, with witness cosignatures")
+    consistency: list[Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]] = Field(
+        description="RFC 9162 consistency proof from the epoch's tree to the log proof's "
+                    "(empty when they are one)")
+    keys: list[KeyPeriod] = Field(description="the key history, as /v1/bureau lists it, up "
+                                  "to the log proof's tree")
+
+
+class Card(Shape):
+    """A report's compact card, at most 4,000 bytes of canonical JSON."""
+
+    format: Literal["bureau-card/v1"]
+    statement: dict[str, Any] = Field(description="the bureau-signed card statement "
+                                      "(application/vnd.bureau.card.v1+json): agent, epoch, "
+                                      "ledger, policy, report (BLAKE3 of the report's "
+                                      "payload), score")
+    log: str = Field(description="the log proof, as in the bundle")

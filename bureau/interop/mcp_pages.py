@@ -5,7 +5,6 @@ name. The shapes are :mod:`bureau.interop.mcp_view`'s."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from bureau.interop import mcp_view
@@ -28,17 +27,9 @@ async def _entries(conn: db.Connection, epoch: int, rows: list[public_rows.Serve
                                       per_name + 1)
     by_name: dict[str, list[Claim]] = {}
     for c in claims:
-        by_name.setdefault(c.server, []).append(Claim(c.agent, c.summary, _card(c.card)))
+        by_name.setdefault(c.server, []).append(Claim(c.agent, c.summary))
     return [Entry(r.name, r.claims, by_name.get(r.name, [])[:per_name],
                   len(by_name.get(r.name, [])) > per_name) for r in rows]
-
-
-def _card(blob: bytes | None) -> object | None:
-    """A card stored beside the row: JSON, carried as it is (bureau.storage.public_rows)."""
-    if blob is None:
-        return None
-    card: object = json.loads(blob)
-    return card
 
 
 async def servers_page(conn: db.Connection, cursor: str | None, limit: int,

@@ -17,7 +17,16 @@ Bounded (issue 35): a page reads only its own rows, built at seal time
 with ``claimsTotal`` and a ``claimsCursor``, so 4,000 claims of one name cost a page,
 not a 1.2 MB answer.
 
-Pure: a function of the page's rows and the bureau's public URL.
+When one agent alone claims a name, its reputation card (docs/transparency.md, "Proof
+bundles and cards": at most 4,000 bytes, verifiable offline) is also put where a
+server's publisher puts its own metadata, ``_meta["io.modelcontextprotocol.registry/
+publisher-provided"]["agent-reputation-bureau"]`` (``{"agent", "card"}``, within the
+registry's 4,096 bytes): what the agent can copy into its own server.json. Several
+claims are each other's rivals, none is the publisher: no card goes there, and each
+claim row names its card's URL.
+
+Pure: a function of the page's rows, the cards of its sole claimants and the bureau's
+public URL.
 """
 
 from __future__ import annotations
@@ -31,6 +40,9 @@ SERVER_SCHEMA = "https://static.modelcontextprotocol.io/schemas/2025-09-29/serve
 DEFAULT_LIMIT = 30
 MAX_LIMIT = 100
 DESCRIPTION = "Reputation from an Agent Reputation Bureau: the agents' own claims, see _meta"
+PUBLISHER_PROVIDED = "io.modelcontextprotocol.registry/publisher-provided"
+#: the key of the bureau's object in the publisher-provided metadata (docs/interop.md)
+PUBLISHER_KEY = "agent-reputation-bureau"
 
 
 def namespace(public_url: str) -> str:
@@ -56,12 +68,10 @@ SEARCH_WINDOW = 5000
 @dataclass(frozen=True, slots=True)
 class Claim:
     """One agent's claim of a server name, as the epoch's public rows give it
-    (bureau.storage.public_rows): its score and interval from its signed report, and the
-    agent's card when one was built at seal time."""
+    (bureau.storage.public_rows): its score and interval from its signed report."""
 
     agent: str
     summary: Mapping[str, Any]
-    card: Any | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +84,17 @@ class Entry:
     more: bool  # claims follow the last of ``claims``
 
 
-def server_response(entry: Entry, epoch: int, public_url: str) -> dict[str, Any]:
+def sole_claimant(entry: Entry) -> str | None:
+    """The agent whose card goes in the publisher-provided metadata: the only claimant."""
+    return entry.claims[0].agent if entry.claims_total == 1 and entry.claims else None
+
+
+def server_response(entry: Entry, epoch: int, public_url: str,
+                    cards: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """One ``ServerResponse`` of the registry API, with the bureau's ``_meta``: at most a
     page of the claims, by agent key id, how many there are, and where the next page is
-    (``claimsCursor``, for ``/v0/servers/{name}?cursor=``)."""
+    (``claimsCursor``, for ``/v0/servers/{name}?cursor=``); and the sole claimant's card
+    from ``cards`` (by agent), when there is one."""
     rows = []
     for c in entry.claims:
         row = {
@@ -85,27 +102,31 @@ def server_response(entry: Entry, epoch: int, public_url: str) -> dict[str, Any]
             "score": c.summary.get("score"),
             "interval": c.summary.get("interval"),
             "report": f"{public_url}/v1/agents/{c.agent}/report?epoch={epoch}",
+            "card": f"{public_url}/v1/agents/{c.agent}/card?epoch={epoch}",
             "page": f"{public_url}/agents/{c.agent}",
         }
-        if c.card is not None:
-            row["card"] = c.card
         rows.append(row)
     meta: dict[str, Any] = {"epoch": epoch, "claims": rows, "claimsTotal": entry.claims_total}
     if entry.more and rows:
         meta["claimsCursor"] = rows[-1]["agent"]
+    outer: dict[str, Any] = {meta_key(public_url): meta}
+    sole = sole_claimant(entry)
+    if sole is not None and cards is not None and sole in cards:
+        outer[PUBLISHER_PROVIDED] = {PUBLISHER_KEY: {"agent": sole, "card": dict(cards[sole])}}
     return {
         "server": {"$schema": SERVER_SCHEMA, "name": entry.name, "description": DESCRIPTION,
                    "version": "unknown"},
-        "_meta": {meta_key(public_url): meta},
+        "_meta": outer,
     }
 
 
 def server_list(entries: list[Entry], epoch: int, public_url: str, *,
-                next_cursor: str | None) -> dict[str, Any]:
+                next_cursor: str | None,
+                cards: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """One page of ``GET /v0/servers``; ``nextCursor`` (the last name looked at: opaque
-    to readers) only when more may follow."""
+    to readers) only when more may follow; ``cards`` as :func:`server_response`'s."""
     metadata: dict[str, Any] = {"count": len(entries)}
     if next_cursor is not None:
         metadata["nextCursor"] = next_cursor
-    return {"servers": [server_response(e, epoch, public_url) for e in entries],
+    return {"servers": [server_response(e, epoch, public_url, cards) for e in entries],
             "metadata": metadata}

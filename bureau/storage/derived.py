@@ -11,8 +11,11 @@ from bureau.storage import db, public_rows
 INDEX_TABLES = ("reporters", "facts", "probes", "agents", "verdicts", "exclusions",
                 "disputes", "resolutions", "policies", "pools", "ledger_keys")
 DERIVED_TABLES = (*INDEX_TABLES, "tree_nodes", "seals", "reports", "checkpoints",
-                  "settlements", "settlement_rows", "agent_summaries", "mcp_servers",
-                  "mcp_claims")
+                  "cards", "settlements", "settlement_rows", "agent_summaries",
+                  "mcp_servers", "mcp_claims")
+#: the tables of signed documents per epoch: compared by their key, only for the epochs
+#: the service had finished, and kept as they were for epochs signed by an earlier key
+_SIGNED = {"reports": "epoch, agent", "checkpoints": "epoch", "cards": "epoch, agent"}
 
 
 async def set_aside(conn: db.Connection) -> list[int]:
@@ -50,9 +53,11 @@ PUBLIC_ROWS = ("agent_summaries", "mcp_servers", "mcp_claims")
 
 
 async def keep_signed(conn: db.Connection, epoch: int) -> None:
-    """Put back an epoch's reports and checkpoint as they were set aside, with the public
-    rows built from those reports."""
-    await conn.execute("INSERT INTO reports SELECT * FROM old_reports WHERE epoch = $1", epoch)
+    """Put back an epoch's reports, cards and checkpoint as they were set aside, with the
+    public rows built from those reports (the checkpoint last: it makes them visible)."""
+    for table in ("reports", "cards"):
+        await conn.execute(f"INSERT INTO {table} SELECT * FROM old_{table} WHERE epoch = $1",
+                           epoch)
     await public_rows.build(conn, epoch)
     await conn.execute("INSERT INTO checkpoints SELECT * FROM old_checkpoints"
                        " WHERE epoch = $1", epoch)
@@ -62,8 +67,8 @@ async def first_difference(conn: db.Connection, table: str,
                            unfinished: Sequence[int]) -> str | None:
     """The first row in which ``table`` and its copy set aside differ (for reports and
     checkpoints, outside the ``unfinished`` epochs), said in a line; None when none."""
-    if table in ("reports", "checkpoints"):
-        keys = "epoch, agent" if table == "reports" else "epoch"
+    if table in _SIGNED:
+        keys = _SIGNED[table]
         row = await conn.fetchrow(
             f"SELECT {keys}, o.envelope IS NULL AS added, n.envelope IS NULL AS dropped"
             f" FROM old_{table} o FULL JOIN {table} n USING ({keys})"

@@ -93,6 +93,32 @@ async def epoch_note(conn: db.Connection, epoch: int) -> str | None:
     return note
 
 
+# The head a proof of an entry at ``$1`` (its tree size) is best shown against: among
+# the first 256 cosignatures kept at that size or later, the size the most witnesses
+# cosigned, the smallest of those; the size itself when none was cosigned. Bounded:
+# however old the entry, it reads at most 256 cosignature rows.
+_WITNESSED_SQL = """
+WITH chosen AS (
+    SELECT coalesce((SELECT c.size FROM (SELECT size FROM cosignatures WHERE size >= $1
+                                         ORDER BY size LIMIT 256) c
+                     GROUP BY c.size ORDER BY count(*) DESC, c.size LIMIT 1), $1) AS size)
+SELECT h.size, h.root, h.note,
+       coalesce((SELECT string_agg(c.line, '' ORDER BY c.witness) FROM cosignatures c
+                 WHERE c.size = h.size), '') AS cosignatures
+FROM chosen JOIN tree_heads h USING (size)
+"""
+
+
+async def witnessed(conn: db.Connection, size: int) -> StoredHead | None:
+    """The published head of at least ``size`` leaves the most witnesses cosigned (the
+    smallest of those; the head of ``size`` itself when no later one was cosigned),
+    with its cosignatures; None when no head of ``size`` was kept."""
+    row = await conn.fetchrow(_WITNESSED_SQL, size)
+    if row is None:
+        return None
+    return StoredHead(row["size"], bytes(row["root"]), row["note"], row["cosignatures"])
+
+
 async def keep(conn: db.Connection, size: int, root: bytes, note: str) -> bytes | None:
     """Keep the head (size, root, note) unless one of that size is kept; the root kept
     at ``size`` (this one, or another process's), None if none could be read."""

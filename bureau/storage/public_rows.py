@@ -6,7 +6,7 @@ every request, whatever ``limit`` said: enrolment is free, so 4,000 enrolments m
 in the transaction that stores the epoch's checkpoint, and writes
 
 * ``agent_summaries``: per agent whose report carries a link, its score and interval and
-  its links (and a ``card`` slot for a per-agent blob built at seal time);
+  its links;
 * ``mcp_servers``: per linked MCP server name, how many agents claim it;
 * ``mcp_claims``: per (name, agent), the index a page reads a bounded number of claims
   from.
@@ -75,7 +75,6 @@ class ClaimRow:
     server: str
     agent: str
     summary: dict[str, Any]
-    card: bytes | None
 
 
 async def servers(conn: db.Connection, epoch: int, after: str | None,
@@ -98,13 +97,12 @@ async def claims(conn: db.Connection, epoch: int, names: list[str], after: str |
     """For each name, its claims by agents after ``after``, by agent key id, at most
     ``per_name`` (one index range per name)."""
     rows = await conn.fetch(
-        "SELECT n.server, c.agent, a.summary, a.card FROM unnest($2::text[]) AS n(server)"
+        "SELECT n.server, c.agent, a.summary FROM unnest($2::text[]) AS n(server)"
         " CROSS JOIN LATERAL (SELECT agent FROM mcp_claims WHERE epoch = $1"
         "   AND server = n.server AND agent > $3 ORDER BY agent LIMIT $4) AS c"
         " JOIN agent_summaries a ON a.epoch = $1 AND a.agent = c.agent"
         " ORDER BY n.server, c.agent", epoch, names, after or "", per_name)
-    return [ClaimRow(r["server"], r["agent"], json.loads(r["summary"]),
-                     None if r["card"] is None else bytes(r["card"])) for r in rows]
+    return [ClaimRow(r["server"], r["agent"], json.loads(r["summary"])) for r in rows]
 
 
 @dataclass(frozen=True, slots=True)

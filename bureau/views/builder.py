@@ -5,7 +5,9 @@ bureau key, and store them in one transaction (the checkpoint row therefore also
 
 Every byte is a function of the entries: payloads are canonical JSON, Ed25519 is
 deterministic, so any process (or ``bureau rebuild``) signing the same epoch writes the
-same bytes, and ``ON CONFLICT DO NOTHING`` makes a second writer harmless.
+same bytes, and ``ON CONFLICT DO NOTHING`` makes a second writer harmless. Each report's
+card statement (bureau.views.cards) is signed with it and stored in the same
+transaction as the checkpoint.
 
 Each epoch is scored by its own policy (:mod:`bureau.views.policies`). The deriver is
 bound to one policy: when the next epoch to build has another, it starts again from
@@ -26,11 +28,13 @@ import nacl.signing
 from bureau import ledger_keys, metrics
 from bureau.scoring.policy import Policy
 from bureau.settlement.settle import settle_epoch
+from bureau.storage import cards as card_store
 from bureau.storage import db
 from bureau.storage.reports import AlreadyStored, Seal, seals, store_checkpoint, store_epoch
 from bureau.transparency import heads
 from bureau.transparency.heads import LogKey
 from bureau.transparency.tree import root_at
+from bureau.views.cards import sign_cards
 from bureau.views.derive import Deriver, advance
 from bureau.views.policies import policy_of_epoch
 from bureau.views.shards import ShardPool
@@ -129,7 +133,8 @@ class ReportBuilder:
         await ledger_keys.require_in_force(conn, self.log_key.key_id, seal.last_seq)
         start = time.perf_counter()
         if self._shards is not None:
-            # The workers insert the reports; the checkpoint, last, makes them visible.
+            # The workers insert the reports (and their cards); the checkpoint, last,
+            # makes them visible.
             _, digest = await policy_of_epoch(conn, seal.epoch, seal.last_seq)
             count = await self._shards.store_epoch(seal.last_seq, seal.epoch, seal.head,
                                                    digest)
@@ -142,10 +147,12 @@ class ReportBuilder:
         else:
             agents, envelopes, checkpoint = await self.sign_epoch(conn, seal)
             count = len(agents)
+            cards = await asyncio.to_thread(sign_cards, self.key, envelopes, self._threads)
             assert self.deriver is not None
             try:
                 async with db.transaction(conn, "store_epoch"):
                     await self._store_note(conn, seal)
+                    await card_store.store(conn, seal.epoch, agents, cards)
                     # before the checkpoint, which makes the epoch (and it) visible
                     await settle_epoch(conn, self.key, seal, self.deriver.policy,
                                        self.deriver.book)

@@ -43,8 +43,10 @@ import nacl.signing
 from bureau.errors import InternalError
 from bureau.scoring.evaluators import EvaluatorBook, Weighing
 from bureau.scoring.policy import policy_by_hash
+from bureau.storage import cards as card_store
 from bureau.storage import db, locks
 from bureau.storage.reports import insert_reports
+from bureau.views.cards import sign_statements
 from bureau.views.derive import Deriver, feed, long_lived_objects
 from bureau.views.sign import REPORT_TYPE, sign_many
 
@@ -326,8 +328,10 @@ async def _serve(pipe: Connection, dsn: str, shard: int, shards: int,
                         bodies.append(body)
                     envelopes = sign_many(key, REPORT_TYPE, bodies)
                     if message.store:
+                        cards = sign_statements(key, bodies)
                         async with db.transaction(conn, "store_reports"):
                             await insert_reports(conn, message.epoch, agents, envelopes)
+                            await card_store.store(conn, message.epoch, agents, cards)
                         value = len(agents)
                     else:
                         value = list(zip(agents, envelopes, strict=True))

@@ -26,6 +26,7 @@ CLIENT_CODES: frozenset[str] = frozenset({
     "BAD_PROOF",       # verify_inclusion/verify_consistency: the proof does not hold
     "TOO_FEW_COSIGNATURES",  # verify_note: fewer witness cosignatures than the threshold
     "BAD_SETTLEMENT",  # verify_settlement/verify_share: the numbers do not add up
+    "BAD_BUNDLE",      # verify_bundle/verify_card: not a proof bundle or card of its format
 })
 
 

@@ -16,6 +16,7 @@ from reporters.files import Entry
 
 REPORT_TYPE = wire.payload_type("report")
 CHECKPOINT_TYPE = wire.payload_type("checkpoint")
+CARD_TYPE = wire.payload_type("card")
 
 
 def verify_chain(entries: Sequence[Mapping[str, Any] | Entry]) -> None:
@@ -97,6 +98,14 @@ def verify_checkpoint(envelope: Mapping[str, Any],
     force at its ``seq``."""
     return _verify_envelope(envelope, bureau_key, CHECKPOINT_TYPE, "checkpoint",
                             _checkpoint_position)
+
+
+def verify_card_statement(envelope: Mapping[str, Any], bureau_key: str) -> dict[str, Any]:
+    """Check the signed statement of a reputation card (docs/transparency.md, "Proof
+    bundles and cards") and return its payload: the steps and codes of
+    :func:`verify_report`, with the payload type ``application/vnd.bureau.card.v1+json``
+    and the key id ``bureau_key``."""
+    return _verify_envelope(envelope, bureau_key, CARD_TYPE, "card", _report_position)
 
 
 def _signing_key(signature: Any, bureau_key: str | KeyHistory, what: str) -> str:

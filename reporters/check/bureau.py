@@ -11,6 +11,12 @@ Two outcomes that are not success, kept apart because a script must tell them ap
 Every answer is read with a cap fitting its kind (:data:`CAPS`) and within one
 deadline (``--timeout``) for the whole request, body included: a hostile bureau can
 make a check fail, never make it hang or fill memory.
+
+The base URL may also be a **static mirror** of the bureau (``bureau mirror DIR`` behind
+any web server; SPEC §9.1 r4): one that answers ``404`` to the proof routes. Then the
+proofs are computed from its tiles, every tile checked against the signed checkpoint
+(:mod:`reporters.tlog.tilereader`), and a read of one epoch is asked for at the path the
+mirror keeps it under (:mod:`reporters.layout`).
 """
 
 from __future__ import annotations
@@ -26,22 +32,28 @@ from reporters import (
     KeyHistory,
     VerificationError,
     VerifiedCheckpoint,
+    layout,
     strictjson,
     verify_note,
     wire,
 )
 from reporters._internal.capped import TooLarge, read_capped
 from reporters.check.text import one_line
+from reporters.tlog import proofs
 from reporters.tlog.errors import TlogError
 from reporters.tlog.note import ED25519, Verifier
+from reporters.tlog.tilereader import TileNodes, tiles_needed, verify_tiles
+from reporters.tlog.tiles import TILE_WIDTH, Tile
 
 #: The largest answer read, by kind (bytes). A note is three lines and at most 100
 #: signature lines of ~130 bytes; a proof at most 64 hashes of 67 bytes; a checkpoint
 #: a DSSE envelope of ~400 bytes; /v1/bureau a key history (~200 bytes a key) and up to
 #: 64 admins; a report a few KB, plus a row per reporter with 10 or more interactions,
-#: 64 promises and 16 links at most (a report of 500 reporter rows is ~60 KB).
+#: 64 promises and 16 links at most (a report of 500 reporter rows is ~60 KB); a tile
+#: 8,192 bytes, an entry bundle 8,704.
 CAPS = {"note": 16 * 1024, "proof": 8 * 1024, "checkpoint": 16 * 1024, "settlement": 16 * 1024,
-        "bureau": 1024 * 1024, "report": 256 * 1024, "error": 4 * 1024}
+        "bureau": 1024 * 1024, "report": 256 * 1024, "error": 4 * 1024,
+        "tile": 16 * 1024}
 
 
 class CheckFailed(Exception):
@@ -87,6 +99,9 @@ class Bureau:
         self.session = session
         self.seconds = timeout
         self.timeout = aiohttp.ClientTimeout(total=timeout)
+        self._static: bool | None = None
+        #: tiles fetched so far (from a static mirror)
+        self.tiles_fetched = 0
 
     async def get(self, path: str, kind: str, *, missing_ok: bool = False) -> bytes | None:
         """The body of a ``200`` answer, at most ``CAPS[kind]`` bytes, read within the
@@ -179,12 +194,77 @@ class Bureau:
         note = await self.get_text("/checkpoint", "note")
         return open_note(note, trust, witnesses, threshold, f"{self.url}/checkpoint")
 
-    async def consistency(self, old: int, new: int) -> Any:
-        return await self.get_json(f"/v1/proofs/consistency?from={old}&to={new}", "proof")
+    async def static(self) -> bool:
+        """Is the base URL a static mirror (no proof routes: ``404``)? Asked once."""
+        if self._static is None:
+            where = self.url + "/v1/proofs/consistency?from=0&to=0"
+            try:
+                async with asyncio.timeout(self.seconds):
+                    async with self.session.get(where, timeout=self.timeout) as resp:
+                        self._static = resp.status == 404
+            except TimeoutError:
+                raise CannotCheck(f"{where}: no answer within {self.seconds:g} s "
+                                  "(--timeout)") from None
+            except (aiohttp.ClientError, OSError, ValueError) as exc:
+                raise CannotCheck(f"{where}: unreachable ({type(exc).__name__}: "
+                                  f"{exc})") from None
+        return self._static
 
-    async def inclusion(self, entry_id: str, size: int) -> Any:
-        return await self.get_json(f"/v1/proofs/inclusion?id={quote(entry_id)}&size={size}",
+    async def report_path(self, agent: str, epoch: int | None) -> str:
+        if await self.static():
+            return "/" + layout.agent_read(agent, "report", epoch)
+        return f"/v1/agents/{agent}/report" + (f"?epoch={epoch}" if epoch is not None else "")
+
+    async def epoch_note_path(self, epoch: int) -> str:
+        if await self.static():
+            return "/" + layout.epoch_note(epoch)
+        return f"/v1/checkpoints/{epoch}/note"
+
+    async def consistency(self, old: int, new: VerifiedCheckpoint) -> Any:
+        """The consistency proof from size ``old`` to the verified tree ``new``: the
+        bureau's answer, or computed from a mirror's tiles checked against ``new``."""
+        if await self.static():
+            plan = proofs.consistency_plan(old, new.size)
+            return {"from": old, "to": new.size, "hashes": await self._from_tiles(plan, new)}
+        return await self.get_json(f"/v1/proofs/consistency?from={old}&to={new.size}",
                                    "proof")
+
+    async def inclusion(self, entry_id: str, tree: VerifiedCheckpoint,
+                        index: int | None = None) -> Any:
+        """The inclusion proof of ``entry_id`` in the verified ``tree``: the bureau's
+        answer, or, from a mirror (which has no index of entry ids), the proof of leaf
+        ``index`` computed from its tiles."""
+        if await self.static():
+            if index is None:
+                raise CannotCheck(f"{self.url} is a static mirror: it finds no entry by "
+                                  "its id; give the entry's seq (--seq, from its receipt)")
+            plan = proofs.inclusion_plan(index, tree.size)
+            return {"leaf_index": index, "tree_size": tree.size,
+                    "hashes": await self._from_tiles(plan, tree)}
+        return await self.get_json(f"/v1/proofs/inclusion?id={quote(entry_id)}"
+                                   f"&size={tree.size}", "proof")
+
+    async def _from_tiles(self, plan: proofs.ProofPlan, tree: VerifiedCheckpoint
+                          ) -> list[str]:
+        needed = sorted(tiles_needed(plan.nodes, tree.size))
+        fetched = dict(zip(needed, await asyncio.gather(*(self._tile(t) for t in needed)),
+                           strict=True))
+        try:
+            verify_tiles(tree.size, tree.root, fetched)
+        except TlogError as exc:
+            raise CheckFailed(f"{self.url}: {exc.detail}") from None
+        return [h.hex() for h in plan.hashes(TileNodes(tree.size, fetched))]
+
+    async def _tile(self, tile: Tile) -> bytes:
+        """A tile; a partial one the mirror no longer has (tlog-tiles lets it go once
+        the full tile exists) is the beginning of the full tile."""
+        body = await self.get("/" + tile.path, "tile", missing_ok=not tile.full)
+        if body is None:
+            full = await self.get("/" + Tile(tile.level, tile.index, TILE_WIDTH).path, "tile")
+            assert full is not None
+            body = full[:tile.size]
+        self.tiles_fetched += 1
+        return body
 
 
 def open_note(note: str, trust: Trust, witnesses: tuple[str, ...], threshold: int,

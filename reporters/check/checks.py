@@ -92,7 +92,7 @@ async def _consistent_with_latest(bureau: Bureau, out: Outcome, older: VerifiedC
     if latest.size < older.size:
         raise CheckFailed(f"the bureau's latest checkpoint has size {latest.size}, smaller "
                           f"than the size {older.size} it signed before: it rewound its tree")
-    proof = await bureau.consistency(older.size, latest.size)
+    proof = await bureau.consistency(older.size, latest)
     try:
         verify_consistency(proof, older, latest)
     except VerificationError as exc:
@@ -162,8 +162,21 @@ async def _the_report(bureau: Bureau, trust: Trust, agent: str, epoch: int | Non
                       envelope: bytes | None) -> tuple[_Report, SignedCheckpoint | None]:
     """Step 1: the report, of the epoch asked for; without one, of the latest sealed
     epoch. A report fetched just before a seal is fetched once more, so a seal between
-    the two reads is not taken for a stale report."""
-    path = f"/v1/agents/{agent}/report" + (f"?epoch={epoch}" if epoch is not None else "")
+    the two reads is not taken for a stale report. From a static mirror, the latest
+    sealed epoch is read first and then its report (the mirror writes an epoch's reports
+    before it says the epoch is the latest)."""
+    if envelope is None and epoch is None and await bureau.static():
+        latest = await _checkpoint(bureau, trust, "latest")
+        path = await bureau.report_path(agent, latest.epoch)
+        raw = await bureau.get(path, "report")
+        assert raw is not None
+        report = _open_report(raw, trust, agent, bureau.url + path)
+        if (report.epoch, report.seq, report.head) != (latest.epoch, latest.seq, latest.head):
+            raise CheckFailed(f"the report at {path} is of epoch {report.epoch}, seq "
+                              f"{report.seq}; the latest checkpoint says epoch "
+                              f"{latest.epoch}, seq {latest.seq}")
+        return report, latest
+    path = await bureau.report_path(agent, epoch)
     attempts = 1 if envelope is not None or epoch is not None else 2
     for attempt in range(attempts):
         if envelope is None or attempt:
@@ -217,7 +230,7 @@ async def check_report(bureau: Bureau, trust: Trust, agent: str, *, epoch: int |
     out.step(f"the checkpoint of epoch {report.epoch} is signed and names the same seq "
              f"{seq} and head {head}")
 
-    note = await bureau.get_text(f"/v1/checkpoints/{report.epoch}/note", "note")
+    note = await bureau.get_text(await bureau.epoch_note_path(report.epoch), "note")
     tree = open_note(note, trust, witnessing.witnesses, witnessing.threshold,
                      f"the note of epoch {report.epoch}")
     if (tree.size, tree.root_hex) != (checkpoint.entries, checkpoint.root) or tree.size != seq:
@@ -230,7 +243,7 @@ async def check_report(bureau: Bureau, trust: Trust, agent: str, *, epoch: int |
              + (f", cosigned by {', '.join(c.witness for c in tree.cosignatures)}"
                 if tree.cosignatures else ""))
 
-    proof = await bureau.inclusion(head, seq)
+    proof = await bureau.inclusion(head, tree, seq - 1)
     try:
         verify_inclusion(head, proof, tree, leaf_index=seq - 1)
     except VerificationError as exc:
@@ -260,7 +273,7 @@ async def check_inclusion(bureau: Bureau, trust: Trust, entry_id: str, *,
                  f"{tree.root_hex}")
     if seq is not None and not 1 <= seq <= tree.size:
         raise CheckFailed(f"entry seq {seq} is not in a tree of size {tree.size}")
-    proof = await bureau.inclusion(entry_id, tree.size)
+    proof = await bureau.inclusion(entry_id, tree, None if seq is None else seq - 1)
     try:
         index = verify_inclusion(entry_id, proof, tree,
                                  leaf_index=None if seq is None else seq - 1)
@@ -295,7 +308,7 @@ async def check_consistency(bureau: Bureau, trust: Trust, old_note: str,
     out.facts["new"] = {"size": new.size, "root": new.root_hex}
     if new.size < old.size:
         old, new = new, old  # either order: the smaller must be a prefix of the larger
-    proof = await bureau.consistency(old.size, new.size)
+    proof = await bureau.consistency(old.size, new)
     try:
         verify_consistency(proof, old, new)
     except VerificationError as exc:

@@ -7,11 +7,14 @@
     bureau-check file URL --key AGENT_KEY_FILE [--epoch E]
     bureau-check settlement URL EPOCH [--key EVALUATOR_KEY_FILE]
     bureau-check links URL AGENT [--epoch E] [--mcp-registry URL] [--cafile FILE]
+    bureau-check bundle FILE --key VKEY [--witness VKEY --quorum N] [--agent A] [--epoch E]
+    bureau-check card FILE --key VKEY [--witness VKEY --quorum N] [--agent A] [--epoch E]
 
-Every command takes ``--bureau-key KEYID`` or ``--vkey VKEY`` (pin the bureau's key: it
-must be in the key history ``/v1/bureau`` serves; without either, that history is used
-and the output says so; every signature is checked against the key in force where it
-stands),
+``bundle`` and ``card`` need no network: they check a file against the keys given
+(reporters.check.offline). Every other command takes ``--bureau-key KEYID`` or
+``--vkey VKEY`` (pin the bureau's key: it must be in the key history ``/v1/bureau``
+serves; without either, that history is used and the output says so; every signature
+is checked against the key in force where it stands),
 ``--witness VKEY`` (repeatable) with ``--threshold N``, ``--timeout S`` and ``--json``.
 Exit status: 0 verified, 1 something the bureau served does not verify (the output says
 what), 2 nothing could be verified (unreachable, an error answer, bad input).
@@ -42,8 +45,11 @@ from reporters.check.checks import (
     check_report,
     check_settlement,
 )
+from reporters.check.files import read_at_most
 from reporters.check.links import MCP_REGISTRY, Fetching, check_links
 from reporters.check.monitor import monitor_step
+from reporters.check.offline import add_commands
+from reporters.check.offline import run as run_offline
 from reporters.check.text import one_line
 
 OK, FAILED, CANNOT = 0, 1, 2
@@ -52,11 +58,7 @@ OK, FAILED, CANNOT = 0, 1, 2
 def _read(path: str, what: str, kind: str) -> bytes:
     """A file (or ``-``, standard input) no larger than a bureau's answer of that kind."""
     try:
-        if path == "-":
-            data = sys.stdin.buffer.read(CAPS[kind] + 1)
-        else:
-            with Path(path).open("rb") as fh:
-                data = fh.read(CAPS[kind] + 1)
+        data = read_at_most(path, CAPS[kind])
     except OSError as exc:
         raise CannotCheck(f"cannot read {what} {path}: {exc.strerror}") from None
     if len(data) > CAPS[kind]:
@@ -282,11 +284,18 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"the MCP registry to look servers up in (default {MCP_REGISTRY})")
     links.add_argument("--cafile", metavar="FILE", help="trust these CA certificates (PEM) "
                        "when fetching agent cards and registry entries")
+    add_commands(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command in ("bundle", "card"):
+        if args.quorum > len(args.witness):
+            print(f"bureau-check: --quorum {args.quorum} needs as many --witness keys",
+                  file=sys.stderr)
+            return CANNOT
+        return run_offline(args)
     if args.threshold > len(args.witness):
         print(f"bureau-check: --threshold {args.threshold} needs as many --witness keys",
               file=sys.stderr)

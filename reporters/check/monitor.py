@@ -148,7 +148,7 @@ def _same_keys(state: State, trust: Trust, state_path: Path) -> None:
 
 async def _extends(bureau: Bureau, state: State, head: VerifiedCheckpoint, state_path: Path,
                    note: str) -> None:
-    proof = await bureau.consistency(state.size, head.size)
+    proof = await bureau.consistency(state.size, head)
     try:
         verify_consistency(proof, state.head, head)
     except VerificationError as exc:

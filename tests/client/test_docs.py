@@ -47,12 +47,14 @@ async def test_the_example_runs_against_a_real_bureau(
 
 def test_public_surface_is_small_and_documented() -> None:
     assert sorted(reporters.__all__) == sorted([
-        "Admin", "Agent", "BureauClientError", "BureauKey", "Delivery", "Entry", "FilePage",
+        "Admin", "Agent", "BureauClientError", "BureauKey", "Carried", "Delivery", "Entry",
+        "FilePage",
         "KeyHistory", "Receipt", "Refusal", "Rejected", "Rejection", "Reporter", "TreeHead",
         "Unavailable", "VerificationError",
         "VerifiedCheckpoint", "evidence_root", "files", "generate_key", "identity_links",
         "key_id", "load_key",
-        "models", "save_key", "verify_chain", "verify_checkpoint", "verify_consistency",
+        "models", "save_key", "verify_bundle", "verify_card", "verify_chain",
+        "verify_checkpoint", "verify_consistency",
         "verify_inclusion", "verify_note", "verify_report", "verify_settlement",
         "verify_share"])
     text = README.read_text()

@@ -471,7 +471,7 @@ def test_the_caps_are_the_documented_ones() -> None:
                    .read_text().split())
     words = {"note": "a note", "proof": "a proof", "checkpoint": "a checkpoint",
              "settlement": "a settlement document", "report": "a report",
-             "bureau": "`/v1/bureau`", "error": "an error answer"}
+             "bureau": "`/v1/bureau`", "error": "an error answer", "tile": "a tile"}
     for kind, cap in CAPS.items():
         size = f"{cap // 1024**2} MiB" if cap % 1024**2 == 0 else f"{cap // 1024} KiB"
         assert f"{words[kind]} {size}" in doc, kind

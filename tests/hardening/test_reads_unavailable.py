@@ -25,14 +25,13 @@ pytestmark = pytest.mark.slow
 AGENT = kid(wire.generate_key())
 #: a sample for each path parameter, and a query each route answers with data
 SAMPLES = {"agent": AGENT, "reporter": AGENT, "epoch": "0", "hash": "0" * 64,
-           "name": "io.example/server",
+           "name": "io.example/server", "tile": "0/000.p/1",
            "file": f"{AGENT}.0.eip155:1:0x{'0' * 40}.7.bureauScore.json"}
 QUERIES = {"/v1/proofs/inclusion": "?id=" + "0" * 64 + "&size=1",
            "/v1/proofs/consistency": "?from=0&to=1",
            "/v1/agents/{agent}/settlement": "?epoch=0"}
 #: routes that never ask the database: they answer as ever while it is away
-NO_DATABASE = {"/healthz", "/openapi.json", "/v1/policies/{hash}",
-               "/v1/agents/{agent}/a2a-extension"}  # built from the configuration alone
+NO_DATABASE = {"/healthz", "/openapi.json", "/v1/policies/{hash}"}
 #: signed reads (that party): signed by the party the path names
 SIGNED = ("/entries", "/explain", "/evaluator", "/settlement")
 

@@ -40,11 +40,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "bureau.views.*", "bureau.reads.*", "bureau.settlement.*", "bureau.interop.*",
         "bureau.replica",
     )),
-    ("http", ("bureau.http.*",)),
+    ("http", ("bureau.http.*", "bureau.mirror.*")),
     ("composition root", ("bureau.http.app",)),
     ("commands", (
         "bureau.cli", "bureau.admin_cli", "bureau.status", "bureau.verify",
-        "bureau.ledger_line", "bureau.interop.cli", "bureau.simulate.*",
+        "bureau.ledger_line", "bureau.interop.cli", "bureau.mirror.cli", "bureau.simulate.*",
     )),
 )
 

@@ -98,3 +98,31 @@ async def test_workers_store_the_reports_and_the_checkpoint_makes_them_visible(
     finally:
         many.close()
         await conn.close()
+
+
+async def test_worker_processes_store_the_cards_one_process_stores(
+        bureau: BureauUnderTest) -> None:
+    """Each worker signs and stores its shard's card statements with its reports: the
+    very rows one process writes."""
+    await busy_ledger(bureau)  # built by the bureau's own builder, in one process
+    conn = await asyncpg.connect(bureau.database_url)
+    many = ReportBuilder(bureau.signing_key, bureau.log_key, workers=2,
+                         dsn=bureau.database_url)
+    try:
+        one_process = {(r["epoch"], r["agent"]): bytes(r["envelope"])
+                       for r in await conn.fetch("SELECT * FROM cards")}
+        reports = await conn.fetchval("SELECT count(*) FROM reports")
+        assert len(one_process) == reports > 0
+        await conn.execute("DELETE FROM checkpoints")
+        await conn.execute("DELETE FROM cards")
+        await conn.execute("DELETE FROM reports")
+        await conn.execute("DELETE FROM settlement_rows")
+        await conn.execute("DELETE FROM settlements")
+        for seal in await seals(conn):
+            await many.build(conn, seal)
+        workers = {(r["epoch"], r["agent"]): bytes(r["envelope"])
+                   for r in await conn.fetch("SELECT * FROM cards")}
+        assert workers == one_process
+    finally:
+        many.close()
+        await conn.close()

@@ -14,9 +14,11 @@ from bureau.http.routes import (
     interop,
     ops,
     pages,
+    portable,
     reads,
     reports,
     settlements,
+    tiles,
     transparency,
 )
 
@@ -25,8 +27,10 @@ TABLES: tuple[web.RouteTableDef, ...] = (
     ops.routes,
     reads.routes,
     reports.routes,
+    portable.routes,
     settlements.routes,
     transparency.routes,
+    tiles.routes,
     interop.routes,
     pages.routes,
 )

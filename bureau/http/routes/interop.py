@@ -5,9 +5,12 @@
   file, its ``feedbackHash`` and the ``giveFeedback`` calldata.
 * ``GET /v1/erc8004/{agent}.{epoch}.{registry}.{agent_id}.{tag}.json`` — one feedback
   file, the very bytes its ``feedbackHash`` is the keccak-256 of.
-* ``GET /v1/agents/{agent}/a2a-extension`` — the A2A agent card extension object.
+* ``GET /v1/agents/{agent}/a2a-extension`` — the A2A agent card extension object, with
+  the agent's latest reputation card in ``params.card`` once it has a report.
 * ``GET /v0/servers``, ``GET /v0/servers/{name}[?cursor=]`` — the MCP subregistry view,
-  read from rows built at seal time, a bounded page at a time (bureau.interop.mcp_pages).
+  read from rows built at seal time, a bounded page at a time (bureau.interop.mcp_pages);
+  a sole claimant's card in the publisher-provided ``_meta`` (bureau.interop.mcp_view),
+  read for the page's sole claimants only (bureau.reads.portable).
 
 They need ``BUREAU_PUBLIC_URL`` (every one names the bureau's address) and the ERC-8004
 ones ``BUREAU_ETH_ADDRESS``; without it they answer ``404 NOT_FOUND`` saying which.
@@ -27,6 +30,7 @@ from bureau.http.pages import payload_of
 from bureau.http.params import KEY_ID
 from bureau.interop import mcp_view
 from bureau.interop.mcp_pages import server_entry, servers_page
+from bureau.reads.portable import card_of, cards_of
 from bureau.replica import absent
 from bureau.storage import erc8004 as erc8004_store
 from bureau.storage.reports import report_envelope
@@ -138,8 +142,10 @@ async def agent_a2a_extension(request: web.Request) -> web.Response:
         url = _public_url(request)
     except BureauError as err:
         return error_response(err)
-    return web.json_response(card_extension(url, request.app[LOG_KEY].vkey,
-                                            request.match_info["agent"]))
+    agent, origin = request.match_info["agent"], request.app[LOG_KEY].origin
+    card = await request.app[READS].run(lambda conn: card_of(conn, agent, None, origin))
+    return web.json_response(card_extension(url, request.app[LOG_KEY].vkey, agent, card),
+                             headers=_LATEST)
 
 
 def _one(request: web.Request, name: str) -> str | None:
@@ -194,9 +200,19 @@ async def mcp_servers(request: web.Request) -> web.Response:
             raise _nothing_sealed()
     except BureauError as err:
         return error_response(err)
+    cards = await _cards(request, page.epoch, page.entries)
     return web.json_response(mcp_view.server_list(page.entries, page.epoch, url,
-                                                  next_cursor=page.next_cursor),
+                                                  next_cursor=page.next_cursor, cards=cards),
                              headers=_LATEST)
+
+
+async def _cards(request: web.Request, epoch: int, entries: list[mcp_view.Entry]
+                 ) -> dict[str, dict[str, Any]]:
+    """The cards of the sole claimants of a page's ``entries`` (bureau.reads.portable):
+    one epoch proof and one query, whatever the epoch holds."""
+    agents = sorted({a for e in entries if (a := mcp_view.sole_claimant(e)) is not None})
+    origin = request.app[LOG_KEY].origin
+    return await request.app[READS].run(lambda conn: cards_of(conn, agents, epoch, origin))
 
 
 @routes.get("/v0/servers/{name:.+}")
@@ -220,4 +236,6 @@ async def mcp_server(request: web.Request) -> web.Response:
         return error_response(BureauError(Code.NOT_FOUND, "", "not an MCP server name"))
     except BureauError as err:
         return error_response(err)
-    return web.json_response(mcp_view.server_response(entry, epoch, url), headers=_LATEST)
+    cards = await _cards(request, epoch, [entry])
+    return web.json_response(mcp_view.server_response(entry, epoch, url, cards),
+                             headers=_LATEST)

@@ -22,7 +22,6 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from bureau import ledger_keys
 from bureau.errors import BureauError, Code, pointer
 from bureau.http.auth import require_party
 from bureau.http.errors import error_response
@@ -31,12 +30,12 @@ from bureau.http.params import KEY_ID, is_hex64, number
 from bureau.reads import pages
 from bureau.reads.evaluator import evaluator_record
 from bureau.reads.explain import explain
+from bureau.reads.published import bureau_document
 from bureau.replica import absent
 from bureau.scoring.policy import KNOWN_POLICIES, policy_bytes, policy_name_of
 from bureau.storage import db
 from bureau.views.policies import current_policy
 from reporters import wire
-from reporters.tlog.note import ED25519, Verifier
 
 routes = web.RouteTableDef()
 
@@ -188,26 +187,13 @@ async def bureau_info(request: web.Request) -> web.Response:
     """The bureau's signing key id in force, the current epoch's policy hash, its epoch
     length, the log's origin and note verifier key (the same key: SPEC §8.1), and
     *(r3)* the key history, oldest first, and the admin set in force."""
-    origin = request.app[LOG_KEY].origin
+    config = request.app[CONFIG]
     async with request.app[DB_POOL].acquire() as conn:
-        periods = await ledger_keys.history(conn)
-    keys = [{"key": p.bureau, "vkey": note_vkey(origin, p.bureau), "from_seq": p.from_seq}
-            for p in periods]
-    return web.json_response({
-        "key": keys[-1]["key"],
-        "policy": await _current_policy(request.app),
-        "epoch_seconds": request.app[CONFIG].epoch_seconds,
-        "origin": origin,
-        "vkey": keys[-1]["vkey"],
-        "keys": keys,
-        "admins": list(periods[-1].admins),
-        "eth_address": request.app[CONFIG].eth_address,
-    })
-
-
-def note_vkey(origin: str, key_id: str) -> str:
-    """The C2SP note verifier key of the bureau key ``key_id`` under the log's origin."""
-    return Verifier(origin, ED25519, wire.public_key_from_key_id(key_id)).vkey
+        doc = await bureau_document(conn, origin=request.app[LOG_KEY].origin,
+                                    epoch_seconds=config.epoch_seconds,
+                                    eth_address=config.eth_address,
+                                    now=request.app[LEDGER].clock())
+    return web.json_response(doc)
 
 
 @routes.get("/v1/policy")

@@ -1,0 +1,72 @@
+"""The bundle and card formats (reporters.portable) as pure code: a bundle spliced from
+its epoch's prefix is the canonical JSON of the whole document, and a card whose note
+carries too many cosignatures keeps the bureau's signature and those that fit."""
+
+from __future__ import annotations
+
+import json
+
+from reporters import verify_card, wire
+from reporters.portable import (
+    MAX_CARD_BYTES,
+    bundle_document,
+    bundle_prefix,
+    card_document,
+    card_prefix,
+    card_statement,
+)
+from reporters.tlog.checkpoint import Checkpoint, cosign, log_signer, sign_checkpoint
+from reporters.tlog.merkle import leaf_hash
+from reporters.tlog.note import COSIGNATURE_V1, Signer
+from reporters.tlog.tlogproof import TlogProof
+
+KEY = wire.generate_key()
+LOG = log_signer("bureau-test-log", KEY)
+
+
+def _report(agent: str, seq: int, head: str) -> bytes:
+    payload = {"agent": agent, "epoch": 3, "ledger": {"seq": seq, "head": head},
+               "policy": "ab" * 32, "score": {"value": 0.5, "low": 0.25, "high": 0.75,
+                                              "weight": 4.0, "interactions": 4},
+               "name": "x", "outcomes": {}}
+    return wire.sign_envelope_bytes(KEY, wire.payload_type("report"),
+                                    wire.canonical_json(payload))
+
+
+def _log(cosigners: int) -> tuple[TlogProof, str]:
+    head = "cd" * 32
+    root = leaf_hash(bytes.fromhex(head))  # a tree of one leaf: the head
+    checkpoint = Checkpoint(LOG.name, 1, root)
+    note = sign_checkpoint(checkpoint, LOG)
+    for i in range(cosigners):
+        note += cosign(checkpoint, Signer(f"witness.test/w{i}", wire.generate_key(),
+                                          COSIGNATURE_V1), 1_700_000_000 + i)
+    return TlogProof(0, (), note), head
+
+
+def test_a_spliced_bundle_is_the_canonical_document() -> None:
+    log, head = _log(2)
+    report = _report(wire.signing_key_id(wire.generate_key()), 1, head)
+    checkpoint = wire.sign_envelope_bytes(KEY, wire.payload_type("checkpoint"),
+                                          wire.canonical_json({"epoch": 3}))
+    keys = [{"key": wire.signing_key_id(KEY), "vkey": LOG.verifier.vkey, "from_seq": 1}]
+    whole = bundle_document(report, checkpoint, log, [], keys)
+    assert whole == bundle_prefix(checkpoint, log, [], keys) + report + b"}"
+    assert wire.canonical_json(json.loads(whole)) == whole
+
+
+def test_a_card_with_many_cosignatures_keeps_those_that_fit() -> None:
+    agent = wire.signing_key_id(wire.generate_key())
+    log, head = _log(40)
+    report = _report(agent, 1, head)
+    body = card_statement(wire.b64decode_canonical(json.loads(report)["payload"]))
+    statement = wire.sign_envelope_bytes(KEY, wire.payload_type("card"), body)
+    assert len(card_prefix(log) + statement) > MAX_CARD_BYTES  # all forty would not fit
+    card = card_document(statement, log)
+    encoded = wire.canonical_json(card)
+    assert len(encoded) <= MAX_CARD_BYTES
+    kept = TlogProof.parse(card["log"]).checkpoint
+    assert kept.startswith(log.checkpoint.split("\n\n")[0])
+    assert f"— {LOG.name} " in kept and 0 < kept.count("— witness.test/") < 40
+    checked = verify_card(card, [LOG.verifier.vkey], agent=agent, epoch=3)
+    assert checked.facts["score"]["value"] == 0.5
