@@ -60,6 +60,7 @@ from reporters.integrations.litellm_facts import (
     attempt_from_record,
     derive,
     fallback_attempt,
+    refused_by_gateway,
 )
 from reporters.integrations.litellm_metrics import METRICS
 from reporters.integrations.worker_spools import WorkerSpools
@@ -105,6 +106,8 @@ class BureauLogger(CustomLogger):
         self.attempts = 0
         #: attempts at deployments the config does not map: counted, not reported
         self.unmapped = 0
+        #: requests LiteLLM's proxy refused before calling a deployment: no attempt
+        self.refused_by_gateway = 0
         #: facts not written, by reason (as ``bureau_litellm_facts_dropped_total``)
         self.dropped: collections.Counter[str] = collections.Counter()
         #: facts signed and spooled
@@ -156,6 +159,9 @@ class BureauLogger(CustomLogger):
         """Read one event into an attempt and queue it: never waits, never raises (a
         reporting failure must not break the gateway's call)."""
         try:
+            if not success and refused_by_gateway(kwargs):  # the agent never saw it
+                self.refused_by_gateway += 1
+                return
             taken = attempt(kwargs, success, self.config)
             if taken is None:
                 self._unmapped(kwargs.get("standard_logging_object") or {})

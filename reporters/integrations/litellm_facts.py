@@ -17,6 +17,10 @@ reads them row by row. In short, for an attempt LiteLLM logged:
   (``FAILURE``). A success claims nothing: a completion says nothing of its own quality.
 * **Caller** — ``[callers]`` by the virtual key's hash; the master key, a UI session
   (which logs its alias in the hash's place) and no key are no caller.
+* **No fact** — a request LiteLLM's proxy refused itself before calling any deployment
+  (a key it does not know, its own rate limit or budget, a guardrail): LiteLLM logs it
+  as a failure of the model group asked for, but the agent never saw it
+  (:func:`refused_by_gateway`).
 * **Derived** — from LiteLLM's trace id, across retries and fallbacks (:func:`derive`).
 """
 
@@ -47,6 +51,14 @@ _UNREACHED_CLASSES = frozenset({"Timeout", "APIConnectionError"})
 _UNREACHED_CODES = frozenset({"500_PROVIDER_CONNECTION_ERROR", "408_UPSTREAM_TIMEOUT"})
 _TIMEOUT_STATUSES = frozenset({408, 504})
 _CHAIN_LIMIT = 16
+#: How LiteLLM's proxy marks a failure it logs for a request it refused itself: the
+#: event's marker (1.108) and its parameters' flag; earlier versions log the proxy's own
+#: errors the same way, unmarked, so their classes tell too (FastAPI's ``HTTPException``
+#: is what its rate limiters raise).
+_NO_UPSTREAM_CALL = "litellm_no_upstream_llm_call"
+_REJECTED_BEFORE_ROUTING = "proxy_rejected_before_routing"
+_GATEWAY_ERRORS = frozenset({"ProxyException", "GuardrailRaisedException", "HTTPException"})
+_GATEWAY_MODULES = ("litellm", "fastapi", "starlette")
 
 
 @dataclass
@@ -104,6 +116,23 @@ def reached(exception: BaseException | None, error: Mapping[str, Any]) -> tuple[
             error.get("normalized_error") in _UNREACHED_CODES or status is None:
         return False, status
     return status not in _TIMEOUT_STATUSES, status
+
+
+def refused_by_gateway(kwargs: Mapping[str, Any]) -> bool:
+    """Whether a failure LiteLLM logged is its proxy refusing the request before calling
+    any deployment — an unknown key, the proxy's own rate limit or budget, a guardrail.
+    LiteLLM's proxy logs such a refusal as a failure of the model group asked for (and
+    names its deployment), but nothing reached the agent: a fact would write down what
+    the caller did as the agent's answer (SPEC §4: the fact is about the agent), and
+    would let anyone holding no key at all put facts about an agent in the spool."""
+    if kwargs.get(_NO_UPSTREAM_CALL):
+        return True
+    params = kwargs.get("litellm_params")
+    if isinstance(params, Mapping) and params.get(_REJECTED_BEFORE_ROUTING):
+        return True
+    error = type(kwargs.get("exception"))
+    return error.__name__ in _GATEWAY_ERRORS and \
+        error.__module__.split(".")[0] in _GATEWAY_MODULES
 
 
 def claimed(status: int | None) -> str | None:
@@ -208,4 +237,4 @@ def derive(attempts: list[Attempt]) -> list[str | None]:
 
 
 __all__ = ["Attempt", "attempt", "attempt_from_record", "caller", "claimed", "derive",
-           "fallback_attempt", "interaction", "reached", "subject"]
+           "fallback_attempt", "interaction", "reached", "refused_by_gateway", "subject"]
