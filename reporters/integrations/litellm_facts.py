@@ -14,7 +14,9 @@ reads them row by row. In short, for an attempt LiteLLM logged:
   LiteLLM's error class, normalized code and status code.
 * **Claimed** — an answered error status: ``4xx`` the provider refused the request
   (``DECLINED``: a rate limit, a request it will not take), ``5xx`` it failed
-  (``FAILURE``). A success claims nothing: a completion says nothing of its own quality.
+  (``FAILURE``); a stream that broke off after its first chunk is answered and
+  ``FAILURE`` (:func:`failure`). A success claims nothing: a completion says nothing of
+  its own quality.
 * **Caller** — ``[callers]`` by the virtual key's hash; the master key, a UI session
   (which logs its alias in the hash's place) and no key are no caller.
 * **No fact** — a request LiteLLM's proxy refused itself before calling any deployment
@@ -118,6 +120,17 @@ def reached(exception: BaseException | None, error: Mapping[str, Any]) -> tuple[
     return status not in _TIMEOUT_STATUSES, status
 
 
+def failure(kwargs: Mapping[str, Any], payload: Mapping[str, Any]) -> tuple[bool, str | None]:
+    """``(answered, claimed)`` of a failed attempt. A stream whose first chunk had come
+    (LiteLLM's ``completion_start_time``) and that then broke off was answered, with a
+    failure, whatever the error says of the connection: the provider was reached and
+    said something (SPEC §4, r4). Otherwise :func:`reached` decides."""
+    if kwargs.get("completion_start_time") is not None:
+        return True, "FAILURE"
+    answered, status = reached(kwargs.get("exception"), payload.get("error_information") or {})
+    return answered, claimed(status) if answered else None
+
+
 def refused_by_gateway(kwargs: Mapping[str, Any]) -> bool:
     """Whether a failure LiteLLM logged is its proxy refusing the request before calling
     any deployment — an unknown key, the proxy's own rate limit or budget, a guardrail.
@@ -173,15 +186,13 @@ def attempt(kwargs: Mapping[str, Any], success: bool,
     agent = subject(payload, config.deployments)
     if agent is None:
         return None
-    answered, status = (True, None) if success else reached(
-        kwargs.get("exception"), payload.get("error_information") or {})
+    answered, said = (True, None) if success else failure(kwargs, payload)
     start, end = float(payload.get("startTime") or 0), float(payload.get("endTime") or 0)
     fields: dict[str, Any] = {
         "subject": agent, "caller": caller(payload.get("metadata") or {}, config.callers),
         "observed_at": _timestamp(end or time.time()), "answered": answered,
         "latency_ms": max(0, round((end - start) * 1000)) if answered else None,
-        "well_formed": True if success else None,
-        "claimed": None if success or not answered else claimed(status)}
+        "well_formed": True if success else None, "claimed": said}
     call_id = str(kwargs.get("litellm_call_id") or payload.get("id"))
     trace = str(payload.get("trace_id") or call_id)
     return trace, Attempt(interaction(call_id, payload), agent, fields, success, time.time())
@@ -237,4 +248,4 @@ def derive(attempts: list[Attempt]) -> list[str | None]:
 
 
 __all__ = ["Attempt", "attempt", "attempt_from_record", "caller", "claimed", "derive",
-           "fallback_attempt", "interaction", "reached", "refused_by_gateway", "subject"]
+           "failure", "fallback_attempt", "interaction", "reached", "refused_by_gateway", "subject"]

@@ -83,7 +83,8 @@ async def plugin(tmp: Path) -> AsyncIterator[Running]:
     """The provider, the recorder and the plugin; the plugin is closed (every request
     settled) when the block ends."""
     save_key(wire.generate_key(), tmp / "r.key")
-    models = ("ok", "status-429", "status-400", "status-500", "status-503", "hang")
+    models = ("ok", "status-429", "status-400", "status-500", "status-503", "hang",
+              "breaks-mid-stream")
     logger = BureauLogger(config_from_mapping({
         "bureau_url": DEAD_URL, "key_file": "r.key", "spool_dir": "spool",
         "settle_seconds": 300, "callers": {KEY_HASH: CALLER},
@@ -98,22 +99,30 @@ async def plugin(tmp: Path) -> AsyncIterator[Running]:
 
 
 async def call(base: str, model: str = "ok", **more: Any) -> None:
-    """One attempt, as a LiteLLM proxy makes it (no retries inside the provider's SDK);
-    its error is the caller's business."""
+    """One attempt, as a LiteLLM proxy makes it (no retries inside the provider's SDK),
+    a stream read to its end; its error is the caller's business."""
     with contextlib.suppress(openai.OpenAIError):  # LiteLLM's errors are openai's
-        await litellm.acompletion(model=f"openai/{model}", api_base=base, api_key="x",
-                                  messages=MESSAGES, max_retries=0, **more)
+        answer = await litellm.acompletion(model=f"openai/{model}", api_base=base,
+                                           api_key="x", messages=MESSAGES, max_retries=0,
+                                           **more)
+        if more.get("stream"):
+            async for _ in answer:
+                pass
 
 
 #: the first cell of each row of "| the attempt |" -> the calls that make it happen
 #: (provider URL, model, options); None as the URL: the provider's own
 ATTEMPT_CASES: dict[str, list[tuple[str | None, str, dict[str, Any]]]] = {
-    "the deployment answered": [(None, "ok", {})],
+    "the deployment answered": [(None, "ok", {}), (None, "ok", {"stream": True})],
     "the provider answered a 4xx status (a rate limit, a request it will not take: "
     "`RateLimitError` 429, `BadRequestError` 400)": [(None, "status-429", {}),
                                                      (None, "status-400", {})],
     "the provider answered a 5xx status (`InternalServerError` 500, "
-    "`ServiceUnavailableError` 503)": [(None, "status-500", {}), (None, "status-503", {})],
+    "`ServiceUnavailableError` 503)": [(None, "status-500", {}), (None, "status-503", {}),
+                                       (None, "status-503", {"stream": True})],
+    "the provider's stream broke off after its first chunk (LiteLLM says "
+    "`APIConnectionError`, `500_PROVIDER_CONNECTION_ERROR`)": [
+        (None, "breaks-mid-stream", {"stream": True})],
     "the connection was refused (LiteLLM says `InternalServerError`, 500, "
     "`500_PROVIDER_CONNECTION_ERROR`)": [(DEAD_URL + "/v1", "ok", {})],
     "the provider's name does not resolve (the same `InternalServerError` from LiteLLM)": [
