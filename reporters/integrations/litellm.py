@@ -143,7 +143,7 @@ class BureauLogger(CustomLogger):
                                          kwargs: dict[str, Any],
                                          original_exception: Exception) -> None:
         """LiteLLM tried every fallback and gave up: the trace is over. LiteLLM's proxy
-        logs no failure event for the last fallback's own attempt (1.108): it makes no
+        logs one failure per request (1.108), never the last fallback's: it makes no
         fact — nothing says how it failed — but it was a switch to another agent, which
         the request's earlier attempts' ``derived`` must say."""
         try:
