@@ -15,13 +15,13 @@ and reads this plugin's own config from the file named by ``BUREAU_LITELLM_CONFI
 hooks inline (the failure hook, the fallback-failed hook), so a hook that waits stalls
 the LLM call. Here each hook only reads the event into an attempt and appends it to an
 in-memory queue; one writer task per process holds, signs and spools them, a batch at a
-time (one fsynced transaction for what arrived together, up to :data:`SEND_SLICE` facts:
-the writer shares the calls' event loop, so it signs a slice and lets them run). When the worker's spool holds
-``max_spooled`` facts (a long bureau outage), a new fact is dropped and counted
-(``bureau_litellm_facts_dropped_total{reason="spool_full"}``), and the call goes on.
-The price: an attempt is on disk a few milliseconds after LiteLLM logged it, not before
-the caller has its answer, so a crash in between loses it (the reporting proxy,
-``bureau-reporter proxy``, holds each fact before answering; a logging plugin cannot).
+time (one fsynced transaction per :data:`SEND_SLICE` facts, the calls' turn between).
+When the worker's spool holds ``max_spooled`` facts (a long bureau outage), a new fact
+is dropped and counted (``bureau_litellm_facts_dropped_total{reason="spool_full"}``),
+and the call goes on. The price: an attempt is on disk a few milliseconds after LiteLLM
+logged it, not before the caller has its answer, so a crash in between loses it (the
+reporting proxy, ``bureau-reporter proxy``, holds each fact before answering; a logging
+plugin cannot).
 
 **Retries and fallbacks.** LiteLLM's trace id joins the attempts of one request: a
 failed attempt is held durably until its trace settles — a success, LiteLLM's
@@ -74,11 +74,8 @@ MAX_QUEUED = 10_000
 ADOPT_EVERY = 60.0
 #: a warning of the same kind (a full spool, a broken one) at most this often, seconds
 _WARN_EVERY = 60.0
-#: facts signed and spooled in one group commit. The writer runs on the loop that
-#: serves LiteLLM's calls; settling thousands at once (a sweep during a provider outage,
-#: a slot adopted or taken back with its held attempts) held every call of the worker
-#: while they were signed and their commit's thousands of waiters woke (5,000 adopted:
-#: a 0.36 s step of the loop, measured in CPU time at load 7).
+#: facts per group commit: the writer shares the calls' loop, and settling 5,000 at once
+#: (an outage's sweep, an adopted slot) held it 0.4 s of CPU at load 7 (signing, waking)
 SEND_SLICE = 64
 
 
@@ -158,7 +155,7 @@ class BureauLogger(CustomLogger):
             if isinstance(trace, str):
                 self._enqueue(_Event(trace, fallback_attempt(kwargs, self.config)))
         except Exception:
-            log.exception("could not settle a LiteLLM request")
+            self._warn("event", "could not report a LiteLLM request", exc_info=True)
 
     # ------------------------------------------------------------------ the call's side
 
@@ -176,7 +173,7 @@ class BureauLogger(CustomLogger):
             self.attempts += 1
             self._enqueue(_Event(*taken))
         except Exception:
-            log.exception("could not report a LiteLLM call")
+            self._warn("event", "could not report a LiteLLM request", exc_info=True)
 
     def _enqueue(self, event: _Event) -> None:
         loop = asyncio.get_running_loop()
@@ -247,11 +244,12 @@ class BureauLogger(CustomLogger):
             if not self._queue:
                 self._caught_up.set()
 
-    def _warn(self, kind: str, message: str, *args: object) -> None:
+    def _warn(self, kind: str, message: str, *args: object, exc_info: bool = False) -> None:
+        """Once a minute per kind: what fails one call (no config, no disk) fails all."""
         now = time.monotonic()
         if now - self._warned.get(kind, -_WARN_EVERY) >= _WARN_EVERY:
             self._warned[kind] = now
-            log.warning(message, *args)
+            log.warning(message, *args, exc_info=exc_info)
 
     def _new_reporter(self, slot: Path) -> Reporter:
         config = self.config

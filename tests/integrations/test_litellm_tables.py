@@ -20,16 +20,14 @@ from typing import Any
 import litellm
 import openai
 import pytest
-from litellm.integrations.custom_logger import CustomLogger
 
 from reporters import save_key, wire
 from reporters.integrations.litellm import BureauLogger, LiteLLMConfig, config_from_mapping
-from reporters.integrations.litellm_facts import interaction
 from reporters.integrations.litellm_metrics import METRICS
 from tests.client.helpers import DEAD_URL
 from tests.docs.test_docs import _table_rows
 from tests.integrations.support import MESSAGES, in_callbacks, provider_app, reported, worker_facts
-from tests.integrations.test_litellm import KEY_HASH, virtual_key_metadata
+from tests.integrations.test_litellm import KEY_HASH, Recorder, virtual_key_metadata
 from tests.proxy.support import new_agent
 from tests.proxy.test_docs import check_metrics_table
 from tests.support import serving
@@ -44,26 +42,6 @@ CALLERS = _table_rows(SECTION, "| the request's key |")
 
 AGENT, OTHER, CALLER = new_agent(), new_agent(), new_agent()
 UNRESOLVABLE = "http://no-such-host.invalid"  # RFC 6761: never resolves
-
-
-class Recorder(CustomLogger):
-    """LiteLLM's logging payload of every attempt, by the interaction id it gets."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.payloads: dict[str, dict[str, Any]] = {}
-
-    async def async_log_success_event(self, kwargs: Any, response_obj: Any, start_time: Any,
-                                      end_time: Any) -> None:
-        self._keep(kwargs)
-
-    async def async_log_failure_event(self, kwargs: Any, response_obj: Any, start_time: Any,
-                                      end_time: Any) -> None:
-        self._keep(kwargs)
-
-    def _keep(self, kwargs: Any) -> None:
-        payload = kwargs["standard_logging_object"]
-        self.payloads[interaction(kwargs["litellm_call_id"], payload)] = payload
 
 
 @dataclass
