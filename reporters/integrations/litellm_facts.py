@@ -14,9 +14,15 @@ reads them row by row. In short, for an attempt LiteLLM logged:
   LiteLLM's error class, normalized code and status code.
 * **Claimed** — an answered error status: ``4xx`` the provider refused the request
   (``DECLINED``: a rate limit, a request it will not take), ``5xx`` it failed
-  (``FAILURE``). A success claims nothing: a completion says nothing of its own quality.
+  (``FAILURE``); a stream that broke off after its first chunk is answered and
+  ``FAILURE`` (:func:`failure`). A success claims nothing: a completion says nothing of
+  its own quality.
 * **Caller** — ``[callers]`` by the virtual key's hash; the master key, a UI session
   (which logs its alias in the hash's place) and no key are no caller.
+* **No fact** — a request LiteLLM's proxy refused itself before calling any deployment
+  (a key it does not know, its own rate limit or budget, a guardrail): LiteLLM logs it
+  as a failure of the model group asked for, but the agent never saw it
+  (:func:`refused_by_gateway`).
 * **Derived** — from LiteLLM's trace id, across retries and fallbacks (:func:`derive`).
 """
 
@@ -47,6 +53,14 @@ _UNREACHED_CLASSES = frozenset({"Timeout", "APIConnectionError"})
 _UNREACHED_CODES = frozenset({"500_PROVIDER_CONNECTION_ERROR", "408_UPSTREAM_TIMEOUT"})
 _TIMEOUT_STATUSES = frozenset({408, 504})
 _CHAIN_LIMIT = 16
+#: How LiteLLM's proxy marks a failure it logs for a request it refused itself: the
+#: event's marker (1.108) and its parameters' flag; earlier versions log the proxy's own
+#: errors the same way, unmarked, so their classes tell too (FastAPI's ``HTTPException``
+#: is what its rate limiters raise).
+_NO_UPSTREAM_CALL = "litellm_no_upstream_llm_call"
+_REJECTED_BEFORE_ROUTING = "proxy_rejected_before_routing"
+_GATEWAY_ERRORS = frozenset({"ProxyException", "GuardrailRaisedException", "HTTPException"})
+_GATEWAY_MODULES = ("litellm", "fastapi", "starlette")
 
 
 @dataclass
@@ -106,6 +120,34 @@ def reached(exception: BaseException | None, error: Mapping[str, Any]) -> tuple[
     return status not in _TIMEOUT_STATUSES, status
 
 
+def failure(kwargs: Mapping[str, Any], payload: Mapping[str, Any]) -> tuple[bool, str | None]:
+    """``(answered, claimed)`` of a failed attempt. A stream whose first chunk had come
+    (LiteLLM's ``completion_start_time``) and that then broke off was answered, with a
+    failure, whatever the error says of the connection: the provider was reached and
+    said something (SPEC §4, r4). Otherwise :func:`reached` decides."""
+    if kwargs.get("completion_start_time") is not None:
+        return True, "FAILURE"
+    answered, status = reached(kwargs.get("exception"), payload.get("error_information") or {})
+    return answered, claimed(status) if answered else None
+
+
+def refused_by_gateway(kwargs: Mapping[str, Any]) -> bool:
+    """Whether a failure LiteLLM logged is its proxy refusing the request before calling
+    any deployment — an unknown key, the proxy's own rate limit or budget, a guardrail.
+    LiteLLM's proxy logs such a refusal as a failure of the model group asked for (and
+    names its deployment), but nothing reached the agent: a fact would write down what
+    the caller did as the agent's answer (SPEC §4: the fact is about the agent), and
+    would let anyone holding no key at all put facts about an agent in the spool."""
+    if kwargs.get(_NO_UPSTREAM_CALL):
+        return True
+    params = kwargs.get("litellm_params")
+    if isinstance(params, Mapping) and params.get(_REJECTED_BEFORE_ROUTING):
+        return True
+    error = type(kwargs.get("exception"))
+    return error.__name__ in _GATEWAY_ERRORS and \
+        error.__module__.split(".")[0] in _GATEWAY_MODULES
+
+
 def claimed(status: int | None) -> str | None:
     """An answered error status: the provider refused (4xx) or failed (5xx)."""
     if status is None:
@@ -144,15 +186,13 @@ def attempt(kwargs: Mapping[str, Any], success: bool,
     agent = subject(payload, config.deployments)
     if agent is None:
         return None
-    answered, status = (True, None) if success else reached(
-        kwargs.get("exception"), payload.get("error_information") or {})
+    answered, said = (True, None) if success else failure(kwargs, payload)
     start, end = float(payload.get("startTime") or 0), float(payload.get("endTime") or 0)
     fields: dict[str, Any] = {
         "subject": agent, "caller": caller(payload.get("metadata") or {}, config.callers),
         "observed_at": _timestamp(end or time.time()), "answered": answered,
         "latency_ms": max(0, round((end - start) * 1000)) if answered else None,
-        "well_formed": True if success else None,
-        "claimed": None if success or not answered else claimed(status)}
+        "well_formed": True if success else None, "claimed": said}
     call_id = str(kwargs.get("litellm_call_id") or payload.get("id"))
     trace = str(payload.get("trace_id") or call_id)
     return trace, Attempt(interaction(call_id, payload), agent, fields, success, time.time())
@@ -208,4 +248,4 @@ def derive(attempts: list[Attempt]) -> list[str | None]:
 
 
 __all__ = ["Attempt", "attempt", "attempt_from_record", "caller", "claimed", "derive",
-           "fallback_attempt", "interaction", "reached", "subject"]
+           "failure", "fallback_attempt", "interaction", "reached", "refused_by_gateway", "subject"]

@@ -33,10 +33,42 @@ def completion(model: str) -> dict[str, Any]:
     ).model_dump(mode="json", exclude_none=True)
 
 
+def chunk(model: str, content: str) -> bytes:
+    """One event of a streamed chat completion (``data: <chunk>``), the chunk as the
+    openai library's own types write it."""
+    from openai.types.chat import ChatCompletionChunk
+    from openai.types.chat.chat_completion_chunk import Choice, ChoiceDelta
+
+    data = ChatCompletionChunk(
+        id="chatcmpl-local", object="chat.completion.chunk", created=int(time.time()),
+        model=model, choices=[Choice(index=0, delta=ChoiceDelta(role="assistant",
+                                                                content=content))])
+    return b"data: " + data.model_dump_json(exclude_none=True).encode() + b"\n\n"
+
+
+async def _stream(request: web.Request, model: str) -> web.StreamResponse:
+    """A streamed answer, "4" then "2"; ``breaks-mid-stream`` drops the connection after
+    its first chunk, as a provider that fails mid-answer does."""
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    await response.write(chunk(model, "4"))
+    if model == "breaks-mid-stream":
+        assert request.transport is not None
+        request.transport.abort()
+        return response
+    await response.write(chunk(model, "2"))
+    await response.write(b"data: [DONE]\n\n")
+    return response
+
+
 async def _chat(request: web.Request) -> web.StreamResponse:
     """``/v1/chat/completions`` by model name: ``status-NNN`` answers that status with
-    an OpenAI error body, ``hang`` never answers, any other model answers "42"."""
-    model = str((await request.json())["model"])
+    an OpenAI error body, ``hang`` never answers, any other model answers "42" (streamed
+    when asked: :func:`_stream`)."""
+    body = await request.json()
+    model = str(body["model"])
+    if body.get("stream") and not model.startswith("status-"):
+        return await _stream(request, model)
     if model.startswith("status-"):
         status = int(model.removeprefix("status-"))
         return web.json_response({"error": {"message": f"the provider says {status}",

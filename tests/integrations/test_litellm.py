@@ -17,6 +17,7 @@ from typing import Any
 
 import litellm
 import pytest
+from litellm.integrations.custom_logger import CustomLogger
 
 from reporters import save_key, wire
 from reporters._internal.spool import DB_FILE
@@ -26,6 +27,7 @@ from reporters.integrations.litellm import (
     LiteLLMConfigError,
     config_from_mapping,
 )
+from reporters.integrations.litellm_facts import interaction
 from tests.client.helpers import DEAD_URL
 from tests.integrations.support import MESSAGES, in_callbacks, reported, worker_facts
 from tests.proxy.support import new_agent
@@ -58,6 +60,28 @@ async def installed(tmp: Path, **more: Any) -> AsyncIterator[BureauLogger]:
             yield logger
     finally:
         await logger.close()
+
+
+class Recorder(CustomLogger):
+    """LiteLLM's logging payload of every attempt, by the interaction id it gets: a
+    logger beside the plugin, after it in LiteLLM's callbacks (so once the recorder has
+    an event, the plugin has had it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.payloads: dict[str, dict[str, Any]] = {}
+
+    async def async_log_success_event(self, kwargs: Any, response_obj: Any, start_time: Any,
+                                      end_time: Any) -> None:
+        self._keep(kwargs)
+
+    async def async_log_failure_event(self, kwargs: Any, response_obj: Any, start_time: Any,
+                                      end_time: Any) -> None:
+        self._keep(kwargs)
+
+    def _keep(self, kwargs: Any) -> None:
+        payload = kwargs["standard_logging_object"]
+        self.payloads[interaction(kwargs["litellm_call_id"], payload)] = payload
 
 
 def held_records(slot: Path) -> list[str]:
@@ -204,6 +228,22 @@ def test_the_handler_reads_its_config_from_the_environment(
         config_from_mapping({**raw, "deployments": {"x": "ed25519:nope"}})
     with pytest.raises(LiteLLMConfigError, match="max_spooled"):
         config_from_mapping({**raw, "max_spooled": 0})
+
+
+async def test_a_config_that_cannot_be_read_is_said_once_not_per_call(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Each call read the missing config again and logged a traceback: one per call."""
+    monkeypatch.delenv(CONFIG_ENV, raising=False)
+    recorder = Recorder()
+    async with in_callbacks(BureauLogger()), in_callbacks(recorder):
+        for _ in range(3):
+            answer = await litellm.acompletion(model="openai/solo", api_key="x",
+                                               messages=MESSAGES, mock_response="42")
+            assert answer.choices[0].message.content == "42"  # the call goes on
+        await reported(lambda: len(recorder.payloads) == 3)  # and the plugin had them
+    said = [r for r in caplog.records if r.name == "reporters.integrations.litellm"]
+    assert len(said) == 1 and said[0].exc_info is not None
+    assert CONFIG_ENV in str(said[0].exc_info[1])
 
 
 @pytest.mark.parametrize(("name", "why"), [

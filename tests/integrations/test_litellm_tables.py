@@ -20,16 +20,14 @@ from typing import Any
 import litellm
 import openai
 import pytest
-from litellm.integrations.custom_logger import CustomLogger
 
 from reporters import save_key, wire
 from reporters.integrations.litellm import BureauLogger, LiteLLMConfig, config_from_mapping
-from reporters.integrations.litellm_facts import interaction
 from reporters.integrations.litellm_metrics import METRICS
 from tests.client.helpers import DEAD_URL
 from tests.docs.test_docs import _table_rows
 from tests.integrations.support import MESSAGES, in_callbacks, provider_app, reported, worker_facts
-from tests.integrations.test_litellm import KEY_HASH, virtual_key_metadata
+from tests.integrations.test_litellm import KEY_HASH, Recorder, virtual_key_metadata
 from tests.proxy.support import new_agent
 from tests.proxy.test_docs import check_metrics_table
 from tests.support import serving
@@ -44,26 +42,6 @@ CALLERS = _table_rows(SECTION, "| the request's key |")
 
 AGENT, OTHER, CALLER = new_agent(), new_agent(), new_agent()
 UNRESOLVABLE = "http://no-such-host.invalid"  # RFC 6761: never resolves
-
-
-class Recorder(CustomLogger):
-    """LiteLLM's logging payload of every attempt, by the interaction id it gets."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.payloads: dict[str, dict[str, Any]] = {}
-
-    async def async_log_success_event(self, kwargs: Any, response_obj: Any, start_time: Any,
-                                      end_time: Any) -> None:
-        self._keep(kwargs)
-
-    async def async_log_failure_event(self, kwargs: Any, response_obj: Any, start_time: Any,
-                                      end_time: Any) -> None:
-        self._keep(kwargs)
-
-    def _keep(self, kwargs: Any) -> None:
-        payload = kwargs["standard_logging_object"]
-        self.payloads[interaction(kwargs["litellm_call_id"], payload)] = payload
 
 
 @dataclass
@@ -83,7 +61,8 @@ async def plugin(tmp: Path) -> AsyncIterator[Running]:
     """The provider, the recorder and the plugin; the plugin is closed (every request
     settled) when the block ends."""
     save_key(wire.generate_key(), tmp / "r.key")
-    models = ("ok", "status-429", "status-400", "status-500", "status-503", "hang")
+    models = ("ok", "status-429", "status-400", "status-500", "status-503", "hang",
+              "breaks-mid-stream")
     logger = BureauLogger(config_from_mapping({
         "bureau_url": DEAD_URL, "key_file": "r.key", "spool_dir": "spool",
         "settle_seconds": 300, "callers": {KEY_HASH: CALLER},
@@ -98,22 +77,30 @@ async def plugin(tmp: Path) -> AsyncIterator[Running]:
 
 
 async def call(base: str, model: str = "ok", **more: Any) -> None:
-    """One attempt, as a LiteLLM proxy makes it (no retries inside the provider's SDK);
-    its error is the caller's business."""
+    """One attempt, as a LiteLLM proxy makes it (no retries inside the provider's SDK),
+    a stream read to its end; its error is the caller's business."""
     with contextlib.suppress(openai.OpenAIError):  # LiteLLM's errors are openai's
-        await litellm.acompletion(model=f"openai/{model}", api_base=base, api_key="x",
-                                  messages=MESSAGES, max_retries=0, **more)
+        answer = await litellm.acompletion(model=f"openai/{model}", api_base=base,
+                                           api_key="x", messages=MESSAGES, max_retries=0,
+                                           **more)
+        if more.get("stream"):
+            async for _ in answer:
+                pass
 
 
 #: the first cell of each row of "| the attempt |" -> the calls that make it happen
 #: (provider URL, model, options); None as the URL: the provider's own
 ATTEMPT_CASES: dict[str, list[tuple[str | None, str, dict[str, Any]]]] = {
-    "the deployment answered": [(None, "ok", {})],
+    "the deployment answered": [(None, "ok", {}), (None, "ok", {"stream": True})],
     "the provider answered a 4xx status (a rate limit, a request it will not take: "
     "`RateLimitError` 429, `BadRequestError` 400)": [(None, "status-429", {}),
                                                      (None, "status-400", {})],
     "the provider answered a 5xx status (`InternalServerError` 500, "
-    "`ServiceUnavailableError` 503)": [(None, "status-500", {}), (None, "status-503", {})],
+    "`ServiceUnavailableError` 503)": [(None, "status-500", {}), (None, "status-503", {}),
+                                       (None, "status-503", {"stream": True})],
+    "the provider's stream broke off after its first chunk (LiteLLM says "
+    "`APIConnectionError`, `500_PROVIDER_CONNECTION_ERROR`)": [
+        (None, "breaks-mid-stream", {"stream": True})],
     "the connection was refused (LiteLLM says `InternalServerError`, 500, "
     "`500_PROVIDER_CONNECTION_ERROR`)": [(DEAD_URL + "/v1", "ok", {})],
     "the provider's name does not resolve (the same `InternalServerError` from LiteLLM)": [

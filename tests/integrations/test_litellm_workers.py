@@ -19,6 +19,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from reporters import save_key, wire
+from reporters._internal import payloads
 from reporters.integrations import litellm as plugin_module
 from reporters.integrations.litellm import BureauLogger, config_from_mapping
 from tests.client.helpers import DEAD_URL
@@ -107,6 +108,55 @@ async def test_the_slot_a_dead_worker_left_is_adopted_and_delivered(
     assert sorted((f["answered"], str(f["claimed"])) for f in facts) == \
         [(True, "FAILURE"), (True, "None"), (True, "None")]
     assert held_records(slot) == [] and worker_facts(tmp_path / "spool") == []
+
+
+async def test_settling_many_attempts_signs_a_slice_per_turn_of_the_loop(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer shares its loop with LiteLLM's calls: settling a slot's held attempts
+    (here adopted from a dead worker) signs SEND_SLICE facts per turn of the loop and
+    lets the calls run in between. It signed them all in one turn (5,000 adopted: a
+    0.4 s stall of every call of the worker)."""
+    monkeypatch.setattr(plugin_module, "ADOPT_EVERY", 0.0)
+    n = 3 * plugin_module.SEND_SLICE
+    alive, doomed = worker(tmp_path, DEAD_URL), worker(tmp_path, DEAD_URL)
+    await alive.start()
+    async with in_callbacks(doomed):
+        await asyncio.gather(*(litellm.acompletion(
+            model="openai/status-503", api_key="x", messages=MESSAGES,
+            mock_response="litellm.RateLimitError") for _ in range(n)),
+            return_exceptions=True)
+        await reported(lambda: doomed.attempts == n)
+        await doomed.caught_up()
+    assert doomed.slot is not None and len(held_records(doomed.slot)) == n
+    await doomed.close(release=False)  # killed with n failures held
+
+    signed, most = 0, 0
+    sign = payloads.sign
+
+    def counted(*args: Any) -> Any:
+        nonlocal signed
+        signed += 1
+        return sign(*args)
+
+    async def turns() -> None:
+        nonlocal signed, most
+        while True:
+            most, signed = max(most, signed), 0
+            await asyncio.sleep(0)
+
+    monkeypatch.setattr(payloads, "sign", counted)
+    counter = asyncio.create_task(turns())
+    try:
+        async with in_callbacks(alive):  # the next call on the live worker adopts the slot
+            await litellm.acompletion(model="openai/ok", api_key="x", messages=MESSAGES,
+                                      mock_response="42")
+            await reported(lambda: alive.attempts == 1)
+            await alive.caught_up()
+    finally:
+        counter.cancel()
+    assert alive.spooled == n + 1 and held_records(doomed.slot) == []
+    assert 0 < most <= plugin_module.SEND_SLICE
+    await alive.close()
 
 
 def _dropped() -> float:
