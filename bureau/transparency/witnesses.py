@@ -30,6 +30,7 @@ from bureau.storage import db
 from bureau.storage import heads as head_rows
 from bureau.transparency.heads import Head, latest_size
 from bureau.transparency.tree import consistency_proof, root_at
+from reporters._internal.capped import TooLarge, read_capped
 from reporters.tlog.checkpoint import Checkpoint
 from reporters.tlog.errors import TlogError
 from reporters.tlog.note import open_note
@@ -181,12 +182,13 @@ class WitnessPusher:
         try:
             async with self.session.get(url, timeout=aiohttp.ClientTimeout(
                     total=self.timeout)) as resp:
-                body = await resp.content.read(MAX_WITNESS_NOTE + 1)
-                if resp.status != 200 or len(body) > MAX_WITNESS_NOTE:
+                if resp.status != 200:
                     return False
+                # the whole note (``content.read(n)`` returns what has arrived so far)
+                body = await read_capped(resp, MAX_WITNESS_NOTE)
             opened = open_note(body, [self.witness.verifier])
             theirs = Checkpoint.parse(opened.text)
-        except (aiohttp.ClientError, TimeoutError, TlogError, UnicodeDecodeError):
+        except (aiohttp.ClientError, TimeoutError, TlogError, UnicodeDecodeError, TooLarge):
             return False
         if theirs.origin != self.origin:
             return False

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
+from reporters._internal.capped import TooLarge, read_capped
 from reporters.tlog.checkpoint import Checkpoint, Cosignature
 from reporters.tlog.errors import TlogError
 from reporters.tlog.merkle import HASH_SIZE
@@ -162,9 +163,10 @@ async def add_checkpoint(session: aiohttp.ClientSession, witness: Witness,
     body = add_checkpoint_body(old_size, proof, note)
     async with session.post(witness.add_checkpoint_url, data=body,
                             timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
-        answer = await resp.content.read(MAX_ANSWER_BYTES + 1)
-        if len(answer) > MAX_ANSWER_BYTES:
-            raise TlogError("WITNESS_PROTOCOL", "the answer is too long")
+        try:  # the whole answer (``content.read(n)`` returns what has arrived so far)
+            answer = await read_capped(resp, MAX_ANSWER_BYTES)
+        except TooLarge:
+            raise TlogError("WITNESS_PROTOCOL", "the answer is too long") from None
         return read_answer(resp.status, resp.headers.get("Content-Type"), answer,
                            witness=witness, checkpoint=checkpoint)
 

@@ -108,6 +108,23 @@ async def test_the_round_trip(witness: tuple[TestWitness, Witness, aiohttp.Clien
                            threshold=1).size == 40
 
 
+async def test_an_answer_in_pieces_is_read_whole() -> None:
+    """The answer was read with ``content.read(n)``, which returns what has arrived so far:
+    a cosignature whose bytes came in two pieces was judged on the first (a protocol
+    error). It is read whole, up to its cap."""
+    state = TestWitness("witness.test/w1", nacl.signing.SigningKey(bytes([9]) * 32),
+                        {ORIGIN: [log_signer(ORIGIN, LOG_KEY).verifier]}, clock=lambda: NOW,
+                        pieces=True)
+    log = Log()
+    log.grow(12)
+    async with serving(state.app()) as base, aiohttp.ClientSession() as session:
+        (client,) = parse_witnesses(f"{state.vkey}={base}/")
+        answer = await push(session, client, log, 12, 0)
+        assert isinstance(answer, Cosigned), answer
+        answer = await push(session, client, log, 12, 3)  # a 409 naming 12, in pieces
+        assert isinstance(answer, Cosigned), answer
+
+
 async def test_a_409_is_retried_from_the_size_the_witness_names(
         witness: tuple[TestWitness, Witness, aiohttp.ClientSession]) -> None:
     state, client, session = witness

@@ -31,6 +31,7 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import nacl.signing
 from aiohttp import web
@@ -64,6 +65,9 @@ class TestWitness:
     latest: dict[str, Cosigned] = field(default_factory=dict)
     conflicts: list[str] = field(default_factory=list)
     requests: int = 0
+    #: send each answer in two pieces, the second a moment after the first (a witness
+    #: behind a slow network): a reader must read the whole answer, not what has arrived
+    pieces: bool = False
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
@@ -75,7 +79,7 @@ class TestWitness:
         return self.signer.verifier.vkey
 
     def app(self) -> web.Application:
-        app = web.Application()
+        app = web.Application(middlewares=[_in_two_pieces] if self.pieces else [])
         app.router.add_post("/add-checkpoint", self.add_checkpoint)
         app.router.add_get("/{origin_hash}/checkpoint", self.checkpoint)
         return app
@@ -156,3 +160,23 @@ class TestWitness:
         if reason is not None:
             self.conflicts.append(reason)
             raise web.HTTPUnprocessableEntity(text=reason + "\n")
+
+
+@web.middleware
+async def _in_two_pieces(request: web.Request, handler: Callable[..., Any]
+                         ) -> web.StreamResponse:
+    """The handler's answer, sent as two writes a moment apart (see ``pieces``)."""
+    try:
+        answer = await handler(request)
+    except web.HTTPException as exc:
+        answer = web.Response(status=exc.status, text=exc.text,
+                              content_type=exc.content_type)
+    body = answer.body if isinstance(answer.body, bytes) else b""
+    out = web.StreamResponse(status=answer.status, headers={
+        "Content-Type": answer.headers.get("Content-Type", "text/plain")})
+    await out.prepare(request)
+    await out.write(body[:len(body) // 2])
+    await asyncio.sleep(0.1)  # the network's pace: the first piece arrives alone
+    await out.write(body[len(body) // 2:])
+    await out.write_eof()
+    return out
