@@ -29,6 +29,7 @@ from typing import Any
 
 import jsonschema
 import pydantic
+import referencing.exceptions
 from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult
 
 from reporters.protocols import jsonrpc, methods
@@ -83,7 +84,7 @@ def callers_mistake(params: Any, tools: Mapping[str, jsonschema.protocols.Valida
     if asked.name not in tools:
         return f"the server lists no tool {asked.name!r}"
     schema = tools[asked.name]
-    if schema is not None and not schema.is_valid(asked.arguments or {}):
+    if schema is not None and not conforms(schema, asked.arguments or {}):
         return f"arguments that {asked.name!r}'s inputSchema refuses"
     return None
 
@@ -107,7 +108,7 @@ def judge_result(result: Any, schema: jsonschema.protocols.Validator | None) -> 
         return ToolOutcome(True, claim)
     if got.structured_content is None:
         return ToolOutcome(False, claim, "no structuredContent for a declared outputSchema")
-    if not schema.is_valid(got.structured_content):
+    if not conforms(schema, got.structured_content):
         return ToolOutcome(False, claim, "structuredContent breaks the outputSchema")
     return ToolOutcome(True, claim)
 
@@ -122,6 +123,19 @@ def refused(outcome: ToolOutcome, mistake: str | None) -> ToolOutcome:
     if mistake is None or outcome.claimed != "FAILURE":
         return outcome
     return ToolOutcome(outcome.well_formed, "DECLINED", f"{outcome.why}; {mistake}".strip("; "))
+
+
+def conforms(schema: jsonschema.protocols.Validator, instance: Any) -> bool:
+    """Whether ``instance`` is valid against a tool's compiled schema. A schema that is
+    valid JSON Schema but cannot be applied — a ``$ref`` to nowhere or to another
+    document (nothing is fetched), one that refers to itself without end — promised
+    nothing checkable, as a broken one (:func:`compile_output_schema`): everything
+    conforms to it. (Such a schema raised out of the proxy's handler: the caller got a
+    500 instead of the tool's answer, and no fact was made.)"""
+    try:
+        return bool(schema.is_valid(instance))
+    except (referencing.exceptions.Unresolvable, RecursionError):
+        return True
 
 
 def compile_output_schema(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:

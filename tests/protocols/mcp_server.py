@@ -2,7 +2,8 @@
 HTTP transport, uvicorn on loopback), and the package's client.
 
 Tools: ``add`` (structured output that fits its ``outputSchema``), ``broken`` (answers
-``isError: true``), ``liar`` (structured output that breaks its ``outputSchema``). The
+``isError: true``), ``liar`` (structured output that breaks its ``outputSchema``), and
+the :data:`UNCHECKABLE` ones (schemas no validator can apply). The
 low-level server publishes the schemas as given and does not check its own answers
 against them, which is how a server that breaks its schema is built."""
 
@@ -29,7 +30,17 @@ def tools() -> list[types.Tool]:
                                              "b": {"type": "integer"}}}
     return [types.Tool(name="add", input_schema=args, output_schema=SUM_SCHEMA),
             types.Tool(name="broken", input_schema=args),
-            types.Tool(name="liar", input_schema=args, output_schema=SUM_SCHEMA)]
+            types.Tool(name="liar", input_schema=args, output_schema=SUM_SCHEMA),
+            *(types.Tool(name=name, input_schema=schema) for name, schema in UNCHECKABLE.items())]
+
+
+#: Tools whose ``inputSchema`` is valid JSON Schema that no validator can apply: a
+#: ``$ref`` to nowhere, a schema that refers to itself without end. They answer as
+#: ``add`` does. (As an ``outputSchema`` the mcp client itself cannot apply them.)
+UNCHECKABLE: dict[str, dict[str, Any]] = {
+    "dangling": {"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}},
+    "endless": {"type": "object", "allOf": [{"$ref": "#"}]},
+}
 
 
 async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
@@ -41,7 +52,7 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
     if params.name == "broken":
         return types.CallToolResult(content=[types.TextContent(type="text", text="it broke")],
                                     is_error=True)
-    total: Any = a + b if params.name == "add" else f"{a + b}"
+    total: Any = f"{a + b}" if params.name == "liar" else a + b
     return types.CallToolResult(content=[types.TextContent(type="text", text=str(total))],
                                 structured_content={"sum": total})
 

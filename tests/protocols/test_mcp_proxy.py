@@ -14,7 +14,8 @@ import aiohttp
 import pytest
 
 import reporters
-from tests.protocols.mcp_server import mcp_client, mcp_server
+from reporters.protocols import mcp
+from tests.protocols.mcp_server import UNCHECKABLE, mcp_client, mcp_server
 from tests.proxy.support import running_proxy, stored_facts
 from tests.support import BureauUnderTest
 
@@ -142,3 +143,36 @@ async def test_unknown_schemas_are_learned_off_the_callers_path(
     assert facts[mistaken]["claimed"] == "SUCCESS"
     assert made.get(("bureau_proxy_mcp_schema_failures_total", (("route", "/tools"),)),
                     0) == 0
+
+
+async def test_a_schema_no_validator_can_apply_checks_nothing(
+        bureau: BureauUnderTest, tmp_path: Path) -> None:
+    """A tool may declare a schema that is valid JSON Schema but cannot be applied (a
+    ``$ref`` to nowhere, one that refers to itself without end): it promised nothing
+    checkable. Its calls are forwarded and judged as if it declared none — never a
+    500 from the proxy instead of the tool's answer."""
+    key = await bureau.reporter(("facts",))
+    agent = reporters.key_id(reporters.generate_key())
+    async with mcp_server(json_response=True) as base, running_proxy(
+            bureau, tmp_path, [{"prefix": "/tools", "agent": agent, "upstream": base}],
+            reporter=key) as px:
+        async with mcp_client(px.url + "/tools/mcp") as (session, ids):
+            await session.list_tools()  # the proxy learns the schemas
+            answers = [await session.call_tool(name, {"a": 2, "b": 3})
+                       for name in UNCHECKABLE]
+            calls = list(ids)
+        await px.proxy.settle()
+    assert [a.structured_content for a in answers] == [{"sum": 5}] * len(UNCHECKABLE)
+    facts = await stored_facts(bureau.database_url, reporters.key_id(key))
+    assert [outcome(facts[i]) for i in calls] == [(True, True, "SUCCESS", None)] * len(
+        UNCHECKABLE)
+
+
+@pytest.mark.parametrize("schema", UNCHECKABLE.values(), ids=UNCHECKABLE.keys())
+def test_what_a_schema_that_cannot_be_applied_makes(schema: dict[str, Any]) -> None:
+    """The same schemas as an ``outputSchema`` (which the mcp client cannot apply, so
+    no end-to-end call shows it): the result is judged as if none was declared."""
+    compiled = mcp.compile_output_schema(schema)
+    result = {"content": [], "structuredContent": {"a": 1}}
+    assert mcp.judge_result(result, compiled) == mcp.ToolOutcome(True, "SUCCESS")
+    assert mcp.callers_mistake({"name": "t", "arguments": {"a": 1}}, {"t": compiled}) is None
