@@ -30,7 +30,12 @@ from typing import Any
 import jsonschema
 import pydantic
 import referencing.exceptions
-from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult
+from mcp.types import (
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+)
 
 from reporters.protocols import jsonrpc, methods
 from reporters.protocols.answers import Claimed
@@ -61,20 +66,40 @@ class Declared:
     output_schema: Mapping[str, Any] | None
 
 
-def declared_tools(result: Any) -> dict[str, Declared] | None:
-    """tool name -> what it declares, from a ``tools/list`` result; None when the result
-    is not a ``ListToolsResult``."""
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One ``tools/list`` answer: what each tool on it declares, and the cursor of the
+    next page (None: this is the last)."""
+
+    tools: Mapping[str, Declared]
+    next_cursor: str | None
+
+
+def listed_page(result: Any) -> Page | None:
+    """The page of a ``tools/list`` result; None when the result is not a
+    ``ListToolsResult``."""
     try:
         listed = ListToolsResult.model_validate(result)
     except pydantic.ValidationError:
         return None
-    return {t.name: Declared(t.input_schema, t.output_schema) for t in listed.tools}
+    return Page({t.name: Declared(t.input_schema, t.output_schema) for t in listed.tools},
+                listed.next_cursor)
 
 
-def callers_mistake(params: Any, tools: Mapping[str, jsonschema.protocols.Validator | None]
-                    ) -> str | None:
+def page_asked(params: Any) -> str | None:
+    """The cursor a ``tools/list`` request asks for; None: the first page (or params
+    that are not a paginated request's: read as asking from the start)."""
+    try:
+        return None if params is None else PaginatedRequestParams.model_validate(params).cursor
+    except pydantic.ValidationError:
+        return None
+
+
+def callers_mistake(params: Any, tools: Mapping[str, jsonschema.protocols.Validator | None],
+                    *, all_listed: bool) -> str | None:
     """Why a ``tools/call`` is the caller's mistake by what the server declared (SPEC §4,
-    r4): params that are not a tool call, a tool the server does not list, arguments its
+    r4): params that are not a tool call, a tool the server does not list (said only
+    when ``all_listed``: ``tools`` is a whole listing, every page of it), arguments its
     ``inputSchema`` refuses (``tools``: name -> the compiled ``inputSchema``, None when it
     declares none). None: nothing wrong with the call, as far as the declarations say."""
     try:
@@ -82,7 +107,7 @@ def callers_mistake(params: Any, tools: Mapping[str, jsonschema.protocols.Valida
     except pydantic.ValidationError:
         return "not the params of a tools/call"
     if asked.name not in tools:
-        return f"the server lists no tool {asked.name!r}"
+        return f"the server lists no tool {asked.name!r}" if all_listed else None
     schema = tools[asked.name]
     if schema is not None and not conforms(schema, asked.arguments or {}):
         return f"arguments that {asked.name!r}'s inputSchema refuses"

@@ -60,9 +60,8 @@ class MCPCalls:
         tool = mcp.tool_name(rpc.params)
         answer: dict[str, Any] = {}
         prefix = call.route.prefix
-        declared = self.schemas.input_schemas(prefix)
-        mistake = None if declared is None else mcp.callers_mistake(rpc.params, declared)
-        if declared is None:
+        mistake = self.schemas.callers_mistake(prefix, rpc.params)
+        if not self.schemas.known(prefix):
             self.schemas.ask_later(Asking(
                 prefix, call.route.upstream + call.sub_path,
                 {k: v for k, v in call.request.headers.items() if k.lower() == "authorization"},
@@ -141,9 +140,9 @@ class MCPCalls:
             if got is not None and got.error_code is None:
                 learned.append(got.result)
         for result in learned:
-            declared = mcp.declared_tools(result)
-            if declared is not None:
-                self.schemas.learn(call.route.prefix, declared)
+            page = mcp.listed_page(result)
+            if page is not None:
+                self.schemas.learn(call.route.prefix, page, mcp.page_asked(rpc.params))
         if isinstance(relayed, Streamed):
             return relayed.response
         return p.respond(relayed, {})

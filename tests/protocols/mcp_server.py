@@ -43,8 +43,30 @@ UNCHECKABLE: dict[str, dict[str, Any]] = {
 }
 
 
-async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=tools())
+def listing(pages: list[list[str]] | None) -> Any:
+    """The server's ``tools/list``: every tool in one answer, or, with ``pages``, the
+    tools named on each page, one page an answer (the cursor is the page's number).
+    The test may change ``pages`` while the server runs: a server whose tools change."""
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None
+                         ) -> types.ListToolsResult:
+        if pages is None:
+            return types.ListToolsResult(tools=tools())
+        page = int(params.cursor or 0) if params is not None else 0
+        more = str(page + 1) if page + 1 < len(pages) else None
+        return types.ListToolsResult(tools=[t for t in tools() if t.name in pages[page]],
+                                     next_cursor=more)
+    return list_tools
+
+
+def calling(pages: list[list[str]] | None) -> Any:
+    """The server's ``tools/call``; with ``pages``, a tool no page lists is unknown: it
+    answers ``isError: true``, as real servers do."""
+    async def call(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if pages is not None and not any(params.name in page for page in pages):
+            return types.CallToolResult(content=[types.TextContent(
+                type="text", text=f"Unknown tool: {params.name}")], is_error=True)
+        return await call_tool(ctx, params)
+    return call
 
 
 async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -58,11 +80,12 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
 
 
 @asynccontextmanager
-async def mcp_server(*, json_response: bool,
-                     wrap: Callable[[Any], Any] | None = None) -> AsyncIterator[str]:
+async def mcp_server(*, json_response: bool, wrap: Callable[[Any], Any] | None = None,
+                     pages: list[list[str]] | None = None) -> AsyncIterator[str]:
     """The server's endpoint, ``http://127.0.0.1:PORT/mcp``; answers as JSON or SSE.
-    ``wrap``: an ASGI middleware put in front of the server's application."""
-    server = Server("tools", on_list_tools=list_tools, on_call_tool=call_tool)
+    ``wrap``: an ASGI middleware put in front of the server's application; ``pages``:
+    the tools it lists, page by page (:func:`listing`; default: all, in one answer)."""
+    server = Server("tools", on_list_tools=listing(pages), on_call_tool=calling(pages))
     app = server.streamable_http_app(json_response=json_response)
     if wrap is not None:
         app = wrap(app)

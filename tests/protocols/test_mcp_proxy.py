@@ -12,6 +12,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from mcp.types import PaginatedRequestParams
 
 import reporters
 from reporters.protocols import mcp
@@ -175,4 +176,58 @@ def test_what_a_schema_that_cannot_be_applied_makes(schema: dict[str, Any]) -> N
     compiled = mcp.compile_output_schema(schema)
     result = {"content": [], "structuredContent": {"a": 1}}
     assert mcp.judge_result(result, compiled) == mcp.ToolOutcome(True, "SUCCESS")
-    assert mcp.callers_mistake({"name": "t", "arguments": {"a": 1}}, {"t": compiled}) is None
+    assert mcp.callers_mistake({"name": "t", "arguments": {"a": 1}}, {"t": compiled},
+                               all_listed=True) is None
+
+
+async def test_an_unlisted_tool_is_the_callers_mistake_only_after_a_whole_listing(
+        bureau: BureauUnderTest, tmp_path: Path) -> None:
+    """``tools/list`` is paginated, and a server's tools change. A tool the proxy has not
+    seen listed is the caller's mistake (``DECLINED`` when answered ``isError``) only
+    once it has seen a whole listing, every page from the first; a whole listing is then
+    the route's tools, so a tool the server dropped is the caller's mistake too. Before,
+    the first page made the rest of the server's tools "unlisted": their own failures
+    were free declines; and a dropped tool stayed listed: a caller calling it made the
+    server's refusal a FAILURE."""
+    key = await bureau.reporter(("facts",))
+    agent = reporters.key_id(reporters.generate_key())
+    pages = [["add", "liar"], ["broken"]]
+    calls: dict[str, list[str]] = {}
+    async with mcp_server(json_response=True, pages=pages) as base, running_proxy(
+            bureau, tmp_path, [{"prefix": prefix, "agent": agent, "upstream": base}
+                               for prefix in ("/listed", "/asked")], reporter=key) as px:
+        async with mcp_client(px.url + "/listed/mcp") as (session, ids):
+
+            async def tool(case: str, name: str) -> None:
+                before = len(ids)
+                await session.call_tool(name, {"a": 1, "b": 2})
+                calls[case] = ids[before:]
+
+            first = await session.list_tools()  # the first page only
+            assert first.next_cursor is not None
+            await tool("broken, the second page unseen", "broken")
+            await tool("not listed, the second page unseen", "nope")
+            await session.list_tools(params=PaginatedRequestParams(cursor=first.next_cursor))
+            await tool("broken, every page seen", "broken")
+            await tool("not listed, every page seen", "nope")
+            pages[0].remove("add")  # the server drops a tool; the caller lists again
+            again = await session.list_tools()
+            await session.list_tools(params=PaginatedRequestParams(cursor=again.next_cursor))
+            await tool("dropped", "add")
+        # A caller that never lists: the proxy asks the server itself, every page.
+        async with mcp_client(px.url + "/asked/mcp") as (session, ids):
+            await session.call_tool("add", {"a": 1, "b": 2})  # not known yet: asked
+            await asyncio.wait_for(px.proxy._reader("mcp").schemas.settled(), 30)
+            await tool("broken, asked by the proxy", "broken")
+            await tool("not listed, asked by the proxy", "nope")
+        await px.proxy.settle()
+    facts = await stored_facts(bureau.database_url, reporters.key_id(key))
+    assert {case: facts[i[0]]["claimed"] for case, i in calls.items()} == {
+        "broken, the second page unseen": "FAILURE",
+        "not listed, the second page unseen": "FAILURE",  # nothing says it is not a tool
+        "broken, every page seen": "FAILURE",
+        "not listed, every page seen": "DECLINED",
+        "dropped": "DECLINED",
+        "broken, asked by the proxy": "FAILURE",
+        "not listed, asked by the proxy": "DECLINED",
+    }
