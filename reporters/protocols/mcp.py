@@ -23,7 +23,7 @@ What an answer means (SPEC §4, r3; docs/proxy.md has the table):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,20 +95,21 @@ def page_asked(params: Any) -> str | None:
         return None
 
 
-def callers_mistake(params: Any, tools: Mapping[str, jsonschema.protocols.Validator | None],
+def callers_mistake(params: Any, listed: Collection[str],
+                    input_schema: Callable[[str], jsonschema.protocols.Validator | None],
                     *, all_listed: bool) -> str | None:
     """Why a ``tools/call`` is the caller's mistake by what the server declared (SPEC §4,
     r4): params that are not a tool call, a tool the server does not list (said only
-    when ``all_listed``: ``tools`` is a whole listing, every page of it), arguments its
-    ``inputSchema`` refuses (``tools``: name -> the compiled ``inputSchema``, None when it
+    when ``all_listed``: ``listed`` is a whole listing, every page of it), arguments its
+    ``inputSchema`` refuses (``input_schema``: a listed tool's, compiled; None when it
     declares none). None: nothing wrong with the call, as far as the declarations say."""
     try:
         asked = CallToolRequestParams.model_validate(params)
     except pydantic.ValidationError:
         return "not the params of a tools/call"
-    if asked.name not in tools:
+    if asked.name not in listed:
         return f"the server lists no tool {asked.name!r}" if all_listed else None
-    schema = tools[asked.name]
+    schema = input_schema(asked.name)
     if schema is not None and not conforms(schema, asked.arguments or {}):
         return f"arguments that {asked.name!r}'s inputSchema refuses"
     return None

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -49,12 +50,8 @@ MAX_LISTINGS = 16
 #: Pages the proxy reads of a listing when it asks itself (a server's cursors may
 #: never end).
 MAX_PAGES = 100
-
-
-@dataclass(frozen=True, slots=True)
-class Tool:
-    input_schema: jsonschema.protocols.Validator | None
-    output_schema: jsonschema.protocols.Validator | None
+#: Compiled schemas kept (by content), beyond which the oldest is compiled again.
+MAX_COMPILED = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,11 +69,13 @@ class ToolSchemas:
 
     def __init__(self, metrics: ProxyMetrics, clock: Callable[[], float],
                  retry_seconds: float = RETRY_SECONDS) -> None:
-        self._tools: dict[str, dict[str, Tool]] = {}
+        self._tools: dict[str, dict[str, mcp.Declared]] = {}
         #: routes whose ``_tools`` are a whole listing
         self._whole: set[str] = set()
         #: per route: the cursor of a listing's next page -> its tools so far
-        self._listings: dict[str, dict[str, dict[str, Tool]]] = {}
+        self._listings: dict[str, dict[str, dict[str, mcp.Declared]]] = {}
+        #: a schema's canonical JSON -> it compiled (see :meth:`_compiled`)
+        self._compiled: dict[str, jsonschema.protocols.Validator] = {}
         self._metrics = metrics
         self._clock = clock
         self._retry = retry_seconds
@@ -87,10 +86,7 @@ class ToolSchemas:
         """A ``tools/list`` answer to a request for the page at ``cursor`` (None: the
         first): its tools' declarations replace what was known of them; when it ends a
         whole listing (see the module docstring), the route's tools are that listing."""
-        tools = {name: Tool(
-            None if d.input_schema is None else mcp.compile_output_schema(d.input_schema),
-            None if d.output_schema is None else mcp.compile_output_schema(d.output_schema))
-            for name, d in page.tools.items()}
+        tools = dict(page.tools)
         self._tools.setdefault(prefix, {}).update(tools)
         listings = self._listings.setdefault(prefix, {})
         so_far = {} if cursor is None else listings.pop(cursor, None)
@@ -112,7 +108,7 @@ class ToolSchemas:
     def output_schema(self, prefix: str, tool: str | None
                       ) -> jsonschema.protocols.Validator | None:
         entry = self._tools.get(prefix, {}).get(tool or "")
-        return None if entry is None else entry.output_schema
+        return None if entry is None else self._compiled_schema(entry.output_schema)
 
     def callers_mistake(self, prefix: str, params: Any) -> str | None:
         """Why a ``tools/call`` with ``params`` on the route is the caller's mistake by
@@ -121,8 +117,25 @@ class ToolSchemas:
         tools = self._tools.get(prefix)
         if tools is None:
             return None
-        return mcp.callers_mistake(params, {n: t.input_schema for n, t in tools.items()},
-                                   all_listed=prefix in self._whole)
+        return mcp.callers_mistake(
+            params, tools, lambda name: self._compiled_schema(tools[name].input_schema),
+            all_listed=prefix in self._whole)
+
+    def _compiled_schema(self, schema: Mapping[str, Any] | None
+                         ) -> jsonschema.protocols.Validator | None:
+        """``schema`` compiled, when a call first needs it, and kept by its content.
+        Checking a schema against JSON Schema's metaschema is slow (20-25 ms for a tool
+        of 20 arguments, load 8): compiled as they were listed, a 50-tool server's
+        ``tools/list`` held the proxy's event loop 0.8-1 s at every session's start."""
+        if schema is None:
+            return None
+        key = json.dumps(schema, sort_keys=True, separators=(",", ":"))
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            compiled = self._compiled[key] = mcp.compile_output_schema(schema)
+            if len(self._compiled) > MAX_COMPILED:
+                del self._compiled[next(iter(self._compiled))]
+        return compiled
 
     def ask_later(self, asking: Asking) -> None:
         """Have the route's tools listed in the background, unless they are known, being

@@ -176,8 +176,8 @@ def test_what_a_schema_that_cannot_be_applied_makes(schema: dict[str, Any]) -> N
     compiled = mcp.compile_output_schema(schema)
     result = {"content": [], "structuredContent": {"a": 1}}
     assert mcp.judge_result(result, compiled) == mcp.ToolOutcome(True, "SUCCESS")
-    assert mcp.callers_mistake({"name": "t", "arguments": {"a": 1}}, {"t": compiled},
-                               all_listed=True) is None
+    assert mcp.callers_mistake({"name": "t", "arguments": {"a": 1}}, {"t"},
+                               lambda _: compiled, all_listed=True) is None
 
 
 async def test_an_unlisted_tool_is_the_callers_mistake_only_after_a_whole_listing(
