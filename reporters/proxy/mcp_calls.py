@@ -60,7 +60,6 @@ class MCPCalls:
         tool = mcp.tool_name(rpc.params)
         answer: dict[str, Any] = {}
         prefix = call.route.prefix
-        mistake = self.schemas.callers_mistake(prefix, rpc.params)
         if not self.schemas.known(prefix):
             self.schemas.ask_later(Asking(
                 prefix, call.route.upstream + call.sub_path,
@@ -92,7 +91,7 @@ class MCPCalls:
             if got is not None:
                 answer.update(got=got)
             answer["latency_ms"] = relayed.latency_ms
-        m = self._judge(base, answer, (prefix, tool, mistake), bounds)
+        m = self._judge(base, answer, (prefix, tool, rpc.params), bounds)
         satisfactory = m.claimed == "SUCCESS" and m.well_formed is True
         # A streamed answer is already with the caller: its fact is held as soon as it
         # is known (a crash between the two loses it, as a crash mid-answer would).
@@ -102,11 +101,10 @@ class MCPCalls:
         return p.respond(relayed, p.marks(interaction))
 
     def _judge(self, base: Measured, answer: Mapping[str, Any],
-               asked: tuple[str, str | None, str | None], bounds: Mapping[str, int]
-               ) -> Measured:
-        """The fact of a ``tools/call``; ``asked`` is (route prefix, tool, the caller's
-        mistake if the call was one)."""
-        prefix, tool, mistake = asked
+               asked: tuple[str, str | None, Any], bounds: Mapping[str, int]) -> Measured:
+        """The fact of a ``tools/call``; ``asked`` is (route prefix, tool, the call's
+        params)."""
+        prefix, tool, params = asked
         latency = answer.get("latency_ms")
         promises = promises_kept(True, latency, bounds)
         got: jsonrpc.Answer | None = answer.get("got")
@@ -115,8 +113,9 @@ class MCPCalls:
         if got.error_code is not None:
             outcome = mcp.judge_error(got.error_code)
         else:
-            outcome = mcp.refused(mcp.judge_result(
-                got.result, self.schemas.output_schema(prefix, tool)), mistake)
+            outcome = mcp.judge_result(got.result, self.schemas.output_schema(prefix, tool))
+            if outcome.claimed == "FAILURE":  # only then: was it the caller's mistake?
+                outcome = mcp.refused(outcome, self.schemas.callers_mistake(prefix, params))
         return replace(base, latency_ms=latency, well_formed=outcome.well_formed,
                        claimed=outcome.claimed, promises=promises)
 
