@@ -108,6 +108,10 @@ SENDS: dict[str, Any] = {
             {"raw": "JVBERg==", "mediaType": "application/pdf"}]}]}}),
     "a skill the card lists": rpc({"task": task("skill", "COMPLETED")}),
     "a skill the card does not list": rpc({"task": task("noskill", "COMPLETED")}),
+    "a skill the card does not list, then failed": rpc(
+        {"task": task("noskill-failed", "FAILED")}),
+    "a skill the card does not list, working, then failed in a poll": rpc(
+        {"task": task("noskill-poll", "WORKING")}),
     "failed, then completed in its context": rpc({"task": task("retry1", "FAILED", "ctx-r")}),
     "failed, then its context sent to another agent": rpc(
         {"task": task("switch1", "FAILED", "ctx-s")}),
@@ -156,6 +160,8 @@ async def agent(request: web.Request) -> web.StreamResponse:
         slug_, state = {
             "working, then completed in a poll with `\"id\": null`": ("poll", "COMPLETED"),
             "canceled by another caller, seen in a poll": ("other", "CANCELED"),
+            "a skill the card does not list, working, then failed in a poll": (
+                "noskill-poll", "FAILED"),
         }.get(case, ("cancel", "CANCELED" if method == "CancelTask" else "WORKING"))
         return web.json_response(rpc(task(slug_, state), rid=doc["id"]))
     if case.startswith("failed, then") and doc["params"]["message"].get("contextId"):
@@ -212,6 +218,7 @@ Scenario = Callable[[RunningProxy, str], Awaitable[str | None]]
 
 async def one_send(px: RunningProxy, case: str) -> str | None:
     skill = {"a skill the card lists": "solve", "a skill the card does not list": "juggle",
+             "a skill the card does not list, then failed": "juggle",
              "a part outside the skill's output modes": "solve"}
     return await post(px, case, send(metadata={"skill": skill[case]} if case in skill
                                      else None))
@@ -286,6 +293,15 @@ async def until_ended(held: Any, interaction: str | None) -> None:
         await asyncio.sleep(0.02)
 
 
+async def failed_in_a_poll(px: RunningProxy, case: str) -> str | None:
+    first = await post(px, case, send(metadata={"skill": "juggle"}))
+    PACING.clock.advance(PACE)
+    again = await post(px, case, {"jsonrpc": "2.0", "id": 2, "method": "GetTask",
+                                  "params": {"id": "t-noskill-poll"}})
+    assert again == first
+    return first
+
+
 async def tool_call(px: RunningProxy, case: str) -> str | None:
     await post(px, case, {"jsonrpc": "2.0", "id": 7, "method": "tools/list"}, route="/mcp")
     name, arguments = {
@@ -321,6 +337,7 @@ SCENARIOS: dict[str, Scenario] = {
     "canceled by the caller": cancelled,
     "working, then completed in a poll with `\"id\": null`": polled_with_a_null_id,
     "canceled by another caller, seen in a poll": cancelled_by_another,
+    "a skill the card does not list, working, then failed in a poll": failed_in_a_poll,
     "a timestamp without a zone, 0.3 names in 1.0 shapes (fasta2a)": older_shapes,
     "failed, then completed in its context": retried,
     "failed, then its context sent to another agent": retried,
