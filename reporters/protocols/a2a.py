@@ -296,6 +296,15 @@ def declared(card: AgentCard) -> Declared:
                     {s.id: tuple(s.output_modes) for s in card.skills})
 
 
+def unlisted_skill(card: Declared | None, asked: Asked) -> str | None:
+    """The skill ``asked`` names that ``card`` does not list; None when it names none,
+    the card lists it, or there is no card to say. Asking for what the card does not
+    offer is the caller's doing (SPEC §4, r4): a task that then fails was refused."""
+    if card is None or asked.skill is None or asked.skill in card.skills:
+        return None
+    return asked.skill
+
+
 def card_promises(card: Declared | None, asked: Asked, turns: Sequence[Turn],
                   streamed: bool | None) -> dict[str, bool]:
     """The card's promises this call puts to the test, each kept or not — only promises

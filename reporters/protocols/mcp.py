@@ -23,13 +23,19 @@ What an answer means (SPEC §4, r3; docs/proxy.md has the table):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
 import pydantic
-from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult
+import referencing.exceptions
+from mcp.types import (
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+)
 
 from reporters.protocols import jsonrpc, methods
 from reporters.protocols.answers import Claimed
@@ -60,30 +66,51 @@ class Declared:
     output_schema: Mapping[str, Any] | None
 
 
-def declared_tools(result: Any) -> dict[str, Declared] | None:
-    """tool name -> what it declares, from a ``tools/list`` result; None when the result
-    is not a ``ListToolsResult``."""
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One ``tools/list`` answer: what each tool on it declares, and the cursor of the
+    next page (None: this is the last)."""
+
+    tools: Mapping[str, Declared]
+    next_cursor: str | None
+
+
+def listed_page(result: Any) -> Page | None:
+    """The page of a ``tools/list`` result; None when the result is not a
+    ``ListToolsResult``."""
     try:
         listed = ListToolsResult.model_validate(result)
     except pydantic.ValidationError:
         return None
-    return {t.name: Declared(t.input_schema, t.output_schema) for t in listed.tools}
+    return Page({t.name: Declared(t.input_schema, t.output_schema) for t in listed.tools},
+                listed.next_cursor)
 
 
-def callers_mistake(params: Any, tools: Mapping[str, jsonschema.protocols.Validator | None]
-                    ) -> str | None:
+def page_asked(params: Any) -> str | None:
+    """The cursor a ``tools/list`` request asks for; None: the first page (or params
+    that are not a paginated request's: read as asking from the start)."""
+    try:
+        return None if params is None else PaginatedRequestParams.model_validate(params).cursor
+    except pydantic.ValidationError:
+        return None
+
+
+def callers_mistake(params: Any, listed: Collection[str],
+                    input_schema: Callable[[str], jsonschema.protocols.Validator | None],
+                    *, all_listed: bool) -> str | None:
     """Why a ``tools/call`` is the caller's mistake by what the server declared (SPEC §4,
-    r4): params that are not a tool call, a tool the server does not list, arguments its
-    ``inputSchema`` refuses (``tools``: name -> the compiled ``inputSchema``, None when it
+    r4): params that are not a tool call, a tool the server does not list (said only
+    when ``all_listed``: ``listed`` is a whole listing, every page of it), arguments its
+    ``inputSchema`` refuses (``input_schema``: a listed tool's, compiled; None when it
     declares none). None: nothing wrong with the call, as far as the declarations say."""
     try:
         asked = CallToolRequestParams.model_validate(params)
     except pydantic.ValidationError:
         return "not the params of a tools/call"
-    if asked.name not in tools:
-        return f"the server lists no tool {asked.name!r}"
-    schema = tools[asked.name]
-    if schema is not None and not schema.is_valid(asked.arguments or {}):
+    if asked.name not in listed:
+        return f"the server lists no tool {asked.name!r}" if all_listed else None
+    schema = input_schema(asked.name)
+    if schema is not None and not conforms(schema, asked.arguments or {}):
         return f"arguments that {asked.name!r}'s inputSchema refuses"
     return None
 
@@ -107,7 +134,7 @@ def judge_result(result: Any, schema: jsonschema.protocols.Validator | None) -> 
         return ToolOutcome(True, claim)
     if got.structured_content is None:
         return ToolOutcome(False, claim, "no structuredContent for a declared outputSchema")
-    if not schema.is_valid(got.structured_content):
+    if not conforms(schema, got.structured_content):
         return ToolOutcome(False, claim, "structuredContent breaks the outputSchema")
     return ToolOutcome(True, claim)
 
@@ -122,6 +149,19 @@ def refused(outcome: ToolOutcome, mistake: str | None) -> ToolOutcome:
     if mistake is None or outcome.claimed != "FAILURE":
         return outcome
     return ToolOutcome(outcome.well_formed, "DECLINED", f"{outcome.why}; {mistake}".strip("; "))
+
+
+def conforms(schema: jsonschema.protocols.Validator, instance: Any) -> bool:
+    """Whether ``instance`` is valid against a tool's compiled schema. A schema that is
+    valid JSON Schema but cannot be applied — a ``$ref`` to nowhere or to another
+    document (nothing is fetched), one that refers to itself without end — promised
+    nothing checkable, as a broken one (:func:`compile_output_schema`): everything
+    conforms to it. (Such a schema raised out of the proxy's handler: the caller got a
+    500 instead of the tool's answer, and no fact was made.)"""
+    try:
+        return bool(schema.is_valid(instance))
+    except (referencing.exceptions.Unresolvable, RecursionError):
+        return True
 
 
 def compile_output_schema(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:

@@ -38,6 +38,7 @@ from reporters.proxy.holding import TRACKED, Measured
 from reporters.proxy.measure import promises_kept, task_hash
 from reporters.proxy.protocol_call import FORWARD_FAILURES, ProtocolCall, ProxyServices
 from reporters.proxy.relay import Buffered, Streamed
+from reporters.proxy.tasks import TaskTurn
 
 
 def _and(a: bool | None, b: bool | None) -> bool | None:
@@ -108,6 +109,8 @@ class A2ACalls:
             base = Measured(agent, call.caller, p.timestamp(call.wall), True, None, None, {},
                             None, None)
         request_task = task_hash("POST", call.sub_path, call.query, call.body)
+        unlisted = task.unlisted_skill if task is not None else a2a.unlisted_skill(
+            p.cards.declared(call.route.prefix), asked)
         call_started = p.now()
         if task is None:
             p.facts.tasks.begin(interaction, call_started)
@@ -152,12 +155,19 @@ class A2ACalls:
             if final:
                 assert state is not None
                 seen.ended = True
-                cancelled = state == TaskState.TASK_STATE_CANCELED and asked.kind == "cancel"
+                # A cancel by a signed caller is its own (tasks are found by caller); an
+                # unsigned one may be anybody's: nothing can be said (null), as for
+                # every unsigned caller's derived.
+                cancelled = state == TaskState.TASK_STATE_CANCELED and \
+                    asked.kind == "cancel" and call.caller is not None
                 satisfactory = state == TaskState.TASK_STATE_COMPLETED and \
                     m.well_formed is not False
-                await p.facts.end(interaction, replace(m, claimed=a2a.STATE_CLAIMS[state]),
-                                  context_key(), satisfactory,
-                                  "ABANDONED" if cancelled else TRACKED)
+                claimed = a2a.STATE_CLAIMS[state]
+                if claimed == "FAILURE" and unlisted is not None:
+                    # asked for a skill the card does not offer: refused, not failed
+                    claimed = "DECLINED"
+                await p.facts.end(interaction, replace(m, claimed=claimed), context_key(),
+                                  satisfactory, "ABANDONED" if cancelled else TRACKED)
             elif task is None and (last is None or last.task_id is None):
                 # A new send answered without a task: an error, a bad answer, a message.
                 seen.ended = True
@@ -167,8 +177,8 @@ class A2ACalls:
                                   satisfactory)
             else:
                 task_id = last.task_id if last is not None else None
-                await p.facts.hold_open(interaction, m, context_key(), task_id,
-                                        _latest_state(seen.turns))
+                await p.facts.hold_open(interaction, m, context_key(), TaskTurn(
+                    task_id, _latest_state(seen.turns), unlisted))
 
         # A stream's headers carry the interaction id, so its fact must be on disk
         # before they go back. Held while the request is upstream, the fsync overlaps
@@ -178,13 +188,14 @@ class A2ACalls:
         if asked.kind in ("stream", "resubscribe"):
             provisional = asyncio.create_task(p.facts.hold_open(
                 interaction, replace(base, answered=task is not None), context_key(),
-                asked.task_id, None))
+                TaskTurn(asked.task_id, None, unlisted)))
 
         async def on_start() -> dict[str, str]:
             if provisional is not None:
                 await provisional
             else:
-                await p.facts.hold_open(interaction, measured(), context_key(), None, None)
+                await p.facts.hold_open(interaction, measured(), context_key(),
+                                        TaskTurn(None, None, unlisted))
             return p.marks(interaction)
 
         async def on_event(event: Event, latency_ms: int) -> None:

@@ -40,7 +40,7 @@ from reporters._internal.wording import count
 from reporters.models import FactPayload
 from reporters.proxy.measure import Check, Claimed
 from reporters.proxy.metrics import ProxyMetrics
-from reporters.proxy.tasks import OpenTasks
+from reporters.proxy.tasks import OpenTasks, TaskTurn
 from reporters.proxy.tracker import Call, Derived, DerivedOutcomes, Settled, Thread
 
 log = logging.getLogger("reporters.proxy")
@@ -82,6 +82,7 @@ class OpenMark:
     state: int | None
     last_at: float  # wall clock (Unix seconds) of the task's last turn
     started_at: float  # wall clock when the task's first call went upstream
+    unlisted_skill: str | None = None  # see reporters.proxy.tasks.TaskTurn
 
 
 #: ``derived`` left to the tracker (what the caller does next), in :meth:`HeldFacts.end`.
@@ -117,7 +118,8 @@ class HeldFact:
         }
         if self.open is not None:
             doc["open"] = {"task_id": self.open.task_id, "state": self.open.state,
-                           "last_at": self.open.last_at, "started_at": self.open.started_at}
+                           "last_at": self.open.last_at, "started_at": self.open.started_at,
+                           "unlisted_skill": self.open.unlisted_skill}
         return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
 
     @classmethod
@@ -133,7 +135,8 @@ class HeldFact:
                                                    t["last_satisfactory"], t["last_at"])
         o = doc.get("open")
         open_mark = None if o is None else OpenMark(o["task_id"], o["state"], o["last_at"],
-                                                    o.get("started_at", o["last_at"]))
+                                                    o.get("started_at", o["last_at"]),
+                                                    o.get("unlisted_skill"))
         return cls(measured, doc["task"], doc["satisfactory"], doc["answered_at"], thread,
                    doc["settled"], doc["derived"], open_mark)
 
@@ -189,9 +192,10 @@ class HeldFacts:
             fact = HeldFact.decode(raw)
             self._facts[interaction] = fact
             if not fact.settled and fact.open is not None and fact.open.task_id is not None:
+                o = fact.open
                 self.tasks.turn(interaction, (fact.measured.agent, fact.measured.caller),
-                                fact.open.task_id, fact.open.state,
-                                (on_clock(fact.open.last_at), on_clock(fact.open.started_at)))
+                                TaskTurn(o.task_id, o.state, o.unlisted_skill),
+                                (on_clock(o.last_at), on_clock(o.started_at)))
                 continue
             if fact.settled or fact.open is not None or fact.thread is None or \
                     fact.measured.caller is None:
@@ -250,7 +254,7 @@ class HeldFacts:
         await self._write(interaction, self._track(interaction, fact))
 
     async def hold_open(self, interaction: str, measured: Measured, task: str,
-                        task_id: str | None, state: int | None) -> None:
+                        turn: TaskTurn) -> None:
         """Hold the fact of an A2A task that has not ended, or rewrite it at a new turn
         (durably, before the caller has the answer)."""
         wall = self._wall()
@@ -258,10 +262,10 @@ class HeldFacts:
         if fact is None or fact.settled:
             fact = self._facts[interaction] = HeldFact(measured, task, False, wall)
         fact.measured, fact.task = measured, task
-        open_task = self.tasks.turn(interaction, (measured.agent, measured.caller), task_id,
-                                    state)
+        open_task = self.tasks.turn(interaction, (measured.agent, measured.caller), turn)
         started_at = wall - max(0.0, self._clock() - open_task.started)
-        fact.open = OpenMark(open_task.task_id, open_task.state, wall, started_at)
+        fact.open = OpenMark(open_task.task_id, open_task.state, wall, started_at,
+                             open_task.unlisted_skill)
         await self._write(interaction, {interaction})
 
     async def end(self, interaction: str, measured: Measured, task: str, satisfactory: bool,

@@ -60,9 +60,7 @@ class MCPCalls:
         tool = mcp.tool_name(rpc.params)
         answer: dict[str, Any] = {}
         prefix = call.route.prefix
-        declared = self.schemas.input_schemas(prefix)
-        mistake = None if declared is None else mcp.callers_mistake(rpc.params, declared)
-        if declared is None:
+        if not self.schemas.known(prefix):
             self.schemas.ask_later(Asking(
                 prefix, call.route.upstream + call.sub_path,
                 {k: v for k, v in call.request.headers.items() if k.lower() == "authorization"},
@@ -93,7 +91,7 @@ class MCPCalls:
             if got is not None:
                 answer.update(got=got)
             answer["latency_ms"] = relayed.latency_ms
-        m = self._judge(base, answer, (prefix, tool, mistake), bounds)
+        m = self._judge(base, answer, (prefix, tool, rpc.params), bounds)
         satisfactory = m.claimed == "SUCCESS" and m.well_formed is True
         # A streamed answer is already with the caller: its fact is held as soon as it
         # is known (a crash between the two loses it, as a crash mid-answer would).
@@ -103,11 +101,10 @@ class MCPCalls:
         return p.respond(relayed, p.marks(interaction))
 
     def _judge(self, base: Measured, answer: Mapping[str, Any],
-               asked: tuple[str, str | None, str | None], bounds: Mapping[str, int]
-               ) -> Measured:
-        """The fact of a ``tools/call``; ``asked`` is (route prefix, tool, the caller's
-        mistake if the call was one)."""
-        prefix, tool, mistake = asked
+               asked: tuple[str, str | None, Any], bounds: Mapping[str, int]) -> Measured:
+        """The fact of a ``tools/call``; ``asked`` is (route prefix, tool, the call's
+        params)."""
+        prefix, tool, params = asked
         latency = answer.get("latency_ms")
         promises = promises_kept(True, latency, bounds)
         got: jsonrpc.Answer | None = answer.get("got")
@@ -116,8 +113,9 @@ class MCPCalls:
         if got.error_code is not None:
             outcome = mcp.judge_error(got.error_code)
         else:
-            outcome = mcp.refused(mcp.judge_result(
-                got.result, self.schemas.output_schema(prefix, tool)), mistake)
+            outcome = mcp.judge_result(got.result, self.schemas.output_schema(prefix, tool))
+            if outcome.claimed == "FAILURE":  # only then: was it the caller's mistake?
+                outcome = mcp.refused(outcome, self.schemas.callers_mistake(prefix, params))
         return replace(base, latency_ms=latency, well_formed=outcome.well_formed,
                        claimed=outcome.claimed, promises=promises)
 
@@ -141,9 +139,9 @@ class MCPCalls:
             if got is not None and got.error_code is None:
                 learned.append(got.result)
         for result in learned:
-            declared = mcp.declared_tools(result)
-            if declared is not None:
-                self.schemas.learn(call.route.prefix, declared)
+            page = mcp.listed_page(result)
+            if page is not None:
+                self.schemas.learn(call.route.prefix, page, mcp.page_asked(rpc.params))
         if isinstance(relayed, Streamed):
             return relayed.response
         return p.respond(relayed, {})

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from reporters.proxy.tracker import Settled
 
@@ -37,6 +38,18 @@ class OpenTask:
     state: int | None
     at: float  # the clock at the task's last turn
     started: float  # the clock when the task's first call went upstream
+    #: the skill the task's first call named that the agent's card does not list
+    unlisted_skill: str | None = None
+
+
+class TaskTurn(NamedTuple):
+    """What a turn showed of its task: its id and latest state (None: not shown), and
+    the skill its first call named that the card does not list (reporters.proxy.a2a_calls:
+    a task that then fails was refused, not failed)."""
+
+    task_id: str | None
+    state: int | None
+    unlisted_skill: str | None = None
 
 
 #: what a task is found by: agent, caller, task id
@@ -74,17 +87,18 @@ class OpenTasks:
         task = self._by_interaction.get(interaction)
         return task.started if task is not None else self._starts.get(interaction)
 
-    def turn(self, interaction: str, who: tuple[str, str | None], task_id: str | None,
-             state: int | None, at: tuple[float, float] | None = None) -> OpenTask:
+    def turn(self, interaction: str, who: tuple[str, str | None], seen: TaskTurn,
+             at: tuple[float, float] | None = None) -> OpenTask:
         """Open the task of ``interaction`` for ``who`` (agent, caller), or record its
         latest turn; ``at`` is (last turn, start) on the clock (default: now)."""
         agent, caller = who
+        task_id, state = seen.task_id, seen.state
         now = self._clock()
         last, started = at if at is not None else (now, self._starts.pop(interaction, now))
         task = self._by_interaction.get(interaction)
         if task is None:
             task = self._by_interaction[interaction] = OpenTask(
-                interaction, agent, caller, None, None, last, started)
+                interaction, agent, caller, None, None, last, started, seen.unlisted_skill)
         if task_id is not None and task.task_id is None:
             task.task_id = task_id
             self._by_task[(agent, caller, task_id)] = interaction

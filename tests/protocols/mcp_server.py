@@ -2,7 +2,8 @@
 HTTP transport, uvicorn on loopback), and the package's client.
 
 Tools: ``add`` (structured output that fits its ``outputSchema``), ``broken`` (answers
-``isError: true``), ``liar`` (structured output that breaks its ``outputSchema``). The
+``isError: true``), ``liar`` (structured output that breaks its ``outputSchema``), and
+the :data:`UNCHECKABLE` ones (schemas no validator can apply). The
 low-level server publishes the schemas as given and does not check its own answers
 against them, which is how a server that breaks its schema is built."""
 
@@ -29,11 +30,43 @@ def tools() -> list[types.Tool]:
                                              "b": {"type": "integer"}}}
     return [types.Tool(name="add", input_schema=args, output_schema=SUM_SCHEMA),
             types.Tool(name="broken", input_schema=args),
-            types.Tool(name="liar", input_schema=args, output_schema=SUM_SCHEMA)]
+            types.Tool(name="liar", input_schema=args, output_schema=SUM_SCHEMA),
+            *(types.Tool(name=name, input_schema=schema) for name, schema in UNCHECKABLE.items())]
 
 
-async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=tools())
+#: Tools whose ``inputSchema`` is valid JSON Schema that no validator can apply: a
+#: ``$ref`` to nowhere, a schema that refers to itself without end. They answer as
+#: ``add`` does. (As an ``outputSchema`` the mcp client itself cannot apply them.)
+UNCHECKABLE: dict[str, dict[str, Any]] = {
+    "dangling": {"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}},
+    "endless": {"type": "object", "allOf": [{"$ref": "#"}]},
+}
+
+
+def listing(pages: list[list[str]] | None) -> Any:
+    """The server's ``tools/list``: every tool in one answer, or, with ``pages``, the
+    tools named on each page, one page an answer (the cursor is the page's number).
+    The test may change ``pages`` while the server runs: a server whose tools change."""
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None
+                         ) -> types.ListToolsResult:
+        if pages is None:
+            return types.ListToolsResult(tools=tools())
+        page = int(params.cursor or 0) if params is not None else 0
+        more = str(page + 1) if page + 1 < len(pages) else None
+        return types.ListToolsResult(tools=[t for t in tools() if t.name in pages[page]],
+                                     next_cursor=more)
+    return list_tools
+
+
+def calling(pages: list[list[str]] | None) -> Any:
+    """The server's ``tools/call``; with ``pages``, a tool no page lists is unknown: it
+    answers ``isError: true``, as real servers do."""
+    async def call(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if pages is not None and not any(params.name in page for page in pages):
+            return types.CallToolResult(content=[types.TextContent(
+                type="text", text=f"Unknown tool: {params.name}")], is_error=True)
+        return await call_tool(ctx, params)
+    return call
 
 
 async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -41,17 +74,18 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
     if params.name == "broken":
         return types.CallToolResult(content=[types.TextContent(type="text", text="it broke")],
                                     is_error=True)
-    total: Any = a + b if params.name == "add" else f"{a + b}"
+    total: Any = f"{a + b}" if params.name == "liar" else a + b
     return types.CallToolResult(content=[types.TextContent(type="text", text=str(total))],
                                 structured_content={"sum": total})
 
 
 @asynccontextmanager
-async def mcp_server(*, json_response: bool,
-                     wrap: Callable[[Any], Any] | None = None) -> AsyncIterator[str]:
+async def mcp_server(*, json_response: bool, wrap: Callable[[Any], Any] | None = None,
+                     pages: list[list[str]] | None = None) -> AsyncIterator[str]:
     """The server's endpoint, ``http://127.0.0.1:PORT/mcp``; answers as JSON or SSE.
-    ``wrap``: an ASGI middleware put in front of the server's application."""
-    server = Server("tools", on_list_tools=list_tools, on_call_tool=call_tool)
+    ``wrap``: an ASGI middleware put in front of the server's application; ``pages``:
+    the tools it lists, page by page (:func:`listing`; default: all, in one answer)."""
+    server = Server("tools", on_list_tools=listing(pages), on_call_tool=calling(pages))
     app = server.streamable_http_app(json_response=json_response)
     if wrap is not None:
         app = wrap(app)

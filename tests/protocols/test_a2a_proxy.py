@@ -12,7 +12,7 @@ import pytest
 import reporters
 from reporters.protocols.a2a import OUTPUT_MODES_PROMISE, SKILL_PROMISE, STREAMING_PROMISE
 from tests.protocols.a2a_agent import Caller, a2a_agent
-from tests.proxy.support import running_proxy, stored_facts
+from tests.proxy.support import ShiftedClock, running_proxy, stored_facts
 from tests.support import BureauUnderTest
 
 MODES, SKILL, STREAM = OUTPUT_MODES_PROMISE, SKILL_PROMISE, STREAMING_PROMISE
@@ -29,10 +29,13 @@ async def test_each_task_is_one_fact_that_says_how_it_ended(
     agent = reporters.key_id(reporters.generate_key())
     signer = reporters.generate_key()
     key = await bureau.reporter(("facts",))
+    # Windows no machine passes while the calls run (a retry, a continuation, a cancel
+    # all come in time however loaded it is); passed on purpose once they are done.
+    clock = ShiftedClock()
     async with a2a_agent(version) as base, running_proxy(
             bureau, tmp_path, [{"prefix": "/helper", "agent": agent, "upstream": base,
                                 "protocol": "a2a"}],
-            reporter=key, settle=0.3, quiet=0.8) as px:
+            reporter=key, settle=60, quiet=120, clock=clock) as px:
         assert px.proxy.cards.declared("/helper") is not None  # read at start
         caller = Caller(px.url + "/helper", signer)
         try:
@@ -62,6 +65,7 @@ async def test_each_task_is_one_fact_that_says_how_it_ended(
             ids["left-waiting"] = (await caller.send("ask")).interactions
         finally:
             await caller.close()
+        clock.advance(121)  # silence past quiet_seconds: the task left waiting ends
         await px.proxy.settle()
     # One interaction per task, whatever number of calls it took.
     assert {k: len(set(v)) for k, v in ids.items()} == dict.fromkeys(ids, 1), ids
@@ -86,3 +90,43 @@ async def test_each_task_is_one_fact_that_says_how_it_ended(
     }
     assert all(f["caller"] == reporters.key_id(signer) for f in facts.values())
     assert all(isinstance(f["latency_ms"], int) for f in facts.values())
+
+
+async def test_what_the_caller_or_another_party_did_is_not_the_agents(
+        bureau: BureauUnderTest, tmp_path: Path) -> None:
+    """SPEC §4 (r4), "The fact is about the agent". A task that fails after its caller
+    named a skill the agent's card does not offer was refused, not failed: ``DECLINED``
+    (a skill the card lists, then failed, is the agent's ``FAILURE``). An unsigned
+    cancel may be anybody's — unsigned callers cannot be told apart, so another party
+    could cancel the task: it makes no ``ABANDONED``."""
+    agent = reporters.key_id(reporters.generate_key())
+    key = await bureau.reporter(("facts",))
+    clock = ShiftedClock()
+    async with a2a_agent("1.0") as base, running_proxy(
+            bureau, tmp_path, [{"prefix": "/helper", "agent": agent, "upstream": base,
+                                "protocol": "a2a"}],
+            reporter=key, settle=60, quiet=120, clock=clock) as px:
+        signed = Caller(px.url + "/helper", reporters.generate_key())
+        unsigned = Caller(px.url + "/helper")
+        try:
+            ids = {
+                "an unlisted skill, failed": (await signed.send(
+                    "fail", metadata={"skill": "juggle"})).interactions,
+                "a listed skill, failed": (await signed.send(
+                    "fail", metadata={"skill": "solve"})).interactions,
+            }
+            working = await unsigned.send("work")
+            cancelled = await unsigned.cancel(working.task)
+            assert cancelled.status.state == 5  # TASK_STATE_CANCELED
+            ids["an unsigned cancel"] = working.interactions + unsigned.interactions[-1:]
+        finally:
+            await signed.close()
+            await unsigned.close()
+        clock.advance(121)
+        await px.proxy.settle()
+    assert {k: len(set(v)) for k, v in ids.items()} == dict.fromkeys(ids, 1), ids
+    facts = await stored_facts(bureau.database_url, reporters.key_id(key))
+    got = {name: (facts[i[0]]["claimed"], facts[i[0]]["derived"]) for name, i in ids.items()}
+    assert got == {"an unlisted skill, failed": ("DECLINED", None),  # the caller came back
+                   "a listed skill, failed": ("FAILURE", "ABANDONED"),  # and then left
+                   "an unsigned cancel": (None, None)}

@@ -17,16 +17,38 @@ from aiohttp import web
 import reporters
 from reporters.httpsig import sign_request_headers
 from tests.docs.test_docs import _table_rows
-from tests.proxy.support import RunningProxy, running_proxy, stored_facts, upstream
+from tests.proxy.support import (
+    RunningProxy,
+    ShiftedClock,
+    running_proxy,
+    stored_facts,
+    upstream,
+)
 from tests.support import BureauUnderTest
 
 DOCS = Path(__file__).resolve().parent.parent.parent / "docs"
 SIGNER = reporters.generate_key()
 OTHER_SIGNER = reporters.generate_key()
 #: Between a task's first answer and the one that shows its final state, the scenarios
-#: let this much time pass: `latency_ms` "to the final state" is at least this, "the
-#: answer" and "the first answer" less (a loopback answer takes milliseconds).
-PACE = 0.3
+#: move the proxy's clock on this much: `latency_ms` "to the final state" is at least
+#: this, "the answer" and "the first answer" less (no loopback answer takes seconds).
+PACE = 5.0
+#: The proxy's windows: no machine is slow enough to pass them between a scenario's
+#: calls; the test passes them on purpose at the end (QUIET: a silence).
+SETTLE, QUIET = 30.0, 60.0
+
+
+class Pacing:
+    """The proxy's clock (real time plus what the scenarios add), and the hang-up the
+    agent waits for before it finishes the stream the caller left."""
+
+    def __init__(self) -> None:
+        self.clock = ShiftedClock()
+        self.hung_up = asyncio.Event()
+
+
+PACING = Pacing()
+HUNG_UP = "a stream the caller hangs up on, then completed"
 
 
 def task(slug: str, state: str, context: str | None = None) -> dict[str, Any]:
@@ -86,6 +108,10 @@ SENDS: dict[str, Any] = {
             {"raw": "JVBERg==", "mediaType": "application/pdf"}]}]}}),
     "a skill the card lists": rpc({"task": task("skill", "COMPLETED")}),
     "a skill the card does not list": rpc({"task": task("noskill", "COMPLETED")}),
+    "a skill the card does not list, then failed": rpc(
+        {"task": task("noskill-failed", "FAILED")}),
+    "a skill the card does not list, working, then failed in a poll": rpc(
+        {"task": task("noskill-poll", "WORKING")}),
     "failed, then completed in its context": rpc({"task": task("retry1", "FAILED", "ctx-r")}),
     "failed, then its context sent to another agent": rpc(
         {"task": task("switch1", "FAILED", "ctx-s")}),
@@ -131,10 +157,12 @@ async def agent(request: web.Request) -> web.StreamResponse:
     if method == "tools/call":
         return web.json_response({**TOOL_CALLS[case], "id": doc["id"]})
     if method in ("GetTask", "CancelTask"):
-        slug_ = {"working, then completed in a poll with `\"id\": null`": "poll",
-                 "canceled by another caller, seen in a poll": "other"}.get(case, "cancel")
-        state = "CANCELED" if method == "CancelTask" or slug_ == "other" else \
-            "COMPLETED" if slug_ == "poll" else "WORKING"
+        slug_, state = {
+            "working, then completed in a poll with `\"id\": null`": ("poll", "COMPLETED"),
+            "canceled by another caller, seen in a poll": ("other", "CANCELED"),
+            "a skill the card does not list, working, then failed in a poll": (
+                "noskill-poll", "FAILED"),
+        }.get(case, ("cancel", "CANCELED" if method == "CancelTask" else "WORKING"))
         return web.json_response(rpc(task(slug_, state), rid=doc["id"]))
     if case.startswith("failed, then") and doc["params"]["message"].get("contextId"):
         return web.json_response(rpc({"task": task("retry2", "COMPLETED",
@@ -145,7 +173,9 @@ async def agent(request: web.Request) -> web.StreamResponse:
         events = STREAMS[case].split(b"\n\n")[:-1]
         for i, event in enumerate(events):
             if i:
-                await asyncio.sleep(PACE)  # the final state comes later than the first
+                if case == HUNG_UP:  # the rest comes once the caller has left
+                    await PACING.hung_up.wait()
+                PACING.clock.advance(PACE)  # the final state comes later than the first
             await resp.write(event + b"\n\n")
         await resp.write_eof()
         return resp
@@ -188,6 +218,7 @@ Scenario = Callable[[RunningProxy, str], Awaitable[str | None]]
 
 async def one_send(px: RunningProxy, case: str) -> str | None:
     skill = {"a skill the card lists": "solve", "a skill the card does not list": "juggle",
+             "a skill the card does not list, then failed": "juggle",
              "a part outside the skill's output modes": "solve"}
     return await post(px, case, send(metadata={"skill": skill[case]} if case in skill
                                      else None))
@@ -197,7 +228,7 @@ async def cancelled(px: RunningProxy, case: str) -> str | None:
     first = await post(px, case, send())
     await post(px, case, {"jsonrpc": "2.0", "id": 2, "method": "GetTask",
                           "params": {"id": "t-cancel"}})
-    await asyncio.sleep(PACE)
+    PACING.clock.advance(PACE)
     await post(px, case, {"jsonrpc": "2.0", "id": 3, "method": "CancelTask",
                           "params": {"id": "t-cancel"}})
     return first
@@ -205,7 +236,7 @@ async def cancelled(px: RunningProxy, case: str) -> str | None:
 
 async def polled_with_a_null_id(px: RunningProxy, case: str) -> str | None:
     first = await post(px, case, send())
-    await asyncio.sleep(PACE)
+    PACING.clock.advance(PACE)
     again = await post(px, case, {"jsonrpc": "2.0", "id": None, "method": "GetTask",
                                   "params": {"id": "t-poll"}})
     assert again == first  # the same task: the poll is one of its turns
@@ -217,7 +248,7 @@ async def cancelled_by_another(px: RunningProxy, case: str) -> str | None:
     theirs = await post(px, case, {"jsonrpc": "2.0", "id": 2, "method": "CancelTask",
                                    "params": {"id": "t-other"}}, signer=OTHER_SIGNER)
     assert theirs is None  # not a task that caller follows: no fact
-    await asyncio.sleep(PACE)
+    PACING.clock.advance(PACE)
     await post(px, case, {"jsonrpc": "2.0", "id": 3, "method": "GetTask",
                           "params": {"id": "t-other"}})
     return first
@@ -250,6 +281,7 @@ async def hung_up(px: RunningProxy, case: str) -> str | None:
         await resp.content.readline()  # the first event has come: the caller hangs up
         interaction = resp.headers.get("Bureau-Interaction")
         resp.close()
+    PACING.hung_up.set()  # and only then does the agent finish its stream
     held = px.proxy.facts
     await asyncio.wait_for(until_ended(held, interaction), 30)
     return interaction
@@ -259,6 +291,15 @@ async def until_ended(held: Any, interaction: str | None) -> None:
     """Until the proxy has seen the stream's task end (it reads on after the caller left)."""
     while interaction in held.tasks._by_interaction or interaction in held.tasks._starts:
         await asyncio.sleep(0.02)
+
+
+async def failed_in_a_poll(px: RunningProxy, case: str) -> str | None:
+    first = await post(px, case, send(metadata={"skill": "juggle"}))
+    PACING.clock.advance(PACE)
+    again = await post(px, case, {"jsonrpc": "2.0", "id": 2, "method": "GetTask",
+                                  "params": {"id": "t-noskill-poll"}})
+    assert again == first
+    return first
 
 
 async def tool_call(px: RunningProxy, case: str) -> str | None:
@@ -296,6 +337,7 @@ SCENARIOS: dict[str, Scenario] = {
     "canceled by the caller": cancelled,
     "working, then completed in a poll with `\"id\": null`": polled_with_a_null_id,
     "canceled by another caller, seen in a poll": cancelled_by_another,
+    "a skill the card does not list, working, then failed in a poll": failed_in_a_poll,
     "a timestamp without a zone, 0.3 names in 1.0 shapes (fasta2a)": older_shapes,
     "failed, then completed in its context": retried,
     "failed, then its context sent to another agent": retried,
@@ -350,8 +392,11 @@ async def test_every_row_of_the_protocol_tables(bureau: BureauUnderTest,
             {"prefix": "/other", "agent": other, "upstream": up, "protocol": "a2a"},
             {"prefix": "/mcp", "agent": agent_id, "upstream": up},
             {"prefix": "/dead", "agent": agent_id, "upstream": "http://127.0.0.1:9",
-             "protocol": "a2a"}], reporter=key, settle=0.5, quiet=2.0) as px:
+             "protocol": "a2a"}], reporter=key, settle=SETTLE, quiet=QUIET,
+            clock=PACING.clock) as px:
+        PACING.hung_up = asyncio.Event()
         ids = {case: await run(px, case) for case, run in SCENARIOS.items()}
+        PACING.clock.advance(QUIET + 1)  # then silence: what waited on it is decided
         await asyncio.wait_for(px.proxy.settle(), 60)
     facts = await stored_facts(bureau.database_url, reporters.key_id(key))
     got = {}

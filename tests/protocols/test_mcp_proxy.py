@@ -12,9 +12,11 @@ from typing import Any
 
 import aiohttp
 import pytest
+from mcp.types import PaginatedRequestParams
 
 import reporters
-from tests.protocols.mcp_server import mcp_client, mcp_server
+from reporters.protocols import mcp
+from tests.protocols.mcp_server import UNCHECKABLE, mcp_client, mcp_server
 from tests.proxy.support import running_proxy, stored_facts
 from tests.support import BureauUnderTest
 
@@ -142,3 +144,90 @@ async def test_unknown_schemas_are_learned_off_the_callers_path(
     assert facts[mistaken]["claimed"] == "SUCCESS"
     assert made.get(("bureau_proxy_mcp_schema_failures_total", (("route", "/tools"),)),
                     0) == 0
+
+
+async def test_a_schema_no_validator_can_apply_checks_nothing(
+        bureau: BureauUnderTest, tmp_path: Path) -> None:
+    """A tool may declare a schema that is valid JSON Schema but cannot be applied (a
+    ``$ref`` to nowhere, one that refers to itself without end): it promised nothing
+    checkable. Its calls are forwarded and judged as if it declared none — never a
+    500 from the proxy instead of the tool's answer."""
+    key = await bureau.reporter(("facts",))
+    agent = reporters.key_id(reporters.generate_key())
+    async with mcp_server(json_response=True) as base, running_proxy(
+            bureau, tmp_path, [{"prefix": "/tools", "agent": agent, "upstream": base}],
+            reporter=key) as px:
+        async with mcp_client(px.url + "/tools/mcp") as (session, ids):
+            await session.list_tools()  # the proxy learns the schemas
+            answers = [await session.call_tool(name, {"a": 2, "b": 3})
+                       for name in UNCHECKABLE]
+            calls = list(ids)
+        await px.proxy.settle()
+    assert [a.structured_content for a in answers] == [{"sum": 5}] * len(UNCHECKABLE)
+    facts = await stored_facts(bureau.database_url, reporters.key_id(key))
+    assert [outcome(facts[i]) for i in calls] == [(True, True, "SUCCESS", None)] * len(
+        UNCHECKABLE)
+
+
+@pytest.mark.parametrize("schema", UNCHECKABLE.values(), ids=UNCHECKABLE.keys())
+def test_what_a_schema_that_cannot_be_applied_makes(schema: dict[str, Any]) -> None:
+    """The same schemas as an ``outputSchema`` (which the mcp client cannot apply, so
+    no end-to-end call shows it): the result is judged as if none was declared."""
+    compiled = mcp.compile_output_schema(schema)
+    result = {"content": [], "structuredContent": {"a": 1}}
+    assert mcp.judge_result(result, compiled) == mcp.ToolOutcome(True, "SUCCESS")
+    assert mcp.callers_mistake({"name": "t", "arguments": {"a": 1}}, {"t"},
+                               lambda _: compiled, all_listed=True) is None
+
+
+async def test_an_unlisted_tool_is_the_callers_mistake_only_after_a_whole_listing(
+        bureau: BureauUnderTest, tmp_path: Path) -> None:
+    """``tools/list`` is paginated, and a server's tools change. A tool the proxy has not
+    seen listed is the caller's mistake (``DECLINED`` when answered ``isError``) only
+    once it has seen a whole listing, every page from the first; a whole listing is then
+    the route's tools, so a tool the server dropped is the caller's mistake too. Before,
+    the first page made the rest of the server's tools "unlisted": their own failures
+    were free declines; and a dropped tool stayed listed: a caller calling it made the
+    server's refusal a FAILURE."""
+    key = await bureau.reporter(("facts",))
+    agent = reporters.key_id(reporters.generate_key())
+    pages = [["add", "liar"], ["broken"]]
+    calls: dict[str, list[str]] = {}
+    async with mcp_server(json_response=True, pages=pages) as base, running_proxy(
+            bureau, tmp_path, [{"prefix": prefix, "agent": agent, "upstream": base}
+                               for prefix in ("/listed", "/asked")], reporter=key) as px:
+        async with mcp_client(px.url + "/listed/mcp") as (session, ids):
+
+            async def tool(case: str, name: str) -> None:
+                before = len(ids)
+                await session.call_tool(name, {"a": 1, "b": 2})
+                calls[case] = ids[before:]
+
+            first = await session.list_tools()  # the first page only
+            assert first.next_cursor is not None
+            await tool("broken, the second page unseen", "broken")
+            await tool("not listed, the second page unseen", "nope")
+            await session.list_tools(params=PaginatedRequestParams(cursor=first.next_cursor))
+            await tool("broken, every page seen", "broken")
+            await tool("not listed, every page seen", "nope")
+            pages[0].remove("add")  # the server drops a tool; the caller lists again
+            again = await session.list_tools()
+            await session.list_tools(params=PaginatedRequestParams(cursor=again.next_cursor))
+            await tool("dropped", "add")
+        # A caller that never lists: the proxy asks the server itself, every page.
+        async with mcp_client(px.url + "/asked/mcp") as (session, ids):
+            await session.call_tool("add", {"a": 1, "b": 2})  # not known yet: asked
+            await asyncio.wait_for(px.proxy._reader("mcp").schemas.settled(), 30)
+            await tool("broken, asked by the proxy", "broken")
+            await tool("not listed, asked by the proxy", "nope")
+        await px.proxy.settle()
+    facts = await stored_facts(bureau.database_url, reporters.key_id(key))
+    assert {case: facts[i[0]]["claimed"] for case, i in calls.items()} == {
+        "broken, the second page unseen": "FAILURE",
+        "not listed, the second page unseen": "FAILURE",  # nothing says it is not a tool
+        "broken, every page seen": "FAILURE",
+        "not listed, every page seen": "DECLINED",
+        "dropped": "DECLINED",
+        "broken, asked by the proxy": "FAILURE",
+        "not listed, asked by the proxy": "DECLINED",
+    }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -31,6 +32,25 @@ async def upstream(handler: Handler) -> AsyncIterator[str]:
     app.router.add_route("*", "/{tail:.*}", handler)
     async with serving(app) as url:
         yield url
+
+
+class ShiftedClock:
+    """A proxy's clock in tests (monotonic seconds): real time, plus an offset the test
+    moves forward. Give the proxy windows no machine is slow enough to pass while the
+    calls run (``settle_seconds``, ``quiet_seconds`` of a minute), then :meth:`advance`
+    past them: what a window decides is then decided by the test, never by the
+    machine's speed."""
+
+    __test__ = False
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.monotonic() + self.offset
+
+    def advance(self, seconds: float) -> None:
+        self.offset += seconds
 
 
 @dataclass
@@ -63,15 +83,17 @@ async def running_proxy(bureau: BureauUnderTest, tmp: Path, routes: list[dict[st
                         quiet: float = 0.8, proxy_id: str = "px-test",
                         checks: Mapping[str, DeliverableCheck] | None = None,
                         reporter: nacl.signing.SigningKey | None = None,
+                        clock: Callable[[], float] = time.monotonic,
                         **settings: Any) -> AsyncIterator[RunningProxy]:
     """A proxy in this process on a loopback port, and its ops listener on another;
-    ``settings`` are more config fields (``bureau_url`` overrides the bureau's)."""
+    ``settings`` are more config fields (``bureau_url`` overrides the bureau's);
+    ``clock`` is the proxy's (a :class:`ShiftedClock` lets the test pass its windows)."""
     key = reporter if reporter is not None else await bureau.reporter(("facts",))
     config = from_mapping({
         "bureau_url": bureau.url, "key_file": "unused.key", "spool_dir": str(tmp / "spool"),
         "proxy_id": proxy_id, "settle_seconds": settle, "quiet_seconds": quiet,
         "routes": routes, "agents": dict(agents or {}), **settings}, tmp)
-    proxy = Proxy(config, key, checks=checks)
+    proxy = Proxy(config, key, checks=checks, clock=clock)
     async with serving(proxy.runner()) as url, serving(proxy.ops_app()) as ops_url, \
             aiohttp.ClientSession() as session:
         yield RunningProxy(url, proxy, session, ops_url)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import time
 
 import pytest
 
 from reporters import wire
+from tests.intake.envelopes import non_canonical_s
 from tests.reads.support import Key, assert_error, enroll, get_raw, lib_headers
 from tests.support import BureauUnderTest, kid
 
@@ -118,3 +120,17 @@ async def test_small_order_keyid_is_401(bureau: BureauUnderTest) -> None:
     path = f"/v1/agents/{identity}/entries"
     headers = lib_headers(wire.generate_key(), bureau.url + path, kid_=identity)
     assert_error(*await get_raw(bureau, path, headers), 401, "UNAUTHENTICATED")
+
+
+async def test_a_non_canonical_signature_is_401(bureau: BureauUnderTest, agent: Key) -> None:
+    """S + L satisfies the same equation as S: another spelling of the same signature.
+    Refused, as in envelopes (libsodium); the genuine one then reads with its nonce."""
+    path = _path(agent)
+    headers = lib_headers(agent, bureau.url + path)
+    label, _, value = headers["Signature"].partition("=")
+    sig = base64.b64decode(value.strip(":"))
+    spelt = base64.b64encode(non_canonical_s(sig)).decode()
+    assert_error(*await get_raw(bureau, path, {**headers, "Signature": f"{label}=:{spelt}:"}),
+                 401, "UNAUTHENTICATED")
+    status, body = await get_raw(bureau, path, headers)
+    assert status == 200, body

@@ -34,6 +34,7 @@ from reporters.httpsig import (
     verify_request,
 )
 from reporters.wire import generate_key, key_id, signing_key_id
+from tests.intake.envelopes import non_canonical_s
 from tests.support import SignedRequest as Req
 from tests.support import lib_signed_headers, serving
 
@@ -264,6 +265,30 @@ def test_small_order_keyid() -> None:
     with contextlib.suppress(CryptoInvalidSignature):
         Ed25519PublicKey.from_public_bytes(identity).verify(forged, prepared.signature_base)
     assert "keyid" in refused(req.headers)
+
+
+def signed_as(key: nacl.signing.SigningKey, change: Any) -> Req:
+    """A request the library's signer signs with ``key``, its signature passed through
+    ``change`` (bytes -> bytes) before it is applied."""
+    req = Req("GET", URL)
+    signer = HTTPMessageSigner(signature_algorithm=algorithms.ED25519)
+    prepared = signer.prepare(req, key_id=signing_key_id(key),
+                              created=datetime.datetime.fromtimestamp(NOW, tz=datetime.UTC),
+                              covered_component_ids=REQUIRED_COMPONENTS)
+    signer.apply(req, prepared, change(key.sign(prepared.signature_base).signature))
+    return req
+
+
+def test_non_canonical_s_and_small_order_r_are_refused() -> None:
+    """The signature is checked with libsodium (docs/authentication.md, step 10): an S
+    not reduced mod the group order (S + L verifies the same equation: another valid-
+    looking signature of the same request) and a small-order R are refused."""
+    key = generate_key()
+    assert verify(signed_as(key, lambda sig: sig).headers) == signing_key_id(key)
+
+    identity = bytes([1]) + bytes(31)
+    for change in (non_canonical_s, lambda sig: identity + sig[32:]):
+        assert refused(signed_as(key, change).headers) == "signature does not verify"
 
 
 def test_malformed_keyid() -> None:
