@@ -53,7 +53,7 @@ from bureau.scoring.evaluators import (
     EvaluatorPart,
     EvaluatorSums,
     Weighing,
-    contribution,
+    rated_contribution,
     standing,
 )
 from bureau.scoring.inputs import (
@@ -70,7 +70,14 @@ from bureau.scoring.inputs import (
 )
 from bureau.scoring.outcomes import build_units, resolve_by_reporter, resolve_rest, verdicts_of
 from bureau.scoring.policy import Policy
-from bureau.scoring.truth import InteractionKey, Truth, graded_truth, truth_index
+from bureau.scoring.rates import rated_truth
+from bureau.scoring.truth import (
+    InteractionKey,
+    Truth,
+    claims_index,
+    graded_truth,
+    truth_index,
+)
 from bureau.storage import db
 from bureau.storage.reports import Seal
 from bureau.views.evidence import (
@@ -335,15 +342,22 @@ class Deriver:
         is swapped; its evaluator is marked touched."""
         policy = self.policy
         blind = policy.blind_grading
+        claims = None if policy.evaluators.rates is None else claims_index(
+            cl.counted_facts, {})
         new: dict[tuple[str, tuple[str, ...]], Contribution | None] = {}
         for (evaluator, ikey), a in standing(cl.atts, excluded).items():
-            new[(evaluator, ikey)] = None if a is None else contribution(
-                a.outcome, a.corrections,
-                graded_truth(truth.get((a.reporter, a.interaction, a.subject)), a.seq, blind),
-                policy)
+            if a is None:
+                new[(evaluator, ikey)] = None
+                continue
+            at = (a.reporter, a.interaction, a.subject)
+            rated = None if claims is None else rated_truth(truth.get(at), claims.get(at))
+            new[(evaluator, ikey)] = rated_contribution(
+                a.outcome, a.corrections, graded_truth(truth.get(at), a.seq, blind), policy,
+                rated)
         if policy.counts_value_judgments:
             for vpair, v in standing(cl.vjs, excluded).items():
-                new[vpair] = None if v is None else contribution(v.judgment, 0, None, policy)
+                new[vpair] = None if v is None else rated_contribution(v.judgment, 0, None,
+                                                                       policy, None)
         threshold = policy.evaluators.polarity_threshold
         for (evaluator, key), c in new.items():
             mine = self._contrib.get(evaluator)

@@ -38,7 +38,7 @@ from bureau.scoring.inputs import (
     ReporterUpdate,
     ValueJudgment,
 )
-from bureau.scoring.policy import KNOWN_POLICIES, Policy, policy_v2, policy_v3
+from bureau.scoring.policy import KNOWN_POLICIES, Policy, policy_v2, policy_v3, policy_v4
 from bureau.views.derive import Deriver, reference_payloads
 from bureau.views.evidence import LedgerEvidence
 from reporters import wire
@@ -248,7 +248,7 @@ def assert_same(got: list[tuple[str, bytes]], want: list[tuple[str, bytes]],
         assert g == w, f"{where}, agent {agent}"
 
 
-POLICIES = {"v1": policy_v1(), "v2": policy_v2(), "v3": policy_v3()}
+POLICIES = {"v1": policy_v1(), "v2": policy_v2(), "v3": policy_v3(), "v4": policy_v4()}
 
 
 def deriver_for(name: str) -> Deriver:
@@ -256,7 +256,7 @@ def deriver_for(name: str) -> Deriver:
 
 
 @pytest.mark.parametrize("distrust", [False, True], ids=["trusted", "distrust"])
-@pytest.mark.parametrize("policy", ["v1", "v2", "v3"])
+@pytest.mark.parametrize("policy", ["v1", "v2", "v3", "v4"])
 @pytest.mark.parametrize("seed", range(40))
 def test_incremental_equals_reference_at_every_seal(seed: int, policy: str,
                                                     distrust: bool) -> None:
@@ -290,7 +290,7 @@ def _subject_of(item: Item, targets: Targets) -> str | None:
     return item.agent if isinstance(item, AgentName) else item.subject
 
 
-@pytest.mark.parametrize("policy", ["v1", "v2", "v3"])
+@pytest.mark.parametrize("policy", ["v1", "v2", "v3", "v4"])
 @pytest.mark.parametrize("shards", [2, 3])
 @pytest.mark.parametrize("seed", range(20))
 def test_agents_split_over_shards_equal_reference(seed: int, shards: int,
@@ -368,7 +368,7 @@ def test_a_policy_change_between_seals_starts_the_deriver_again(seed: int) -> No
     a new deriver, bound to that policy, fed every entry from the first — then it goes
     on incrementally. Every seal equals the reference under its own policy."""
     rnd = random.Random(seed)
-    names = [rnd.choice(["v1", "v2"]) for _ in range(6)]
+    names = [rnd.choice(["v1", "v2", "v4"]) for _ in range(6)]
     deriver: Deriver | None = None
     seen: Batch = []
     seen_rows: Rows = []

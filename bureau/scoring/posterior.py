@@ -1,0 +1,194 @@
+"""Policy v4's score (docs/scoring.md "Policy v4"): a posterior over what an agent is,
+computed on a fixed grid — no iteration, no random start, every sum exact or in a fixed
+order — so that the same evidence gives the same bits on either derivation path.
+
+The agent is two numbers. Its *candour* ``s`` is the chance that it does not admit a
+call's failure (``claimed: FAILURE``); its *reliability* ``r`` the chance that a call it
+does not admit is right. Its quality, the share of its calls that are right, is
+``q = r·s``, and the chance that a wrong call is admitted is ``c = (1 − s)/(1 − q)``. In
+these two coordinates the evidence of every scored interaction falls apart:
+
+* an admitted failure (rule 1 at the price of ``FAILED_ADMITTED``, or rule 2) says
+  "not candid" about ``s`` and nothing about ``r``;
+* every other scored interaction says "candid" about ``s``, and about ``r``:
+  ground truth, the caller's next step (rules 5-7) and a value judgment (rule 4) as a
+  (fractional) Bernoulli observation ``r^v·(1 − r)^(1 − v)`` of their price ``v``; an
+  attestation (rule 3) through its evaluator's measured rates,
+  ``alpha·r + beta·(1 − r)`` when positive, ``(1 − alpha)·r + (1 − beta)·(1 − r)``
+  when negative (:mod:`bureau.scoring.rates`).
+
+Each observation counts with its settled weight (a tempered likelihood: a weight of 0.4
+is 0.4 of an observation). With Beta priors on both, ``s`` has a Beta posterior and
+``r`` a product of powers, both evaluated on ``grid`` cells of equal width. The
+published value is the outcome price ``s·(r·v(ACCEPTED) + (1 − r)·v(FAILED_DISCOVERED))
++ (1 − s)·v(FAILED_ADMITTED)`` — ``q + 0.15·(1 − q)·c`` with v1's prices — at the
+posterior means, with ``r`` kept inside the **trust region**: the central
+``trust_band`` of the posterior of ``r`` that the agent's own reporter evidence gives
+(rules 1, 5, 6, 7: no verdict). A verdict moves a score only within what that evidence
+allows. The interval holds ``q`` at its low end and the value at its high end, each
+side at the policy's credibility.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from bureau.scoring.evaluators import Weighing
+from bureau.scoring.policy import Policy, Posterior
+from bureau.scoring.terms import (
+    NO_CALIBRATED_EVIDENCE,
+    NO_SCORED_EVIDENCE,
+    NO_WEIGHTED_EVIDENCE,
+    Score,
+    Term,
+)
+
+#: The rules whose price is reporter evidence about ``r`` (no verdict): they make the
+#: trust region. Rule 4 (a value judgment) is a verdict; rule 2 speaks only of ``s``.
+REPORTER_EVIDENCE = frozenset({1, 5, 6, 7})
+ATTESTATION = 3
+
+
+@functools.cache
+def grid(cells: int) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
+    """(midpoints, log of them, log of one minus them) of ``cells`` equal cells of
+    (0, 1)."""
+    mids = tuple((i + 0.5) / cells for i in range(cells))
+    return mids, tuple(math.log(x) for x in mids), tuple(math.log(1.0 - x) for x in mids)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def mixture(a: float, b: float, cells: int) -> tuple[float, ...]:
+    """``log(a·r + b·(1 − r))`` at every midpoint: one kind of verdict's likelihood.
+    (A few thousand evaluators give twice as many kinds; each is computed once.)"""
+    mids = grid(cells)[0]
+    return tuple(math.log(a * r + b * (1.0 - r)) for r in mids)
+
+
+@dataclass(slots=True)
+class Evidence:
+    """The weighed observations of one agent, split by what they speak of."""
+
+    right: list[float]  # weights of "right" (fractional observations: w·v)
+    wrong: list[float]
+    truth_right: list[float]  # the same, of reporter evidence only (the trust region)
+    truth_wrong: list[float]
+    candid: list[float]  # weights of "not admitted"
+    admitted: list[float]
+    verdicts: dict[tuple[float, float], list[float]]  # (a, b) -> weights
+
+
+def observations(terms: Sequence[Term], policy: Policy,
+                 weighing: Callable[[str], Weighing]) -> Evidence:
+    """What each settled term says about ``r`` and ``s`` (see the module)."""
+    ev = Evidence([], [], [], [], [], [], {})
+    admitted_price = policy.outcome_value("FAILED_ADMITTED")
+    threshold = policy.evaluators.polarity_threshold
+    for w, v, rule, n, evaluator, _ in terms:
+        weight = w * n
+        if rule in (1, 2) and v == admitted_price:
+            ev.admitted.append(weight)
+            continue
+        ev.candid.append(weight)
+        if rule == ATTESTATION and evaluator is not None:
+            rates = weighing(evaluator)
+            alpha, beta = rates.rate_positive, rates.rate_negative
+            kind = (alpha, beta) if v >= threshold else (1.0 - alpha, 1.0 - beta)
+            ev.verdicts.setdefault(kind, []).append(weight)
+            continue
+        ev.right.append(weight * v)
+        ev.wrong.append(weight * (1.0 - v))
+        if rule in REPORTER_EVIDENCE:
+            ev.truth_right.append(weight * v)
+            ev.truth_wrong.append(weight * (1.0 - v))
+    return ev
+
+
+def _beta_logs(a: float, b: float, cells: int) -> list[float]:
+    """The log of an (unnormalised) Beta(a, b) density at every midpoint."""
+    _, log_r, log_1r = grid(cells)
+    return [(a - 1.0) * x + (b - 1.0) * y for x, y in zip(log_r, log_1r, strict=True)]
+
+
+class Density:
+    """A distribution on the grid's cells (piecewise constant), from its logs."""
+
+    __slots__ = ("cells", "mass")
+
+    def __init__(self, logs: Sequence[float]) -> None:
+        top = max(logs)
+        raw = [math.exp(x - top) for x in logs]
+        total = math.fsum(raw)
+        self.mass = [x / total for x in raw]
+        self.cells = len(logs)
+
+    def mean(self) -> float:
+        return math.fsum(m * p for m, p in zip(grid(self.cells)[0], self.mass, strict=True))
+
+    def quantile(self, level: float) -> float:
+        """The point below which ``level`` of the mass lies (linear within a cell)."""
+        below = 0.0
+        for i, p in enumerate(self.mass):
+            if p > 0 and below + p >= level:
+                return (i + min(1.0, max(0.0, (level - below) / p))) / self.cells
+            below += p
+        return 1.0
+
+
+def price(policy: Policy, r: float, s: float) -> float:
+    """The outcome price of an agent of reliability ``r`` and candour ``s``."""
+    value = policy.outcome_value
+    return (s * (r * value("ACCEPTED") + (1.0 - r) * value("FAILED_DISCOVERED"))
+            + (1.0 - s) * value("FAILED_ADMITTED"))
+
+
+def reliability(ev: Evidence, model: Posterior) -> tuple[Density, Density]:
+    """The posterior of ``r`` from every observation, and from reporter evidence alone
+    (the trust region's)."""
+    a, b = model.reliability_prior
+    cells = model.grid
+    full = _beta_logs(a + math.fsum(ev.right), b + math.fsum(ev.wrong), cells)
+    for kind in sorted(ev.verdicts):
+        w = math.fsum(ev.verdicts[kind])
+        full = [x + w * y for x, y in zip(full, mixture(*kind, cells), strict=True)]
+    truth = _beta_logs(a + math.fsum(ev.truth_right), b + math.fsum(ev.truth_wrong), cells)
+    return Density(full), Density(truth)
+
+
+def posterior_score(terms: Sequence[Term], policy: Policy,
+                    weighing: Callable[[str], Weighing]) -> Score:
+    """The v4 score of an agent whose scored units gave ``terms``, already settled."""
+    model = policy.posterior
+    assert model is not None
+    if not terms:
+        return Score(None, NO_SCORED_EVIDENCE, 0.0)
+    total = math.fsum(w * n for w, _, _, n, _, _ in terms)
+    if total <= 0:
+        return Score(None, NO_WEIGHTED_EVIDENCE, 0.0)
+    provisional = math.fsum(w * n for w, _, _, n, _, prov in terms if prov)
+    if provisional >= total:
+        return Score(None, NO_CALIBRATED_EVIDENCE, 0.0)
+    ev = observations(terms, policy, weighing)
+    r, truth = reliability(ev, model)
+    a, b = model.candour_prior
+    s = Density(_beta_logs(a + math.fsum(ev.candid), b + math.fsum(ev.admitted), model.grid))
+    band = model.trust_band
+    kept = min(truth.quantile((1.0 + band) / 2), max(truth.quantile((1.0 - band) / 2),
+                                                      r.mean()))
+    candour = s.mean()
+    value = price(policy, kept, candour)
+    # each side of the interval at (1 - interval) / 2 in all, from two independent tails
+    tail = 1.0 - math.sqrt(1.0 - (1.0 - model.interval) / 2)
+    r_low, r_high = r.quantile(tail), r.quantile(1.0 - tail)
+    s_low, s_high = s.quantile(tail), s.quantile(1.0 - tail)
+    low = min(value, r_low * s_low)
+    high = max(value, price(policy, r_high, s_low), price(policy, r_high, s_high))
+    rnd = policy.round
+    score = {"value": rnd(value), "low": rnd(low), "high": rnd(high), "weight": rnd(total),
+             "interactions": sum(t[3] for t in terms)}
+    by_vj = math.fsum(w * n for w, _, rule, n, _, _ in terms if rule == 4)
+    by_truth = math.fsum(w * n for w, _, rule, n, _, _ in terms if rule == 1)
+    return Score(score, None, by_vj / total, by_truth / total, provisional / total)
