@@ -209,7 +209,7 @@ def evaluator_stats(evaluator: str, acc: EvaluatorRecord, policy: Policy) -> Eva
         rates = caller_rates(acc.rated, policy)
         provisional = not rates.calibrated
         uninformative = (floor is not None and acc.rated.graded >= floor
-                         and rates.alpha <= rates.beta)
+                         and rates.alpha - rates.beta <= rules.rates.min_informedness)
         constant = _constant(acc, policy, provisional)
         alpha, beta = (prior_rates(rules.rates) if provisional
                        else (rates.alpha, rates.beta))

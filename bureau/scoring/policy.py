@@ -126,11 +126,15 @@ class CallerRates(_Frozen):
     error_ceiling: float = Field(gt=0, le=0.5)
     #: calibrated only once graded on at least this many distinct subjects (breadth)
     calibration_subjects: int = Field(ge=1)
-    #: a calibrated evaluator's voice about one subject is its graded verdicts divided by
-    #: this, at most ``settling.per_evaluator_subject`` verdicts
+    #: a calibrated evaluator's voice about one subject: its rated verdicts beyond
+    #: ``calibration_samples``, divided by this, at most ``settling.per_evaluator_subject``
+    #: verdicts (so a voice is earned by rated verdicts beyond calibration)
     samples_per_voice: float = Field(gt=0)
     #: what one verdict of a calibrated evaluator weighs before its voice is settled
     calibrated_weight: float = Field(gt=0)
+    #: ``alpha - beta`` at most this, over ``uninformative_min_samples`` or more rated
+    #: verdicts: its verdicts tell too little to count (weight 0)
+    min_informedness: float = Field(ge=0, lt=1)
 
 
 class EvaluatorRules(_Frozen):
@@ -356,7 +360,7 @@ KNOWN_POLICIES: Final[Mapping[str, Mapping[str, Any]]] = MappingProxyType({
     "v4": POLICY_V4_DOCUMENT,
 })
 #: The policy a new ledger starts with when ``BUREAU_POLICY`` is unset (SPEC §10 r4).
-DEFAULT_POLICY_NAME: Final = "v3"
+DEFAULT_POLICY_NAME: Final = "v4"
 
 
 @functools.cache

@@ -35,6 +35,7 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from bureau.scoring.evaluators import Weighing
 from bureau.scoring.policy import Policy, Posterior
@@ -113,29 +114,41 @@ def _beta_logs(a: float, b: float, cells: int) -> list[float]:
     return [(a - 1.0) * x + (b - 1.0) * y for x, y in zip(log_r, log_1r, strict=True)]
 
 
-class Density:
-    """A distribution on the grid's cells (piecewise constant), from its logs."""
+class Summary(NamedTuple):
+    """A distribution on the grid's cells (piecewise constant) as the score reads it:
+    its mean and the points below which ``levels`` of its mass lie."""
 
-    __slots__ = ("cells", "mass")
+    mean: float
+    quantiles: tuple[float, ...]
 
-    def __init__(self, logs: Sequence[float]) -> None:
-        top = max(logs)
-        raw = [math.exp(x - top) for x in logs]
-        total = math.fsum(raw)
-        self.mass = [x / total for x in raw]
-        self.cells = len(logs)
 
-    def mean(self) -> float:
-        return math.fsum(m * p for m, p in zip(grid(self.cells)[0], self.mass, strict=True))
+def summarise(logs: Sequence[float], levels: Sequence[float]) -> Summary:
+    """The mean and quantiles (linear within a cell) of the distribution whose logs at
+    the midpoints are ``logs``; ``levels`` ascending. Sums in grid order."""
+    top = max(logs)
+    raw = [math.exp(x - top) for x in logs]
+    total = math.fsum(raw)
+    cells = len(logs)
+    mean = math.fsum(m * p for m, p in zip(grid(cells)[0], raw, strict=True)) / total
+    out: list[float] = []
+    below = 0.0
+    todo = iter(levels)
+    level = next(todo, None)
+    for i, x in enumerate(raw):
+        p = x / total
+        while level is not None and p > 0 and below + p >= level:
+            out.append((i + min(1.0, max(0.0, (level - below) / p))) / cells)
+            level = next(todo, None)
+        below += p
+    out.extend(1.0 for _ in range(len(levels) - len(out)))
+    return Summary(mean, tuple(out))
 
-    def quantile(self, level: float) -> float:
-        """The point below which ``level`` of the mass lies (linear within a cell)."""
-        below = 0.0
-        for i, p in enumerate(self.mass):
-            if p > 0 and below + p >= level:
-                return (i + min(1.0, max(0.0, (level - below) / p))) / self.cells
-            below += p
-        return 1.0
+
+@functools.lru_cache(maxsize=1 << 16)
+def beta_summary(a: float, b: float, cells: int, levels: tuple[float, ...]) -> Summary:
+    """:func:`summarise` of Beta(a, b) on the grid. Reporter evidence comes in whole
+    (or few) observations, so the same few thousand (a, b) recur across agents."""
+    return summarise(_beta_logs(a, b, cells), levels)
 
 
 def price(policy: Policy, r: float, s: float) -> float:
@@ -145,17 +158,34 @@ def price(policy: Policy, r: float, s: float) -> float:
             + (1.0 - s) * value("FAILED_ADMITTED"))
 
 
-def reliability(ev: Evidence, model: Posterior) -> tuple[Density, Density]:
-    """The posterior of ``r`` from every observation, and from reporter evidence alone
-    (the trust region's)."""
+def reliability(ev: Evidence, model: Posterior, levels: tuple[float, ...]) -> Summary:
+    """The posterior of ``r`` from every observation."""
     a, b = model.reliability_prior
-    cells = model.grid
-    full = _beta_logs(a + math.fsum(ev.right), b + math.fsum(ev.wrong), cells)
+    a, b, cells = a + math.fsum(ev.right), b + math.fsum(ev.wrong), model.grid
+    if not ev.verdicts:
+        return beta_summary(a, b, cells, levels)
+    logs = _beta_logs(a, b, cells)
     for kind in sorted(ev.verdicts):
         w = math.fsum(ev.verdicts[kind])
-        full = [x + w * y for x, y in zip(full, mixture(*kind, cells), strict=True)]
-    truth = _beta_logs(a + math.fsum(ev.truth_right), b + math.fsum(ev.truth_wrong), cells)
-    return Density(full), Density(truth)
+        logs = [x + w * y for x, y in zip(logs, mixture(*kind, cells), strict=True)]
+    return summarise(logs, levels)
+
+
+def trust_region(ev: Evidence, model: Posterior) -> tuple[float, float]:
+    """Where verdicts may put ``r``: the central ``trust_band`` of the posterior of ``r``
+    that the agent's reporter evidence alone gives (no verdict moves it)."""
+    a, b = model.reliability_prior
+    band = ((1.0 - model.trust_band) / 2, (1.0 + model.trust_band) / 2)
+    low, high = beta_summary(a + math.fsum(ev.truth_right), b + math.fsum(ev.truth_wrong),
+                             model.grid, band).quantiles
+    return low, high
+
+
+def candour(ev: Evidence, model: Posterior, levels: tuple[float, ...]) -> Summary:
+    """The posterior of ``s``: a Beta of the calls not admitted and those admitted."""
+    a, b = model.candour_prior
+    return beta_summary(a + math.fsum(ev.candid), b + math.fsum(ev.admitted), model.grid,
+                        levels)
 
 
 def posterior_score(terms: Sequence[Term], policy: Policy,
@@ -172,18 +202,14 @@ def posterior_score(terms: Sequence[Term], policy: Policy,
     if provisional >= total:
         return Score(None, NO_CALIBRATED_EVIDENCE, 0.0)
     ev = observations(terms, policy, weighing)
-    r, truth = reliability(ev, model)
-    a, b = model.candour_prior
-    s = Density(_beta_logs(a + math.fsum(ev.candid), b + math.fsum(ev.admitted), model.grid))
-    band = model.trust_band
-    kept = min(truth.quantile((1.0 + band) / 2), max(truth.quantile((1.0 - band) / 2),
-                                                      r.mean()))
-    candour = s.mean()
-    value = price(policy, kept, candour)
     # each side of the interval at (1 - interval) / 2 in all, from two independent tails
     tail = 1.0 - math.sqrt(1.0 - (1.0 - model.interval) / 2)
-    r_low, r_high = r.quantile(tail), r.quantile(1.0 - tail)
-    s_low, s_high = s.quantile(tail), s.quantile(1.0 - tail)
+    tails = (tail, 1.0 - tail)
+    r, s = reliability(ev, model, tails), candour(ev, model, tails)
+    lowest, highest = trust_region(ev, model)
+    kept = min(highest, max(lowest, r.mean))
+    value = price(policy, kept, s.mean)
+    (r_low, r_high), (s_low, s_high) = r.quantiles, s.quantiles
     low = min(value, r_low * s_low)
     high = max(value, price(policy, r_high, s_low), price(policy, r_high, s_high))
     rnd = policy.round

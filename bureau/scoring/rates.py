@@ -94,5 +94,6 @@ def caller_rates(rated: Rated, policy: Policy) -> Rates:
                   and rated.subjects >= rules.calibration_subjects)
     if not calibrated:
         return Rates(alpha, beta, False, 0.0)
-    voice = min(policy.settling.per_evaluator_subject, rated.graded / rules.samples_per_voice)
+    beyond = max(0, rated.graded - policy.evaluators.calibration_samples)
+    voice = min(policy.settling.per_evaluator_subject, beyond / rules.samples_per_voice)
     return Rates(alpha, beta, True, voice)
