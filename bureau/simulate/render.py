@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from bureau.scoring.evaluators import EvaluatorStats
 from bureau.scoring.policy import policy_named
 from bureau.simulate.driver import AgentRow, Result
 from bureau.simulate.world import HONEST_EVALUATORS
@@ -21,15 +22,24 @@ def _constant_rater(result: Result) -> tuple[str, bool]:
     thing. Under a policy with calibrated evaluators (v2, SPEC §7.1.4) the rule is for
     provisional ones: a calibrated evaluator is weighed by its informedness J against
     blind probes, which for a constant rater is near 0 — so it must weigh less than
-    every honest evaluator (its exact weight is printed in the table)."""
+    every honest evaluator (its exact weight is printed in the table). Under v4 a
+    calibrated verdict is weighed by its evaluator's rates: a constant rater's positive
+    verdicts come as often on wrong calls as on right ones, so its ``rate+ − rate−``
+    (how far one of its verdicts can move a score) must be below every honest one's."""
     constant = result.evaluator("constant").stats
     if constant is None:
         return "constant rater weighs 0", False
-    calibrated = (policy_named(result.policy).evaluators.calibration_samples > 0
-                  and not constant.provisional)
+    policy = policy_named(result.policy)
+    calibrated = policy.evaluators.calibration_samples > 0 and not constant.provisional
     if not calibrated:
         return "constant rater weighs 0", constant.weight == 0
     honest = [result.evaluator(k).stats for k in HONEST_EVALUATORS]
+    if policy.evaluators.rates is not None:
+        def tells(st: EvaluatorStats) -> float:
+            return 0.0 if st.weight == 0 else st.rate_positive - st.rate_negative
+        return ("constant rater, calibrated, tells less than every honest evaluator "
+                "(rate+ - rate-)",
+                all(h is not None and tells(constant) < tells(h) for h in honest))
     return ("constant rater, calibrated, weighs less than every honest evaluator",
             all(h is not None and constant.weight < h.weight for h in honest))
 
@@ -96,10 +106,12 @@ def _honest_weight(result: Result) -> list[str]:
            "and generous",
            "  callers' verdicts; the rest is ground truth (checks, probes) and the agents' "
            "own witnessed",
-           "  statements. v2 listens less to a caller until probes have graded it on 10 "
-           "blind verdicts,",
-           "  so a low share is v2 holding back unproven callers, not ignoring honest ones "
-           "for good"]
+           "  statements. v2 and v3 listen less to a caller until probes have graded it on "
+           "10 blind verdicts,",
+           "  so a low share is them holding back unproven callers, not ignoring honest ones "
+           "for good; v4",
+           "  rates callers against checks and admissions too, and gives each a voice per "
+           "subject that grows with its rated record"]
     reference = result.honest_weight.get(REFERENCE_POLICY)
     for name, w in sorted(result.honest_weight.items()):
         kept = (f", {w.theirs / reference.theirs:.0%} of their weight under "
