@@ -19,7 +19,15 @@ from typing import Any, NamedTuple, TypeVar
 
 from bureau.scoring.inputs import Attestation, Evidence, ValueJudgment
 from bureau.scoring.policy import PolarityConstantRater, Policy
-from bureau.scoring.rates import NOTHING_RATED, Rated, caller_rates, prior_rates, rated_truth
+from bureau.scoring.rates import (
+    NOTHING_RATED,
+    Rated,
+    RatedSums,
+    caller_rates,
+    established,
+    prior_rates,
+    rated_truth,
+)
 from bureau.scoring.truth import claims_index, graded_truth, set_aside, truth_index
 
 #: A standing verdict as graded (see :func:`contribution`): (outcome, value, the ground
@@ -115,6 +123,18 @@ def evaluator_table(evidence: Evidence, policy: Policy) -> dict[str, EvaluatorSt
     threshold = policy.evaluators.polarity_threshold
 
     sums: dict[str, EvaluatorSums] = {}
+    blind = policy.blind_grading
+    attested: list[tuple[str, str, Contribution | None]] = []
+    raters: dict[str, set[str]] = {}  # subject -> evaluators with a rated verdict on it
+    for (evaluator, ikey), a in standing(evidence.attestations, excluded).items():
+        if a is not None:
+            key = (a.reporter, a.interaction, a.subject)
+            graded = graded_truth(truth.get(key), a.seq, blind)
+            rated = rated_truth(truth.get(key), claims.get(key)) if claims else None
+            c = rated_contribution(a.outcome, a.corrections, graded, policy, rated)
+            attested.append((evaluator, ikey[-1], c))
+            if c is not None and c[3] is not None:
+                raters.setdefault(ikey[-1], set()).add(evaluator)
 
     def add(evaluator: str, c: Contribution | None, subject: str) -> None:
         if c is None:
@@ -122,16 +142,11 @@ def evaluator_table(evidence: Evidence, policy: Policy) -> dict[str, EvaluatorSt
         acc = sums.get(evaluator)
         if acc is None:
             acc = sums[evaluator] = EvaluatorSums()
-        acc.apply(c, subject, +1, threshold)
+        acc.apply(c, subject, +1, threshold,
+                  established(len(raters.get(subject, ())), policy))
 
-    blind = policy.blind_grading
-    for (evaluator, ikey), a in standing(evidence.attestations, excluded).items():
-        if a is not None:
-            key = (a.reporter, a.interaction, a.subject)
-            graded = graded_truth(truth.get(key), a.seq, blind)
-            rated = rated_truth(truth.get(key), claims.get(key)) if claims else None
-            add(evaluator, rated_contribution(a.outcome, a.corrections, graded, policy,
-                                              rated), ikey[-1])
+    for evaluator, subject, c in attested:
+        add(evaluator, c, subject)
     if policy.counts_value_judgments:
         for (evaluator, vkey), v in standing(evidence.value_judgments, excluded).items():
             if v is not None:
@@ -335,12 +350,13 @@ class EvaluatorSums:
     negatives: int = 0
     tp: int = 0
     tn: int = 0
-    #: v4: (P, N, true positives, true negatives) rated, and the subjects rated on
-    rated: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
-    rated_subjects: Counter[str] = field(default_factory=Counter)
+    #: v4: its rated verdicts (:class:`bureau.scoring.rates.RatedSums`)
+    rated: RatedSums = field(default_factory=RatedSums)
 
-    def apply(self, c: Contribution, subject: str, sign: int, threshold: float) -> None:
-        """Add (``sign`` 1) or take out (-1) one contribution about ``subject``."""
+    def apply(self, c: Contribution, subject: str, sign: int, threshold: float,
+              established: bool = False) -> None:
+        """Add (``sign`` 1) or take out (-1) one contribution about ``subject``; under v4
+        its rated part counts when ``subject`` is established."""
         outcome, value, truth, rated = c
         self.verdicts += sign
         called_pass = value >= threshold
@@ -348,14 +364,7 @@ class EvaluatorSums:
         _bump(self.subjects, subject, sign)
         _bump(self.outcomes, outcome, sign)
         if rated is not None:
-            counts = self.rated
-            if rated:
-                counts[0] += sign
-                counts[2] += sign * called_pass
-            else:
-                counts[1] += sign
-                counts[3] += sign * (not called_pass)
-            _bump(self.rated_subjects, subject, sign)
+            self.rated.add(subject, rated, called_pass, sign, established)
         if truth is None:
             return
         if truth:
@@ -370,8 +379,7 @@ class EvaluatorSums:
         return EvaluatorPart(self.verdicts, len(self.subjects), frozenset(self.outcomes),
                              self.positive_verdicts, self.positives, self.negatives,
                              self.tp, self.tn, tuple(self.graded.items()),
-                             Rated(self.rated[0], self.rated[1], self.rated[2],
-                                   self.rated[3], len(self.rated_subjects)))
+                             self.rated.rated())
 
 
 def _bump(counter: Counter[Any], key: Any, sign: int) -> None:

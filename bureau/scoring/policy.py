@@ -124,7 +124,10 @@ class CallerRates(_Frozen):
     #: copied, so a perfect one is not worth more than a careful honest caller's
     error_floor: float = Field(ge=0, lt=0.5)
     error_ceiling: float = Field(gt=0, le=0.5)
-    #: calibrated only once graded on at least this many distinct subjects (breadth)
+    #: a subject rates its evaluators only once at least this many evaluators have rated
+    #: verdicts about it (a decoy only a ring calls rates nobody)
+    established_raters: int = Field(ge=1)
+    #: calibrated only once rated on at least this many distinct established subjects
     calibration_subjects: int = Field(ge=1)
     #: a calibrated evaluator's voice about one subject: its rated verdicts beyond
     #: ``calibration_samples``, divided by this, at most ``settling.per_evaluator_subject``

@@ -6,12 +6,17 @@ A verdict is *rated* against its interaction's latest probe, else its deliverabl
 else the agent's witnessed admission (``claimed: FAILURE``: the call was wrong). Never
 against other evaluators: agreement is what a ring can supply. What an evaluator could
 read before its verdict (a check, an admission) rates it too — that is what lets an
-honest caller's record grow where blind probes are rare — and so a perfect record is
-never worth more than ``error_floor`` allows, and it buys a *voice* about each subject
-only in proportion to how much of it was rated (``samples_per_voice``), and only once
-it spans ``calibration_subjects`` subjects. Until then the evaluator is provisional: its
-verdicts share one voice per subject with every other provisional one's, at the rates
-of a key with no record.
+honest caller's record grow where blind probes are rare — and so:
+
+* a perfect record is never worth more than ``error_floor`` allows;
+* a subject rates its evaluators only once it is *established*: at least
+  ``established_raters`` evaluators have been rated on it. A ring that farms a record on
+  decoy agents of its own, which nobody else calls, earns nothing there;
+* the record buys a *voice* about each subject only in proportion to how much of it was
+  rated beyond calibration (``samples_per_voice``), and only once it spans
+  ``calibration_subjects`` subjects. Until then the evaluator is provisional: its
+  verdicts share one voice per subject with every other provisional one's, at the rates
+  of a key with no record.
 
 Pure integer sums in, floats out: the incremental and the reference path hold the same
 counters (:class:`bureau.scoring.evaluators.EvaluatorSums`), so both compute the same
@@ -20,6 +25,7 @@ bits.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from bureau.scoring.inputs import CLAIM_FAILURE
@@ -45,6 +51,58 @@ class Rated(NamedTuple):
 
 
 NOTHING_RATED = Rated(0, 0, 0, 0, 0)
+
+
+@dataclass
+class RatedSums:
+    """One evaluator's rated verdicts as counters that a verdict can be taken out of
+    again: per subject (P, N, true positives, true negatives), and those of the
+    established subjects summed (:meth:`rated`). Whether a subject is established is the
+    subject's to say (the caller passes it, and calls :meth:`establish` when it changes),
+    so every count is an integer and both derivation paths hold the same ones."""
+
+    by_subject: dict[str, list[int]] = field(default_factory=dict)
+    totals: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    breadth: int = 0  # established subjects it has a rated verdict about
+
+    def add(self, subject: str, right: bool, called_positive: bool, sign: int,
+            established: bool) -> None:
+        """Add (``sign`` 1) or take out (-1) one rated verdict about ``subject``."""
+        counts = self.by_subject.setdefault(subject, [0, 0, 0, 0])
+        had = counts[0] + counts[1]
+        step = ([sign, 0, sign * called_positive, 0] if right
+                else [0, sign, 0, sign * (not called_positive)])
+        for i, d in enumerate(step):
+            counts[i] += d
+        now = counts[0] + counts[1]
+        if established:
+            for i, d in enumerate(step):
+                self.totals[i] += d
+            self.breadth += (now > 0) - (had > 0)
+        if not now:
+            del self.by_subject[subject]
+
+    def establish(self, subject: str, established: bool) -> None:
+        """``subject`` became established (or stopped being): its counts join the sums
+        (or leave them)."""
+        counts = self.by_subject.get(subject)
+        if counts is None:
+            return
+        sign = 1 if established else -1
+        for i, n in enumerate(counts):
+            self.totals[i] += sign * n
+        self.breadth += sign
+
+    def rated(self) -> Rated:
+        p, n, tp, tn = self.totals
+        return Rated(p, n, tp, tn, self.breadth)
+
+
+def established(raters: int, policy: Policy) -> bool:
+    """Whether a subject on which ``raters`` distinct evaluators have rated verdicts
+    rates them (under v4; under every other policy no verdict is rated)."""
+    rules = policy.evaluators.rates
+    return rules is not None and raters >= rules.established_raters
 
 
 class Rates(NamedTuple):

@@ -51,7 +51,6 @@ from bureau.scoring.evaluators import (
     Contribution,
     EvaluatorBook,
     EvaluatorPart,
-    EvaluatorSums,
     Weighing,
     rated_contribution,
     standing,
@@ -80,6 +79,7 @@ from bureau.scoring.truth import (
 )
 from bureau.storage import db
 from bureau.storage.reports import Seal
+from bureau.views.contributions import Contributions
 from bureau.views.evidence import (
     LedgerEvidence,
     load_evidence,
@@ -122,17 +122,14 @@ class Deriver:
         self.weights: dict[str, Weighing] = {}  # evaluator -> its weighing
         #: reporter -> its distrust in force (bureau.scoring.distrust)
         self.distrust: dict[str, Distrust] = {}
-        self._accs: dict[str, EvaluatorSums] = {}
-        #: evaluator -> interaction (or ("e", engagement key...)) -> what its verdict
-        #: there adds to its record
-        self._contrib: dict[str, dict[tuple[str, ...], Contribution]] = {}
+        #: what each standing verdict adds to its evaluator's record
+        self.contributions = Contributions(policy)
         self._judged: dict[str, set[str]] = {}  # evaluator -> agents it decided units of
         #: every key's own file, as a Merkle accumulator (its report's evidence root)
         self.files = FileRoots()
         # pending work, cleared by reweigh()
         self._dirty_clusters: dict[str, set[ClusterKey]] = {}
         self._dirty_agents: set[str] = set()
-        self._touched: set[str] = set()  # evaluators whose sums changed
 
     # ----------------------------------------------------------------- intake
 
@@ -242,17 +239,9 @@ class Deriver:
         :class:`EvaluatorBook` that sums all shards."""
         for agent, ckeys in self._dirty_clusters.items():
             self._resolve(agent, ckeys)
+            self.contributions.settle(agent)
         self._dirty_clusters.clear()
-        touched, self._touched = self._touched, set()
-        sums: dict[str, EvaluatorPart | None] = {}
-        for evaluator in touched:
-            acc = self._accs[evaluator]
-            if acc.verdicts == 0:
-                del self._accs[evaluator]
-                sums[evaluator] = None
-            else:
-                sums[evaluator] = acc.part()
-        return sums
+        return self.contributions.parts()
 
     def finish(self, changed: dict[str, Weighing | None]) -> None:
         """The second half of :meth:`reweigh`: take the evaluators whose weighing changed,
@@ -358,24 +347,7 @@ class Deriver:
             for vpair, v in standing(cl.vjs, excluded).items():
                 new[vpair] = None if v is None else rated_contribution(v.judgment, 0, None,
                                                                        policy, None)
-        threshold = policy.evaluators.polarity_threshold
-        for (evaluator, key), c in new.items():
-            mine = self._contrib.get(evaluator)
-            if mine is None:
-                mine = self._contrib[evaluator] = {}
-            old = mine.get(key)
-            if old == c:
-                continue
-            acc = self._accs.get(evaluator)
-            if acc is None:
-                acc = self._accs[evaluator] = EvaluatorSums()
-            if old is not None:
-                acc.apply(old, key[-1], -1, threshold)
-                del mine[key]
-            if c is not None:
-                acc.apply(c, key[-1], +1, threshold)
-                mine[key] = c
-            self._touched.add(evaluator)
+        self.contributions.swap(new)
 
     def _restatic(self, agent: str) -> None:
         self.agents[agent].restatic(agent, self.policy, self.policy_hash, self.excluded)

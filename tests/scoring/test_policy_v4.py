@@ -184,15 +184,41 @@ def test_rates_from_probes_checks_and_admissions() -> None:
     assert prior_rates(V4.evaluators.rates) == (0.8, 0.2)  # type: ignore[arg-type]
 
 
+OTHERS = [f"ed25519:other-{i}" for i in range(3)]
+
+
+def _established(w: World, subject: str) -> None:
+    """Three more evaluators rated on ``subject`` (one checked call each, attested
+    right): with the evaluator under test, the four that establish it."""
+    for other in OTHERS:
+        w.attest(other, w.call(subject, other, check="PASS"), "ACCEPTED")
+
+
 def test_a_verdict_is_rated_against_a_witnessed_admission() -> None:
     w = World()
     e = "ed25519:e"
     for subject in ("ed25519:a", "ed25519:b"):
         f = w.call(subject, e, claimed="FAILURE")  # no check, no probe: an admission
         w.attest(e, f, "ACCEPTED")
+        _established(w, subject)
     stats = evaluator_table(w.evidence(), V4)[e]
     assert (stats.rated, stats.rated_subjects) == (2, 2)
     assert stats.n == 0  # nothing blind: its informedness J (what the pool pays) is v3's
+
+
+def test_a_subject_rates_only_once_established() -> None:
+    """A decoy that only a ring calls rates nobody: three raters are not enough, the
+    fourth establishes it, and every rated verdict about it counts from then on."""
+    w = World()
+    e = "ed25519:e"
+    for i in range(12):
+        f = w.call("ed25519:decoy", e, check="PASS" if i % 2 else "FAIL")
+        w.attest(e, f, "ACCEPTED" if i % 2 else "FAILED_DISCOVERED")
+    for other in OTHERS[:2]:
+        w.attest(other, w.call("ed25519:decoy", other, check="PASS"), "ACCEPTED")
+    assert evaluator_table(w.evidence(), V4)[e].rated == 0  # three raters
+    w.attest(OTHERS[2], w.call("ed25519:decoy", OTHERS[2], check="PASS"), "ACCEPTED")
+    assert evaluator_table(w.evidence(), V4)[e].rated == 12  # four
 
 
 def test_the_settlements_informedness_is_blind_as_before() -> None:
@@ -202,6 +228,8 @@ def test_the_settlements_informedness_is_blind_as_before() -> None:
         f = w.call(f"ed25519:s{i % 3}", e, check="PASS" if i % 2 else "FAIL")
         w.attest(e, f, "ACCEPTED" if i % 2 else "FAILED_DISCOVERED")
         w.probe(f, i % 2 == 1)  # after the verdict, but the check was readable
+    for i in range(3):
+        _established(w, f"ed25519:s{i}")
     v3, v4 = evaluator_table(w.evidence(), policy_v3())[e], evaluator_table(
         w.evidence(), V4)[e]
     assert (v4.n, v4.tp, v4.tn, v4.informedness) == (v3.n, v3.tp, v3.tn, v3.informedness)

@@ -24,7 +24,7 @@ from bureau.kinds import (
     WITHDRAWAL,
     in_files_of,
 )
-from bureau.scoring import policy_hash, policy_v1
+from bureau.scoring import evaluator_table, policy_hash, policy_v1
 from bureau.scoring.evaluators import EvaluatorBook
 from bureau.scoring.inputs import (
     AgentName,
@@ -202,17 +202,18 @@ def files_of(rnd: random.Random, gen: Gen, seq: int, item: Item | None,
     return in_files_of(kind, signer=agent, subject=agent)
 
 
-def seals_of(seed: int, *, distrust: bool = False,
+def seals_of(seed: int, *, distrust: bool = False, evaluators: int = 4, length: int = 400,
              ) -> Iterator[tuple[int, Batch, Targets, LedgerEvidence, str, Rows, Files]]:
     """A random ledger cut at six seals: (epoch, the entries since the previous seal,
     what their exclusions name, the whole ledger so far, the head, the entries the
     agents' files gained since the previous seal, every file so far)."""
     rnd = random.Random(seed)
-    gen = Gen(rnd, distrust=distrust)
+    gen = Gen(rnd, distrust=distrust,
+              evaluators=[f"ed25519:eval-{i}" for i in range(evaluators)])
     ledger = LedgerEvidence()
     files: Files = {}
     by_id: dict[str, tuple[int, Item]] = {}
-    for epoch, upto in enumerate(sorted(rnd.sample(range(20, 400), 6))):
+    for epoch, upto in enumerate(sorted(rnd.sample(range(20, length), 6))):
         gen.epoch = epoch
         batch: Batch = []
         rows: Rows = []
@@ -265,9 +266,16 @@ def test_incremental_equals_reference_at_every_seal(seed: int, policy: str,
     whose weight moves from one seal to the next, and (v2) verdicts of weight 0 that
     pass resolution on, capped evaluators and provisional ones; with ``distrust``,
     reporters distrusted, re-issued and trusted again between seals."""
+    check_every_seal(seed, policy, seals_of(seed, distrust=distrust))
+
+
+def check_every_seal(seed: int, policy: str, seals: Iterator[tuple[
+        int, Batch, Targets, LedgerEvidence, str, Rows, Files]]) -> None:
+    """One deriver fed each seal's entries in two pieces, settled once, equal to the
+    reference at every seal."""
     rnd = random.Random(-seed)
     deriver = deriver_for(policy)
-    for epoch, batch, targets, ledger, head, rows, files in seals_of(seed, distrust=distrust):
+    for epoch, batch, targets, ledger, head, rows, files in seals:
         cut = rnd.randrange(len(batch) + 1)  # applied in two pieces, settled once
         deriver.apply(batch[:cut], targets)
         deriver.add_files(rows[:cut])
@@ -277,6 +285,27 @@ def test_incremental_equals_reference_at_every_seal(seed: int, policy: str,
         got = list(deriver.payloads(epoch, int(head, 16), head))
         assert_same(got, expected(ledger, epoch, head, files, POLICIES[policy]),
                     f"seed {seed}, epoch {epoch}")
+
+
+@pytest.mark.parametrize("distrust", [False, True], ids=["trusted", "distrust"])
+@pytest.mark.parametrize("seed", range(16))
+def test_v4_with_calibrated_evaluators_equals_reference(seed: int, distrust: bool) -> None:
+    """Under v4 an evaluator is calibrated only on subjects that four or more evaluators
+    were rated on, so these ledgers have nine evaluators and run longer: subjects become
+    established (and, as verdicts are excluded or distrusted, stop being) between seals,
+    evaluators become calibrated and their voices move."""
+    check_every_seal(seed, "v4", seals_of(seed, distrust=distrust, evaluators=9, length=900))
+
+
+def test_the_v4_ledgers_have_calibrated_evaluators() -> None:
+    """What makes the test above test something: in most of its ledgers some evaluator
+    is calibrated by the last seal (by the reference path's own table)."""
+    calibrated = 0
+    for seed in range(16):
+        *_, (_, _, _, ledger, _, _, _) = seals_of(seed, evaluators=9, length=900)
+        table = evaluator_table(ledger.evidence(), POLICIES["v4"])
+        calibrated += any(not s.provisional and s.voice > 0 for s in table.values())
+    assert calibrated >= 12, calibrated
 
 
 def _subject_of(item: Item, targets: Targets) -> str | None:
@@ -305,8 +334,10 @@ def test_agents_split_over_shards_equal_reference(seed: int, shards: int,
     def shard(agent: str | None) -> int:
         return zlib.crc32((agent or "").encode()) % shards
 
+    # v4's evaluators are calibrated only with enough raters per subject (see above)
+    sizes = {"evaluators": 9, "length": 900} if policy == "v4" else {}
     for epoch, batch, targets, ledger, head, rows, files in seals_of(
-            seed, distrust=seed % 2 == 1):
+            seed, distrust=seed % 2 == 1, **sizes):
         for i, d in enumerate(derivers):
             d.apply([(seq, item) for seq, item in batch
                      if isinstance(item, ReporterUpdate)

@@ -59,10 +59,12 @@ async def test_an_evaluators_record(v3_bureau: BureauUnderTest) -> None:
 async def test_an_evaluators_record_under_v4(bureau: BureauUnderTest) -> None:
     """Under v4 (the default) the weight is what one verdict counts before its voice is
     settled: the default 0.25 while provisional (rated on fewer than 10 verdicts or 3
-    subjects: docs/scoring.md "Policy v4"), 1 once calibrated, 0 for a constant rater or
-    one no better than chance. Its rates, like v3's n and offsets, are not shown."""
+    established subjects: docs/scoring.md "Policy v4"), 1 once calibrated, 0 for a
+    constant rater or one no better than chance. Its rates, like v3's n and offsets, are
+    not shown."""
     w = await World.make(bureau)
     caller, constant = await w.agent("caller"), await w.agent("constant")
+    others = [await w.agent(f"other-{i}") for i in range(2)]
     sellers = [await w.agent(f"seller-{i}") for i in range(3)]
     for i in range(12):  # 12 checked calls over 3 subjects, each attested right
         seller, good = sellers[i % 3], i % 2 == 0
@@ -70,6 +72,10 @@ async def test_an_evaluators_record_under_v4(bureau: BureauUnderTest) -> None:
         await w.attest(caller, ia, seller, "ACCEPTED" if good else "FAILED_DISCOVERED")
         ia = await w.fact(seller, constant, check="PASS" if good else "FAIL")
         await w.attest(constant, ia, seller, "ACCEPTED")
+    for seller in sellers:  # four raters on each seller: established, so they rate
+        for other in others:
+            ia = await w.fact(seller, other, check="PASS")
+            await w.attest(other, ia, seller, "ACCEPTED")
     await next_epoch(bureau)
     status, body = await _record(bureau, caller, kid(caller))
     assert status == 200 and set(body) == FIELDS
