@@ -4,7 +4,7 @@
 agent's report: an evaluator's weight and recentring offset come from all the
 interactions it attested, whoever they were about. The incremental deriver keeps the
 same sums (:class:`EvaluatorSums`, one :func:`contribution` per attested interaction),
-split by shard and added up by the :class:`EvaluatorBook`; both turn sums into weights
+split by shard and added up by :mod:`bureau.scoring.book`; both turn sums into weights
 with :func:`evaluator_stats`.
 """
 
@@ -320,7 +320,7 @@ def evaluator_weight(
 
 @dataclass(frozen=True, slots=True)
 class EvaluatorPart:
-    """One shard's sums for one evaluator, as handed to the :class:`EvaluatorBook`.
+    """One shard's sums for one evaluator, as handed to the book (:mod:`bureau.scoring.book`).
     A subject belongs to one shard only, so distinct subjects add up across shards."""
 
     verdicts: int
@@ -402,53 +402,3 @@ def record_of(parts: list[EvaluatorPart]) -> EvaluatorRecord:
         tp=sum(p.tp for p in parts), tn=sum(p.tn for p in parts),
         graded=list(chain.from_iterable(repeat(e, n) for p in parts for e, n in p.graded)),
         rated=Rated(*(sum(column) for column in zip(*(p.rated for p in parts), strict=True))))
-
-
-class EvaluatorBook:
-    """Evaluator records summed over the shards of the agents, and the weights they give.
-
-    An evaluator's record is a sum over the interactions it attested, and every
-    interaction belongs to one agent, so derivers that each hold some of the agents
-    (in this process or in others, see :mod:`bureau.views.shards`) each keep their part
-    of the sums; the book adds the parts up. Only the parts of evaluators a shard
-    reports as touched are recomputed.
-    """
-
-    def __init__(self, policy: Policy) -> None:
-        self.policy = policy
-        self._parts: dict[int, dict[str, EvaluatorPart]] = {}
-        self.stats: dict[str, EvaluatorStats] = {}
-
-    def record(self, evaluator: str) -> EvaluatorRecord | None:
-        """The evaluator's whole record, summed over the shards (None: it has none)."""
-        parts = [p[evaluator] for p in self._parts.values() if evaluator in p]
-        return record_of(parts) if parts else None
-
-    def update(self, reports: Iterable[tuple[int, dict[str, EvaluatorPart | None]]],
-               ) -> dict[str, Weighing | None]:
-        """Take (shard, its sums for the evaluators it touched) and return every
-        evaluator whose :data:`Weighing` changed, with the new value (None: the evaluator
-        has no record any more, so it weighs the policy's default)."""
-        touched: set[str] = set()
-        for shard, sums in reports:
-            mine = self._parts.setdefault(shard, {})
-            for evaluator, part in sums.items():
-                if part is None:
-                    mine.pop(evaluator, None)
-                else:
-                    mine[evaluator] = part
-                touched.add(evaluator)
-        changed: dict[str, Weighing | None] = {}
-        for evaluator in sorted(touched):
-            parts = [p[evaluator] for p in self._parts.values() if evaluator in p]
-            before = self.stats.get(evaluator)
-            if not parts:
-                self.stats.pop(evaluator, None)
-                after = None
-            else:
-                after = self.stats[evaluator] = evaluator_stats(evaluator, record_of(parts),
-                                                                self.policy)
-            weighs = None if after is None else after.weighing
-            if (None if before is None else before.weighing) != weighs:
-                changed[evaluator] = weighs
-        return changed

@@ -57,11 +57,16 @@ ATTESTATION = 3
 def grid(cells: int) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
     """(midpoints, log of them, log of one minus them) of ``cells`` equal cells of
     (0, 1)."""
-    mids = tuple((i + 0.5) / cells for i in range(cells))
+    mids = tuple((2 * i + 1) / (2 * cells) for i in range(cells))
     return mids, tuple(math.log(x) for x in mids), tuple(math.log(1.0 - x) for x in mids)
 
 
-@functools.lru_cache(maxsize=1 << 16)
+#: How many kinds of verdict likelihood, and of Beta summaries, are kept: a few thousand
+#: evaluators give twice as many kinds, and their rates change from seal to seal.
+CACHED = 2 ** 16
+
+
+@functools.lru_cache(maxsize=CACHED)
 def mixture(a: float, b: float, cells: int) -> tuple[float, ...]:
     """``log(a·r + b·(1 − r))`` at every midpoint: one kind of verdict's likelihood.
     (A few thousand evaluators give twice as many kinds; each is computed once.)"""
@@ -70,7 +75,7 @@ def mixture(a: float, b: float, cells: int) -> tuple[float, ...]:
 
 
 @dataclass(slots=True)
-class Evidence:
+class Observations:
     """The weighed observations of one agent, split by what they speak of."""
 
     right: list[float]  # weights of "right" (fractional observations: w·v)
@@ -83,9 +88,9 @@ class Evidence:
 
 
 def observations(terms: Sequence[Term], policy: Policy,
-                 weighing: Callable[[str], Weighing]) -> Evidence:
+                 weighing: Callable[[str], Weighing]) -> Observations:
     """What each settled term says about ``r`` and ``s`` (see the module)."""
-    ev = Evidence([], [], [], [], [], [], {})
+    ev = Observations([], [], [], [], [], [], {})
     admitted_price = policy.outcome_value("FAILED_ADMITTED")
     threshold = policy.evaluators.polarity_threshold
     for w, v, rule, n, evaluator, _ in terms:
@@ -144,7 +149,7 @@ def summarise(logs: Sequence[float], levels: Sequence[float]) -> Summary:
     return Summary(mean, tuple(out))
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=CACHED)
 def beta_summary(a: float, b: float, cells: int, levels: tuple[float, ...]) -> Summary:
     """:func:`summarise` of Beta(a, b) on the grid. Reporter evidence comes in whole
     (or few) observations, so the same few thousand (a, b) recur across agents."""
@@ -158,7 +163,7 @@ def price(policy: Policy, r: float, s: float) -> float:
             + (1.0 - s) * value("FAILED_ADMITTED"))
 
 
-def reliability(ev: Evidence, model: Posterior, levels: tuple[float, ...]) -> Summary:
+def reliability(ev: Observations, model: Posterior, levels: tuple[float, ...]) -> Summary:
     """The posterior of ``r`` from every observation."""
     a, b = model.reliability_prior
     a, b, cells = a + math.fsum(ev.right), b + math.fsum(ev.wrong), model.grid
@@ -171,7 +176,7 @@ def reliability(ev: Evidence, model: Posterior, levels: tuple[float, ...]) -> Su
     return summarise(logs, levels)
 
 
-def trust_region(ev: Evidence, model: Posterior) -> tuple[float, float]:
+def trust_region(ev: Observations, model: Posterior) -> tuple[float, float]:
     """Where verdicts may put ``r``: the central ``trust_band`` of the posterior of ``r``
     that the agent's reporter evidence alone gives (no verdict moves it)."""
     a, b = model.reliability_prior
@@ -181,7 +186,7 @@ def trust_region(ev: Evidence, model: Posterior) -> tuple[float, float]:
     return low, high
 
 
-def candour(ev: Evidence, model: Posterior, levels: tuple[float, ...]) -> Summary:
+def candour(ev: Observations, model: Posterior, levels: tuple[float, ...]) -> Summary:
     """The posterior of ``s``: a Beta of the calls not admitted and those admitted."""
     a, b = model.candour_prior
     return beta_summary(a + math.fsum(ev.candid), b + math.fsum(ev.admitted), model.grid,

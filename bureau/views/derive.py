@@ -11,11 +11,9 @@ changed since the previous one:
   library never span two clusters, so :func:`~bureau.scoring.outcomes.resolve_all` on
   the changed clusters gives the same resolutions as on the whole agent. A new entry
   re-resolves its one cluster.
-* **Evaluators.** An evaluator's record is a sum over the interactions it attested.
-  Each ``(evaluator, interaction)`` contribution is kept, so a new attestation, a new
-  ground truth or an exclusion swaps one contribution; the sums, and the statistics
-  they give, are the scoring library's (:class:`~bureau.scoring.evaluators.EvaluatorSums`,
-  ``evaluator_stats``).
+* **Evaluators.** An evaluator's record is a sum over the interactions it attested,
+  kept one contribution at a time (:mod:`bureau.views.contributions`); the sums and the
+  statistics they give are the scoring library's (``evaluator_stats``).
 * **Agents** (:mod:`bureau.views.parts`): the report's counters take a re-resolved
   cluster out and put it back; the score is re-summed for agents whose clusters changed
   and for agents judged by an evaluator whose weight or offset moved (by the library's
@@ -46,10 +44,10 @@ from bureau.scoring import (
     evaluator_table,
     split_by_agent,
 )
+from bureau.scoring.book import EvaluatorBook
 from bureau.scoring.distrust import Distrust, distrusted_ids, step
 from bureau.scoring.evaluators import (
     Contribution,
-    EvaluatorBook,
     EvaluatorPart,
     Weighing,
     rated_contribution,

@@ -25,7 +25,7 @@ from bureau.kinds import (
     in_files_of,
 )
 from bureau.scoring import evaluator_table, policy_hash, policy_v1
-from bureau.scoring.evaluators import EvaluatorBook
+from bureau.scoring.book import EvaluatorBook
 from bureau.scoring.inputs import (
     AgentName,
     Attestation,
