@@ -1,5 +1,5 @@
 """Policy v4 (docs/scoring.md "Policy v4"): its posterior on small cases worked out by
-hand — every mean and quantile a sum over the 40 cells' midpoints, written out here
+hand — every mean and quantile a sum over the 24 cells' midpoints, written out here
 apart from the library's code — its rates, the trust region as a property, and the
 attack scenarios of issues 13 and 31 held to their bounds."""
 
@@ -30,7 +30,7 @@ from tests.scoring.thin_attacks import THIN, Thin
 from tests.scoring.thin_attacks import run as run_thin
 
 V4 = policy_v4()
-CELLS = 40
+CELLS = 24  # the v4 document's grid
 MIDS = [(i + 0.5) / CELLS for i in range(CELLS)]
 ADMITTED = 0.15  # v(FAILED_ADMITTED); v(ACCEPTED) = 1, v(FAILED_DISCOVERED) = 0
 
@@ -64,6 +64,7 @@ TAIL = 1 - math.sqrt(1 - 0.05 / 2)  # each side of a 95 % interval, from two tai
 
 def test_v4_is_known_by_hash_and_keeps_v3s_prices() -> None:
     assert policy_by_hash(policy_hash(KNOWN_POLICIES["v4"])) == (V4, "v4")
+    assert V4.posterior is not None and V4.posterior.grid == CELLS
     assert len({policy_hash(d) for d in KNOWN_POLICIES.values()}) == len(KNOWN_POLICIES)
     assert dict(KNOWN_POLICIES["v4"])["outcomes"] == dict(KNOWN_POLICIES["v3"])["outcomes"]
     assert V4.posterior is not None and V4.evaluators.rates is not None
