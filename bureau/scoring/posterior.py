@@ -37,7 +37,7 @@ import math
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import accumulate, repeat
+from itertools import accumulate, chain, repeat
 from typing import NamedTuple
 
 from bureau.scoring.evaluators import Weighing
@@ -77,17 +77,28 @@ def mixture(a: float, b: float, cells: int) -> tuple[float, ...]:
     return tuple(math.log(a * r + b * (1.0 - r)) for r in mids)
 
 
+#: One unit's weight (of an observation) and how many units share it. A term that n
+#: units share counts n times the one unit's weight, summed as n copies: the reference
+#: path has one term per unit, and both must give the same bits.
+Counted = tuple[float, int]
+
+
+def total(weights: Sequence[Counted]) -> float:
+    """The exact sum of every unit's weight (:func:`math.fsum` of the copies)."""
+    return math.fsum(chain.from_iterable(repeat(w, n) for w, n in weights))
+
+
 @dataclass(slots=True)
 class Observations:
     """The weighed observations of one agent, split by what they speak of."""
 
-    right: list[float]  # weights of "right" (fractional observations: w·v)
-    wrong: list[float]
-    truth_right: list[float]  # the same, of reporter evidence only (the trust region)
-    truth_wrong: list[float]
-    candid: list[float]  # weights of "not admitted"
-    admitted: list[float]
-    verdicts: dict[tuple[float, float], list[float]]  # (a, b) -> weights
+    right: list[Counted]  # weights of "right" (fractional observations: w·v)
+    wrong: list[Counted]
+    truth_right: list[Counted]  # the same, of reporter evidence only (the trust region)
+    truth_wrong: list[Counted]
+    candid: list[Counted]  # weights of "not admitted"
+    admitted: list[Counted]
+    verdicts: dict[tuple[float, float], list[Counted]]  # (a, b) -> weights
 
 
 def observations(terms: Sequence[Term], policy: Policy,
@@ -97,22 +108,22 @@ def observations(terms: Sequence[Term], policy: Policy,
     admitted_price = policy.outcome_value("FAILED_ADMITTED")
     threshold = policy.evaluators.polarity_threshold
     for w, v, rule, n, evaluator, _ in terms:
-        weight = w * n
         if rule in (1, 2) and v == admitted_price:
-            ev.admitted.append(weight)
+            ev.admitted.append((w, n))
             continue
-        ev.candid.append(weight)
+        ev.candid.append((w, n))
         if rule == ATTESTATION and evaluator is not None:
             rates = weighing(evaluator)
             alpha, beta = rates.rate_positive, rates.rate_negative
             kind = (alpha, beta) if v >= threshold else (1.0 - alpha, 1.0 - beta)
-            ev.verdicts.setdefault(kind, []).append(weight)
+            ev.verdicts.setdefault(kind, []).append((w, n))
             continue
-        ev.right.append(weight * v)
-        ev.wrong.append(weight * (1.0 - v))
+        right, wrong = (w * v, n), (w * (1.0 - v), n)
+        ev.right.append(right)
+        ev.wrong.append(wrong)
         if rule in REPORTER_EVIDENCE:
-            ev.truth_right.append(weight * v)
-            ev.truth_wrong.append(weight * (1.0 - v))
+            ev.truth_right.append(right)
+            ev.truth_wrong.append(wrong)
     return ev
 
 
@@ -166,12 +177,12 @@ def price(policy: Policy, r: float, s: float) -> float:
 def reliability(ev: Observations, model: Posterior, levels: tuple[float, ...]) -> Summary:
     """The posterior of ``r`` from every observation."""
     a, b = model.reliability_prior
-    a, b, cells = a + math.fsum(ev.right), b + math.fsum(ev.wrong), model.grid
+    a, b, cells = a + total(ev.right), b + total(ev.wrong), model.grid
     if not ev.verdicts:
         return beta_summary(a, b, cells, levels)
     logs = _beta_logs(a, b, cells)
     for kind in sorted(ev.verdicts):
-        w = math.fsum(ev.verdicts[kind])
+        w = total(ev.verdicts[kind])
         logs = list(map(operator.add, logs, map(operator.mul, repeat(w, cells),
                                                 mixture(*kind, cells))))
     return summarise(logs, levels)
@@ -182,7 +193,7 @@ def trust_region(ev: Observations, model: Posterior) -> tuple[float, float]:
     that the agent's reporter evidence alone gives (no verdict moves it)."""
     a, b = model.reliability_prior
     band = ((1.0 - model.trust_band) / 2, (1.0 + model.trust_band) / 2)
-    low, high = beta_summary(a + math.fsum(ev.truth_right), b + math.fsum(ev.truth_wrong),
+    low, high = beta_summary(a + total(ev.truth_right), b + total(ev.truth_wrong),
                              model.grid, band).quantiles
     return low, high
 
@@ -190,8 +201,7 @@ def trust_region(ev: Observations, model: Posterior) -> tuple[float, float]:
 def candour(ev: Observations, model: Posterior, levels: tuple[float, ...]) -> Summary:
     """The posterior of ``s``: a Beta of the calls not admitted and those admitted."""
     a, b = model.candour_prior
-    return beta_summary(a + math.fsum(ev.candid), b + math.fsum(ev.admitted), model.grid,
-                        levels)
+    return beta_summary(a + total(ev.candid), b + total(ev.admitted), model.grid, levels)
 
 
 def posterior_score(terms: Sequence[Term], policy: Policy,
@@ -201,11 +211,11 @@ def posterior_score(terms: Sequence[Term], policy: Policy,
     assert model is not None
     if not terms:
         return Score(None, NO_SCORED_EVIDENCE, 0.0)
-    total = math.fsum(w * n for w, _, _, n, _, _ in terms)
-    if total <= 0:
+    weight = total([(w, n) for w, _, _, n, _, _ in terms])
+    if weight <= 0:
         return Score(None, NO_WEIGHTED_EVIDENCE, 0.0)
-    provisional = math.fsum(w * n for w, _, _, n, _, prov in terms if prov)
-    if provisional >= total:
+    provisional = total([(w, n) for w, _, _, n, _, prov in terms if prov])
+    if provisional >= weight:
         return Score(None, NO_CALIBRATED_EVIDENCE, 0.0)
     ev = observations(terms, policy, weighing)
     # each side of the interval at (1 - interval) / 2 in all, from two independent tails
@@ -219,8 +229,8 @@ def posterior_score(terms: Sequence[Term], policy: Policy,
     low = min(value, r_low * s_low)
     high = max(value, price(policy, r_high, s_low), price(policy, r_high, s_high))
     rnd = policy.round
-    score = {"value": rnd(value), "low": rnd(low), "high": rnd(high), "weight": rnd(total),
+    score = {"value": rnd(value), "low": rnd(low), "high": rnd(high), "weight": rnd(weight),
              "interactions": sum(t[3] for t in terms)}
-    by_vj = math.fsum(w * n for w, _, rule, n, _, _ in terms if rule == 4)
-    by_truth = math.fsum(w * n for w, _, rule, n, _, _ in terms if rule == 1)
-    return Score(score, None, by_vj / total, by_truth / total, provisional / total)
+    by_vj = total([(w, n) for w, _, rule, n, _, _ in terms if rule == 4])
+    by_truth = total([(w, n) for w, _, rule, n, _, _ in terms if rule == 1])
+    return Score(score, None, by_vj / weight, by_truth / weight, provisional / weight)
