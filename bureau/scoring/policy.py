@@ -138,6 +138,10 @@ class CallerRates(_Frozen):
     #: ``alpha - beta`` at most this, over ``uninformative_min_samples`` or more rated
     #: verdicts: its verdicts tell too little to count (weight 0)
     min_informedness: float = Field(ge=0, lt=1)
+    #: rates are read to this many decimals: evaluators of like records then share one
+    #: kind of verdict, which each agent's posterior sums once (and a rate that moves by
+    #: less than that from one seal to the next re-scores nobody)
+    decimals: int = Field(ge=1, le=6)
 
 
 class EvaluatorRules(_Frozen):

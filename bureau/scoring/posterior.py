@@ -77,28 +77,19 @@ def mixture(a: float, b: float, cells: int) -> tuple[float, ...]:
     return tuple(math.log(a * r + b * (1.0 - r)) for r in mids)
 
 
-#: One unit's weight (of an observation) and how many units share it. A term that n
-#: units share counts n times the one unit's weight, summed as n copies: the reference
-#: path has one term per unit, and both must give the same bits.
-Counted = tuple[float, int]
-
-
-def total(weights: Sequence[Counted]) -> float:
-    """The exact sum of every unit's weight (:func:`math.fsum` of the copies)."""
-    return math.fsum(chain.from_iterable(repeat(w, n) for w, n in weights))
-
-
 @dataclass(slots=True)
 class Observations:
-    """The weighed observations of one agent, split by what they speak of."""
+    """The weighed observations of one agent, split by what they speak of: one weight
+    per unit (a term that n units share is n copies of the one unit's weight — the
+    reference path has one term per unit, and both must sum to the same bits)."""
 
-    right: list[Counted]  # weights of "right" (fractional observations: w·v)
-    wrong: list[Counted]
-    truth_right: list[Counted]  # the same, of reporter evidence only (the trust region)
-    truth_wrong: list[Counted]
-    candid: list[Counted]  # weights of "not admitted"
-    admitted: list[Counted]
-    verdicts: dict[tuple[float, float], list[Counted]]  # (a, b) -> weights
+    right: list[float]  # weights of "right" (fractional observations: w·v)
+    wrong: list[float]
+    truth_right: list[float]  # the same, of reporter evidence only (the trust region)
+    truth_wrong: list[float]
+    candid: list[float]  # weights of "not admitted"
+    admitted: list[float]
+    verdicts: dict[tuple[float, float], list[float]]  # (a, b) -> weights
 
 
 def observations(terms: Sequence[Term], policy: Policy,
@@ -109,21 +100,21 @@ def observations(terms: Sequence[Term], policy: Policy,
     threshold = policy.evaluators.polarity_threshold
     for w, v, rule, n, evaluator, _ in terms:
         if rule in (1, 2) and v == admitted_price:
-            ev.admitted.append((w, n))
+            ev.admitted += [w] * n
             continue
-        ev.candid.append((w, n))
+        ev.candid += [w] * n
         if rule == ATTESTATION and evaluator is not None:
             rates = weighing(evaluator)
             alpha, beta = rates.rate_positive, rates.rate_negative
             kind = (alpha, beta) if v >= threshold else (1.0 - alpha, 1.0 - beta)
-            ev.verdicts.setdefault(kind, []).append((w, n))
+            ev.verdicts.setdefault(kind, []).extend([w] * n)
             continue
-        right, wrong = (w * v, n), (w * (1.0 - v), n)
-        ev.right.append(right)
-        ev.wrong.append(wrong)
+        right, wrong = [w * v] * n, [w * (1.0 - v)] * n
+        ev.right += right
+        ev.wrong += wrong
         if rule in REPORTER_EVIDENCE:
-            ev.truth_right.append(right)
-            ev.truth_wrong.append(wrong)
+            ev.truth_right += right
+            ev.truth_wrong += wrong
     return ev
 
 
@@ -177,14 +168,16 @@ def price(policy: Policy, r: float, s: float) -> float:
 def reliability(ev: Observations, model: Posterior, levels: tuple[float, ...]) -> Summary:
     """The posterior of ``r`` from every observation."""
     a, b = model.reliability_prior
-    a, b, cells = a + total(ev.right), b + total(ev.wrong), model.grid
+    a, b, cells = a + math.fsum(ev.right), b + math.fsum(ev.wrong), model.grid
     if not ev.verdicts:
         return beta_summary(a, b, cells, levels)
-    logs = _beta_logs(a, b, cells)
-    for kind in sorted(ev.verdicts):
-        w = total(ev.verdicts[kind])
-        logs = list(map(operator.add, logs, map(operator.mul, repeat(w, cells),
-                                                mixture(*kind, cells))))
+    kinds = sorted(ev.verdicts)
+    weights = [math.fsum(ev.verdicts[kind]) for kind in kinds]
+    # cell by cell, the verdicts' weighted logs summed in the kinds' sorted order (by
+    # columns: half the time of adding one kind's vector after another)
+    columns = zip(*(mixture(*kind, cells) for kind in kinds), strict=True)
+    logs = [x + sum(map(operator.mul, weights, column))
+            for x, column in zip(_beta_logs(a, b, cells), columns, strict=True)]
     return summarise(logs, levels)
 
 
@@ -193,7 +186,7 @@ def trust_region(ev: Observations, model: Posterior) -> tuple[float, float]:
     that the agent's reporter evidence alone gives (no verdict moves it)."""
     a, b = model.reliability_prior
     band = ((1.0 - model.trust_band) / 2, (1.0 + model.trust_band) / 2)
-    low, high = beta_summary(a + total(ev.truth_right), b + total(ev.truth_wrong),
+    low, high = beta_summary(a + math.fsum(ev.truth_right), b + math.fsum(ev.truth_wrong),
                              model.grid, band).quantiles
     return low, high
 
@@ -201,7 +194,8 @@ def trust_region(ev: Observations, model: Posterior) -> tuple[float, float]:
 def candour(ev: Observations, model: Posterior, levels: tuple[float, ...]) -> Summary:
     """The posterior of ``s``: a Beta of the calls not admitted and those admitted."""
     a, b = model.candour_prior
-    return beta_summary(a + total(ev.candid), b + total(ev.admitted), model.grid, levels)
+    return beta_summary(a + math.fsum(ev.candid), b + math.fsum(ev.admitted), model.grid,
+                        levels)
 
 
 def posterior_score(terms: Sequence[Term], policy: Policy,
@@ -211,10 +205,11 @@ def posterior_score(terms: Sequence[Term], policy: Policy,
     assert model is not None
     if not terms:
         return Score(None, NO_SCORED_EVIDENCE, 0.0)
-    weight = total([(w, n) for w, _, _, n, _, _ in terms])
+    weight = math.fsum(chain.from_iterable(repeat(w, n) for w, _, _, n, _, _ in terms))
     if weight <= 0:
         return Score(None, NO_WEIGHTED_EVIDENCE, 0.0)
-    provisional = total([(w, n) for w, _, _, n, _, prov in terms if prov])
+    provisional = math.fsum(chain.from_iterable(
+        repeat(w, n) for w, _, _, n, _, prov in terms if prov))
     if provisional >= weight:
         return Score(None, NO_CALIBRATED_EVIDENCE, 0.0)
     ev = observations(terms, policy, weighing)
@@ -231,6 +226,8 @@ def posterior_score(terms: Sequence[Term], policy: Policy,
     rnd = policy.round
     score = {"value": rnd(value), "low": rnd(low), "high": rnd(high), "weight": rnd(weight),
              "interactions": sum(t[3] for t in terms)}
-    by_vj = total([(w, n) for w, _, rule, n, _, _ in terms if rule == 4])
-    by_truth = total([(w, n) for w, _, rule, n, _, _ in terms if rule == 1])
+    by_vj = math.fsum(chain.from_iterable(
+        repeat(w, n) for w, _, rule, n, _, _ in terms if rule == 4))
+    by_truth = math.fsum(chain.from_iterable(
+        repeat(w, n) for w, _, rule, n, _, _ in terms if rule == 1))
     return Score(score, None, by_vj / weight, by_truth / weight, provisional / weight)

@@ -132,7 +132,7 @@ def prior_rates(rules: CallerRates) -> tuple[float, float]:
     """(alpha, beta) of a key with no record: the prior error rate on both sides."""
     errors, rights = rules.error_prior
     eps = _within(rules.error_floor, errors / (errors + rights), rules.error_ceiling)
-    return 1.0 - eps, eps
+    return round(1.0 - eps, rules.decimals), round(eps, rules.decimals)
 
 
 def caller_rates(rated: Rated, policy: Policy) -> Rates:
@@ -147,7 +147,8 @@ def caller_rates(rated: Rated, policy: Policy) -> Rates:
     k = rules.shrink
     missed = (p - rated.true_positives + k * pooled) / (p + k)
     accepted_wrong = (n - rated.true_negatives + k * pooled) / (n + k)
-    alpha, beta = min(1.0 - floor, 1.0 - missed), max(floor, accepted_wrong)
+    alpha = round(min(1.0 - floor, 1.0 - missed), rules.decimals)
+    beta = round(max(floor, accepted_wrong), rules.decimals)
     calibrated = (rated.graded >= policy.evaluators.calibration_samples
                   and rated.subjects >= rules.calibration_subjects)
     if not calibrated:
