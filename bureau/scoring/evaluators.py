@@ -77,8 +77,8 @@ class EvaluatorStats:
     uninformative: bool  # v2: J = 0 over enough graded verdicts
     provisional: bool  # v2: fewer graded verdicts than N_cal; v4: not calibrated
     weight: float  # w_e
-    rated: int = 0  # v4: verdicts rated against probes, checks or admissions
-    rated_subjects: int = 0  # v4: distinct subjects among them
+    rated: int = 0  # v4: verdicts rated (probes, checks, admissions) on established subjects
+    rated_subjects: int = 0  # v4: the distinct established subjects among them
     rate_positive: float = 0.0  # v4: the alpha it is weighed at
     rate_negative: float = 0.0  # v4: the beta
     voice: float = 0.0  # v4: its voice about one subject, in verdicts
@@ -113,7 +113,8 @@ class EvaluatorRecord:
 def evaluator_table(evidence: Evidence, policy: Policy) -> dict[str, EvaluatorStats]:
     """Stats for every evaluator that gave a counted verdict, keyed by its key id.
 
-    One pass over the verdicts after one pass over facts and probes: O(total).
+    Two passes over the verdicts (the first finds, under v4, which subjects are
+    established) after one pass over facts and probes: O(total).
     Evaluators that are absent (under v1, buyers who only gave value judgments) weigh
     ``policy.evaluators.default_weight`` with no offset.
     """
