@@ -37,7 +37,7 @@ import math
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import accumulate, chain, repeat
+from itertools import accumulate, repeat
 from typing import NamedTuple
 
 from bureau.scoring.evaluators import Weighing
@@ -99,15 +99,20 @@ def observations(terms: Sequence[Term], policy: Policy,
     admitted_price = policy.outcome_value("FAILED_ADMITTED")
     threshold = policy.evaluators.polarity_threshold
     for w, v, rule, n, evaluator, _ in terms:
+        copies = [w] * n
         if rule in (1, 2) and v == admitted_price:
-            ev.admitted += [w] * n
+            ev.admitted += copies
             continue
-        ev.candid += [w] * n
+        ev.candid += copies
         if rule == ATTESTATION and evaluator is not None:
             rates = weighing(evaluator)
             alpha, beta = rates.rate_positive, rates.rate_negative
             kind = (alpha, beta) if v >= threshold else (1.0 - alpha, 1.0 - beta)
-            ev.verdicts.setdefault(kind, []).extend([w] * n)
+            mine = ev.verdicts.get(kind)
+            if mine is None:
+                ev.verdicts[kind] = copies
+            else:
+                mine += copies
             continue
         right, wrong = [w * v] * n, [w * (1.0 - v)] * n
         ev.right += right
@@ -205,11 +210,23 @@ def posterior_score(terms: Sequence[Term], policy: Policy,
     assert model is not None
     if not terms:
         return Score(None, NO_SCORED_EVIDENCE, 0.0)
-    weight = math.fsum(chain.from_iterable(repeat(w, n) for w, _, _, n, _, _ in terms))
+    every: list[float] = []  # one weight per unit, and the same by where it came from
+    by_provisional: list[float] = []
+    by_vj: list[float] = []
+    by_truth: list[float] = []
+    for w, _, rule, n, _, prov in terms:
+        copies = [w] * n
+        every += copies
+        if prov:
+            by_provisional += copies
+        if rule == 4:
+            by_vj += copies
+        elif rule == 1:
+            by_truth += copies
+    weight = math.fsum(every)
     if weight <= 0:
         return Score(None, NO_WEIGHTED_EVIDENCE, 0.0)
-    provisional = math.fsum(chain.from_iterable(
-        repeat(w, n) for w, _, _, n, _, prov in terms if prov))
+    provisional = math.fsum(by_provisional)
     if provisional >= weight:
         return Score(None, NO_CALIBRATED_EVIDENCE, 0.0)
     ev = observations(terms, policy, weighing)
@@ -226,8 +243,5 @@ def posterior_score(terms: Sequence[Term], policy: Policy,
     rnd = policy.round
     score = {"value": rnd(value), "low": rnd(low), "high": rnd(high), "weight": rnd(weight),
              "interactions": sum(t[3] for t in terms)}
-    by_vj = math.fsum(chain.from_iterable(
-        repeat(w, n) for w, _, rule, n, _, _ in terms if rule == 4))
-    by_truth = math.fsum(chain.from_iterable(
-        repeat(w, n) for w, _, rule, n, _, _ in terms if rule == 1))
-    return Score(score, None, by_vj / weight, by_truth / weight, provisional / weight)
+    return Score(score, None, math.fsum(by_vj) / weight, math.fsum(by_truth) / weight,
+                 provisional / weight)
