@@ -224,8 +224,9 @@ def evaluator_stats(evaluator: str, acc: EvaluatorRecord, policy: Policy) -> Eva
     if rules.rates is not None:
         rates = caller_rates(acc.rated, policy)
         provisional = not rates.calibrated
+        informedness = round(rates.alpha - rates.beta, rules.rates.decimals)
         uninformative = (floor is not None and acc.rated.graded >= floor
-                         and rates.alpha - rates.beta <= rules.rates.min_informedness)
+                         and informedness <= rules.rates.min_informedness)
         constant = _constant(acc, policy, provisional)
         alpha, beta = (prior_rates(rules.rates) if provisional
                        else (rates.alpha, rates.beta))

@@ -175,9 +175,9 @@ def test_rates_from_probes_checks_and_admissions() -> None:
     """P = 6 right calls (5 called positive), N = 6 wrong (1 called positive) over 3
     subjects: 2 errors of 12, pooled (2 + 1) / (12 + 5); each side pulled to it by 4."""
     rates = caller_rates(Rated(6, 6, 5, 5, 3), V4)
-    pooled = 3 / 17  # read to two decimals (``rates.decimals``)
-    assert rates.alpha == round(1 - (1 + 4 * pooled) / 10, 2) == 0.83
-    assert rates.beta == round((1 + 4 * pooled) / 10, 2) == 0.17
+    pooled = 3 / 17  # 0.8294 and 0.1706, read to one decimal (``rates.decimals``)
+    assert rates.alpha == round(1 - (1 + 4 * pooled) / 10, 1) == 0.8
+    assert rates.beta == round((1 + 4 * pooled) / 10, 1) == 0.2
     assert rates.calibrated and rates.voice == (12 - 10) / 8
     assert not caller_rates(Rated(6, 6, 5, 5, 2), V4).calibrated  # two subjects: narrow
     perfect = caller_rates(Rated(20, 20, 20, 20, 5), V4)
