@@ -36,7 +36,8 @@ async def evaluator_record(conn: db.Connection, agent: str, epoch: int | None,
     policy, digest = await policy_of_epoch(conn, seal.epoch, seal.last_seq)
     evidence = (await load_evidence(conn, seal.last_seq)).evidence()
     stats = evaluator_table(evidence, policy).get(agent)
-    weight, _, _, provisional = default_weighing(policy) if stats is None else stats.weighing
+    weighs = default_weighing(policy) if stats is None else stats.weighing
+    weight, provisional = weighs.weight, weighs.provisional
     given = sum(1 for a in evidence.attestations if a.evaluator == agent) + sum(
         1 for v in evidence.value_judgments if v.evaluator == agent)
     end = _EPOCH_ZERO + dt.timedelta(seconds=(seal.epoch + 1) * epoch_seconds)

@@ -4,7 +4,7 @@
 agent's report: an evaluator's weight and recentring offset come from all the
 interactions it attested, whoever they were about. The incremental deriver keeps the
 same sums (:class:`EvaluatorSums`, one :func:`contribution` per attested interaction),
-split by shard and added up by the :class:`EvaluatorBook`; both turn sums into weights
+split by shard and added up by :mod:`bureau.scoring.book`; both turn sums into weights
 with :func:`evaluator_stats`.
 """
 
@@ -19,19 +19,38 @@ from typing import Any, NamedTuple, TypeVar
 
 from bureau.scoring.inputs import Attestation, Evidence, ValueJudgment
 from bureau.scoring.policy import PolarityConstantRater, Policy
-from bureau.scoring.truth import graded_truth, set_aside, truth_index
+from bureau.scoring.rates import (
+    NOTHING_RATED,
+    Rated,
+    RatedSums,
+    caller_rates,
+    established,
+    prior_rates,
+    rated_truth,
+)
+from bureau.scoring.truth import claims_index, graded_truth, set_aside, truth_index
 
-#: What one standing verdict adds to its evaluator's record (see :func:`contribution`):
-#: (outcome, value, the ground truth it is graded against or None).
-Contribution = tuple[str, float, bool | None]
+#: A standing verdict as graded (see :func:`contribution`): (outcome, value, the ground
+#: truth it is graded against or None).
+Graded = tuple[str, float, bool | None]
+#: What one standing verdict adds to its evaluator's record (see
+#: :func:`rated_contribution`): the graded verdict and, under v4, what rates it
+#: (:func:`bureau.scoring.rates.rated_truth`) or None.
+Contribution = tuple[str, float, bool | None, bool | None]
+
+
 class Weighing(NamedTuple):
     """What weighs an evaluator's verdicts. Under v1 both offsets are the one offset and
-    nobody is provisional."""
+    nobody is provisional. Under v4 no verdict is recentred: its rates and its voice about
+    one subject (:mod:`bureau.scoring.rates`) weigh it in the posterior."""
 
     weight: float  # w_e
     offset_positive: float  # the recentring offset of its positive verdicts
     offset_negative: float  # of its negative ones
     provisional: bool
+    rate_positive: float = 0.0  # v4: P(positive verdict | right call)
+    rate_negative: float = 0.0  # v4: P(positive verdict | wrong call)
+    voice: float = 0.0  # v4: how many verdicts its verdicts about one subject count as
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,13 +75,20 @@ class EvaluatorStats:
     offset_negative: float  # v2: of negative verdicts; v1: ``offset``
     constant: bool  # the constant-rater rule applied
     uninformative: bool  # v2: J = 0 over enough graded verdicts
-    provisional: bool  # v2: fewer graded verdicts than N_cal
+    provisional: bool  # v2: fewer graded verdicts than N_cal; v4: not calibrated
     weight: float  # w_e
+    rated: int = 0  # v4: verdicts rated (probes, checks, admissions) on established subjects
+    rated_subjects: int = 0  # v4: the distinct established subjects among them
+    rate_positive: float = 0.0  # v4: the alpha it is weighed at
+    rate_negative: float = 0.0  # v4: the beta
+    voice: float = 0.0  # v4: its voice about one subject, in verdicts
 
     @property
     def weighing(self) -> Weighing:
         return Weighing(weight=self.weight, offset_positive=self.offset_positive,
-                        offset_negative=self.offset_negative, provisional=self.provisional)
+                        offset_negative=self.offset_negative, provisional=self.provisional,
+                        rate_positive=self.rate_positive, rate_negative=self.rate_negative,
+                        voice=self.voice)
 
 
 @dataclass(slots=True)
@@ -80,20 +106,36 @@ class EvaluatorRecord:
     tn: int = 0
     #: (truth, value) of every graded verdict
     graded: list[tuple[bool, float]] = field(default_factory=list)
+    #: v4: its verdicts rated against probes, checks and admissions
+    rated: Rated = NOTHING_RATED
 
 
 def evaluator_table(evidence: Evidence, policy: Policy) -> dict[str, EvaluatorStats]:
     """Stats for every evaluator that gave a counted verdict, keyed by its key id.
 
-    One pass over the verdicts after one pass over facts and probes: O(total).
+    Two passes over the verdicts (the first finds, under v4, which subjects are
+    established) after one pass over facts and probes: O(total).
     Evaluators that are absent (under v1, buyers who only gave value judgments) weigh
     ``policy.evaluators.default_weight`` with no offset.
     """
     excluded = set_aside(evidence)
     truth = truth_index(evidence.facts, evidence.probes, excluded)
+    claims = claims_index(evidence.facts, excluded) if policy.evaluators.rates else {}
     threshold = policy.evaluators.polarity_threshold
 
     sums: dict[str, EvaluatorSums] = {}
+    blind = policy.blind_grading
+    attested: list[tuple[str, str, Contribution | None]] = []
+    raters: dict[str, set[str]] = {}  # subject -> evaluators with a rated verdict on it
+    for (evaluator, ikey), a in standing(evidence.attestations, excluded).items():
+        if a is not None:
+            key = (a.reporter, a.interaction, a.subject)
+            graded = graded_truth(truth.get(key), a.seq, blind)
+            rated = rated_truth(truth.get(key), claims.get(key)) if claims else None
+            c = rated_contribution(a.outcome, a.corrections, graded, policy, rated)
+            attested.append((evaluator, ikey[-1], c))
+            if c is not None and c[3] is not None:
+                raters.setdefault(ikey[-1], set()).add(evaluator)
 
     def add(evaluator: str, c: Contribution | None, subject: str) -> None:
         if c is None:
@@ -101,18 +143,16 @@ def evaluator_table(evidence: Evidence, policy: Policy) -> dict[str, EvaluatorSt
         acc = sums.get(evaluator)
         if acc is None:
             acc = sums[evaluator] = EvaluatorSums()
-        acc.apply(c, subject, +1, threshold)
+        acc.apply(c, subject, +1, threshold,
+                  established(len(raters.get(subject, ())), policy))
 
-    blind = policy.blind_grading
-    for (evaluator, ikey), a in standing(evidence.attestations, excluded).items():
-        if a is not None:
-            graded = graded_truth(truth.get((a.reporter, a.interaction, a.subject)), a.seq,
-                                  blind)
-            add(evaluator, contribution(a.outcome, a.corrections, graded, policy), ikey[-1])
+    for evaluator, subject, c in attested:
+        add(evaluator, c, subject)
     if policy.counts_value_judgments:
         for (evaluator, vkey), v in standing(evidence.value_judgments, excluded).items():
             if v is not None:
-                add(evaluator, contribution(v.judgment, 0, None, policy), vkey[-1])
+                add(evaluator, rated_contribution(v.judgment, 0, None, policy, None),
+                    vkey[-1])
     return {e: evaluator_stats(e, record_of([acc.part()]), policy)
             for e, acc in sorted(sums.items())}
 
@@ -146,14 +186,22 @@ def standing(verdicts: Iterable[V], excluded: Mapping[str, str],
 
 
 def contribution(outcome: str, corrections: int, truth: bool | None,
-                 policy: Policy) -> Contribution | None:
-    """What an evaluator's standing verdict adds to its record: (outcome, value, the
-    ground truth it is graded against or None). An unscored outcome (``DECLINED``)
-    adds nothing; without ground truth it counts towards verdicts and subjects only —
-    dropped from the sample, not marked wrong."""
+                 policy: Policy) -> Graded | None:
+    """An evaluator's standing verdict as graded: (outcome, value, the ground truth it is
+    graded against or None). An unscored outcome (``DECLINED``) adds nothing; without
+    ground truth it counts towards verdicts and subjects only — dropped from the sample,
+    not marked wrong."""
     if policy.is_unscored(outcome):
         return None
     return outcome, policy.outcome_value(outcome, corrections), truth
+
+
+def rated_contribution(outcome: str, corrections: int, truth: bool | None, policy: Policy,
+                       rated: bool | None) -> Contribution | None:
+    """What an evaluator's standing verdict adds to its record: :func:`contribution` and,
+    under v4, what rates it (None: nothing, or not v4)."""
+    graded = contribution(outcome, corrections, truth, policy)
+    return None if graded is None else (*graded, rated)
 
 
 def _shrunk(errors: list[float], k: int) -> float:
@@ -163,48 +211,49 @@ def _shrunk(errors: list[float], k: int) -> float:
 
 
 def evaluator_stats(evaluator: str, acc: EvaluatorRecord, policy: Policy) -> EvaluatorStats:
-    """An evaluator's weight and recentring offsets from its sums (SPEC §7, §7.1)."""
+    """An evaluator's weight and recentring offsets from its sums (SPEC §7, §7.1); under
+    v4 its weight, rates and voice (:mod:`bureau.scoring.rates`)."""
     rules = policy.evaluators
-    k = rules.prior_samples
-    threshold = rules.polarity_threshold
     errors = [value - (1.0 if truth else 0.0) for truth, value in acc.graded]
     n = len(errors)
     tpr = (acc.tp + 1) / (acc.positives + 2)
     tnr = (acc.tn + 1) / (acc.negatives + 2)
     j = min(1.0, max(0.0, tpr + tnr - 1))
     d = math.fsum(errors) / n if n else None
+    floor = rules.uninformative_min_samples
+    if rules.rates is not None:
+        rates = caller_rates(acc.rated, policy)
+        provisional = not rates.calibrated
+        informedness = round(rates.alpha - rates.beta, rules.rates.decimals)
+        uninformative = (floor is not None and acc.rated.graded >= floor
+                         and informedness <= rules.rates.min_informedness)
+        constant = _constant(acc, policy, provisional)
+        alpha, beta = (prior_rates(rules.rates) if provisional
+                       else (rates.alpha, rates.beta))
+        weight = rules.default_weight if provisional else rules.rates.calibrated_weight
+        return EvaluatorStats(
+            evaluator, acc.verdicts, acc.subjects, n, acc.positives, acc.negatives,
+            acc.tp, acc.tn, tpr, tnr, j, (acc.tp + acc.tn) / n if n else None, d,
+            0.0, 0.0, 0.0, constant, uninformative, provisional,
+            0.0 if constant or uninformative else weight, acc.rated.graded,
+            acc.rated.subjects, alpha, beta, rates.voice)
+    k, prior_weight = rules.weight_prior
     if n + k > 0:
-        weight = (n * j + k * rules.prior_weight) / (n + k)
+        weight = (n * j + k * prior_weight) / (n + k)
         offset = n * d / (n + k) if d is not None else 0.0
     else:
         weight, offset = rules.default_weight, 0.0
     if policy.per_polarity_offsets:
         # d+ over positive verdicts whose truth passed, d- over negative ones whose
         # truth failed, each shrunk by its own count (SPEC §7.1.5)
+        threshold = rules.polarity_threshold
         offset_pos = _shrunk([v - 1.0 for t, v in acc.graded if t and v >= threshold], k)
         offset_neg = _shrunk([v - 0.0 for t, v in acc.graded if not t and v < threshold], k)
     else:
         offset_pos = offset_neg = offset
     provisional = n < rules.calibration_samples
-    floor = rules.uninformative_min_samples
     uninformative = floor is not None and n >= floor and j == 0
-    cr = rules.constant_rater
-    if isinstance(cr, PolarityConstantRater):
-        # at least min_share of the verdicts on one side, compared in whole percent so
-        # that 95 % of 20 is exactly 19 (0.95 * 20 is not exact in binary)
-        one_side = max(acc.positive_verdicts, acc.verdicts - acc.positive_verdicts)
-        constant = (
-            provisional
-            and acc.verdicts >= cr.min_verdicts
-            and acc.subjects >= cr.min_subjects
-            and one_side * 100 >= round(cr.min_share * 100) * acc.verdicts
-        )
-    else:
-        constant = (
-            acc.verdicts >= cr.min_attestations
-            and acc.subjects >= cr.min_subjects
-            and len(acc.outcomes) == 1
-        )
+    constant = _constant(acc, policy, provisional)
     return EvaluatorStats(
         evaluator=evaluator,
         verdicts=acc.verdicts,
@@ -229,12 +278,35 @@ def evaluator_stats(evaluator: str, acc: EvaluatorRecord, policy: Policy) -> Eva
     )
 
 
+def _constant(acc: EvaluatorRecord, policy: Policy, provisional: bool) -> bool:
+    """The constant-rater rule of the policy (SPEC §7; §7.1.4 from v2 on)."""
+    cr = policy.evaluators.constant_rater
+    if isinstance(cr, PolarityConstantRater):
+        # at least min_share of the verdicts on one side, compared in whole percent so
+        # that 95 % of 20 is exactly 19 (0.95 * 20 is not exact in binary)
+        one_side = max(acc.positive_verdicts, acc.verdicts - acc.positive_verdicts)
+        return (
+            provisional
+            and acc.verdicts >= cr.min_verdicts
+            and acc.subjects >= cr.min_subjects
+            and one_side * 100 >= round(cr.min_share * 100) * acc.verdicts
+        )
+    return (
+        acc.verdicts >= cr.min_attestations
+        and acc.subjects >= cr.min_subjects
+        and len(acc.outcomes) == 1
+    )
+
+
 def default_weighing(policy: Policy) -> Weighing:
     """How a key with no record weighs: the policy's default, no offset; provisional
-    whenever the policy has provisional evaluators at all."""
-    return Weighing(weight=policy.evaluators.default_weight, offset_positive=0.0,
-                    offset_negative=0.0,
-                    provisional=policy.evaluators.calibration_samples > 0)
+    whenever the policy has provisional evaluators at all; under v4 at the rates of a key
+    with no record."""
+    rules = policy.evaluators
+    alpha, beta = (0.0, 0.0) if rules.rates is None else prior_rates(rules.rates)
+    return Weighing(weight=rules.default_weight, offset_positive=0.0,
+                    offset_negative=0.0, provisional=rules.calibration_samples > 0,
+                    rate_positive=alpha, rate_negative=beta)
 
 
 def evaluator_weight(
@@ -250,7 +322,7 @@ def evaluator_weight(
 
 @dataclass(frozen=True, slots=True)
 class EvaluatorPart:
-    """One shard's sums for one evaluator, as handed to the :class:`EvaluatorBook`.
+    """One shard's sums for one evaluator, as handed to the book (:mod:`bureau.scoring.book`).
     A subject belongs to one shard only, so distinct subjects add up across shards."""
 
     verdicts: int
@@ -262,6 +334,7 @@ class EvaluatorPart:
     tp: int
     tn: int
     graded: tuple[tuple[tuple[bool, float], int], ...]  # ((truth, value), how many times)
+    rated: Rated = NOTHING_RATED  # v4
 
 
 @dataclass
@@ -279,15 +352,21 @@ class EvaluatorSums:
     negatives: int = 0
     tp: int = 0
     tn: int = 0
+    #: v4: its rated verdicts (:class:`bureau.scoring.rates.RatedSums`)
+    rated: RatedSums = field(default_factory=RatedSums)
 
-    def apply(self, c: Contribution, subject: str, sign: int, threshold: float) -> None:
-        """Add (``sign`` 1) or take out (-1) one contribution about ``subject``."""
-        outcome, value, truth = c
+    def apply(self, c: Contribution, subject: str, sign: int, threshold: float,
+              established: bool = False) -> None:
+        """Add (``sign`` 1) or take out (-1) one contribution about ``subject``; under v4
+        its rated part counts when ``subject`` is established."""
+        outcome, value, truth, rated = c
         self.verdicts += sign
         called_pass = value >= threshold
         self.positive_verdicts += sign * called_pass
         _bump(self.subjects, subject, sign)
         _bump(self.outcomes, outcome, sign)
+        if rated is not None:
+            self.rated.add(subject, rated, called_pass, sign, established)
         if truth is None:
             return
         if truth:
@@ -301,7 +380,8 @@ class EvaluatorSums:
     def part(self) -> EvaluatorPart:
         return EvaluatorPart(self.verdicts, len(self.subjects), frozenset(self.outcomes),
                              self.positive_verdicts, self.positives, self.negatives,
-                             self.tp, self.tn, tuple(self.graded.items()))
+                             self.tp, self.tn, tuple(self.graded.items()),
+                             self.rated.rated())
 
 
 def _bump(counter: Counter[Any], key: Any, sign: int) -> None:
@@ -322,54 +402,5 @@ def record_of(parts: list[EvaluatorPart]) -> EvaluatorRecord:
         positive_verdicts=sum(p.positive_verdicts for p in parts),
         positives=sum(p.positives for p in parts), negatives=sum(p.negatives for p in parts),
         tp=sum(p.tp for p in parts), tn=sum(p.tn for p in parts),
-        graded=list(chain.from_iterable(repeat(e, n) for p in parts for e, n in p.graded)))
-
-
-class EvaluatorBook:
-    """Evaluator records summed over the shards of the agents, and the weights they give.
-
-    An evaluator's record is a sum over the interactions it attested, and every
-    interaction belongs to one agent, so derivers that each hold some of the agents
-    (in this process or in others, see :mod:`bureau.views.shards`) each keep their part
-    of the sums; the book adds the parts up. Only the parts of evaluators a shard
-    reports as touched are recomputed.
-    """
-
-    def __init__(self, policy: Policy) -> None:
-        self.policy = policy
-        self._parts: dict[int, dict[str, EvaluatorPart]] = {}
-        self.stats: dict[str, EvaluatorStats] = {}
-
-    def record(self, evaluator: str) -> EvaluatorRecord | None:
-        """The evaluator's whole record, summed over the shards (None: it has none)."""
-        parts = [p[evaluator] for p in self._parts.values() if evaluator in p]
-        return record_of(parts) if parts else None
-
-    def update(self, reports: Iterable[tuple[int, dict[str, EvaluatorPart | None]]],
-               ) -> dict[str, Weighing | None]:
-        """Take (shard, its sums for the evaluators it touched) and return every
-        evaluator whose :data:`Weighing` changed, with the new value (None: the evaluator
-        has no record any more, so it weighs the policy's default)."""
-        touched: set[str] = set()
-        for shard, sums in reports:
-            mine = self._parts.setdefault(shard, {})
-            for evaluator, part in sums.items():
-                if part is None:
-                    mine.pop(evaluator, None)
-                else:
-                    mine[evaluator] = part
-                touched.add(evaluator)
-        changed: dict[str, Weighing | None] = {}
-        for evaluator in sorted(touched):
-            parts = [p[evaluator] for p in self._parts.values() if evaluator in p]
-            before = self.stats.get(evaluator)
-            if not parts:
-                self.stats.pop(evaluator, None)
-                after = None
-            else:
-                after = self.stats[evaluator] = evaluator_stats(evaluator, record_of(parts),
-                                                                self.policy)
-            weighs = None if after is None else after.weighing
-            if (None if before is None else before.weighing) != weighs:
-                changed[evaluator] = weighs
-        return changed
+        graded=list(chain.from_iterable(repeat(e, n) for p in parts for e, n in p.graded)),
+        rated=Rated(*(sum(column) for column in zip(*(p.rated for p in parts), strict=True))))

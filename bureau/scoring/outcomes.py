@@ -220,7 +220,8 @@ def verdict_term(verdict: Verdict, weighing: Weighing, policy: Policy
     """A verdict's (weight, value, recentring offset) for its evaluator's weighing; the
     value is None for an unscored code, whose weight is its evaluator's ``w_e``."""
     _, rule, _, raw, spent = verdict
-    w_e, offset_pos, offset_neg, _ = weighing
+    w_e, offset_pos, offset_neg = weighing.weight, weighing.offset_positive, \
+        weighing.offset_negative
     if raw is None:
         return w_e, None, 0.0
     if rule == 3:

@@ -1,7 +1,6 @@
 """Scoring policies as data (SPEC §7, §7.1).
 
-A policy is one JSON document in this package (``policy_v1.json``, ``policy_v2.json``,
-``policy_v3.json``),
+A policy is one JSON document in this package (``policy_v1.json`` to ``policy_v4.json``),
 read through :mod:`importlib.resources`. The service serves a document's RFC 8785
 canonical bytes (:func:`policy_bytes`) at ``GET /v1/policy`` and ``GET
 /v1/policies/{hash}``, and writes their BLAKE3 hash (:func:`policy_hash`) into every
@@ -10,7 +9,10 @@ report scored by it.
 Scoring code never uses a literal constant: it reads every number from a frozen
 :class:`Policy` parsed from the document, so a new policy version is a new document.
 What v2 adds (SPEC §7.1) is optional in the model, and absent from the v1 document:
-its absence *is* v1's behaviour, so the v1 document and its hash never change.
+its absence *is* v1's behaviour, so the v1 document and its hash never change. Likewise
+what v4 adds (its evaluators' ``rates``, its score's ``posterior``), and what v4 no longer
+reads (the weighted mean's prior and Wilson's ``z``, the evaluator weight's prior) is
+optional for v4 and required of the documents before it.
 """
 
 from __future__ import annotations
@@ -23,13 +25,14 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from reporters.wire import blake3_hex, canonical_json
 
 POLICY_V1_RESOURCE: Final = "policy_v1.json"
 POLICY_V2_RESOURCE: Final = "policy_v2.json"
 POLICY_V3_RESOURCE: Final = "policy_v3.json"
+POLICY_V4_RESOURCE: Final = "policy_v4.json"
 
 
 def _load_document(resource: str) -> Mapping[str, Any]:
@@ -45,6 +48,8 @@ POLICY_V1_DOCUMENT: Final[Mapping[str, Any]] = _load_document(POLICY_V1_RESOURCE
 POLICY_V2_DOCUMENT: Final[Mapping[str, Any]] = _load_document(POLICY_V2_RESOURCE)
 #: The v3 document as shipped in ``policy_v3.json`` (SPEC §7.2, docs/scoring.md).
 POLICY_V3_DOCUMENT: Final[Mapping[str, Any]] = _load_document(POLICY_V3_RESOURCE)
+#: The v4 document as shipped in ``policy_v4.json`` (SPEC §7.2 r4, docs/scoring.md).
+POLICY_V4_DOCUMENT: Final[Mapping[str, Any]] = _load_document(POLICY_V4_RESOURCE)
 
 
 class _Frozen(BaseModel):
@@ -103,9 +108,46 @@ class PolarityConstantRater(_Frozen):
     min_share: float = Field(gt=0, le=1)
 
 
+class CallerRates(_Frozen):
+    """v4 (docs/scoring.md "Policy v4"): an evaluator's rates of positive verdicts on right
+    calls (``alpha``) and on wrong calls (``beta``), learned from ground truth only —
+    probes, deliverable checks and witnessed admissions (``claimed: FAILURE``) — never
+    from agreement. With ``e`` errors in ``n`` graded verdicts, the pooled error rate is
+    ``eps = clamp((e + error_prior[0]) / (n + error_prior[0] + error_prior[1]),
+    error_floor, error_ceiling)``; each side's own rate is pulled towards it by ``shrink``
+    pseudo-verdicts and kept within the same bounds."""
+
+    #: (errors, right verdicts) imagined before any is graded: a fresh key's rates
+    error_prior: tuple[float, float]
+    shrink: float = Field(ge=0)
+    #: no evaluator counts as more exact than this: a record of readable truth can be
+    #: copied, so a perfect one is not worth more than a careful honest caller's
+    error_floor: float = Field(ge=0, lt=0.5)
+    error_ceiling: float = Field(gt=0, le=0.5)
+    #: a subject rates its evaluators only once at least this many evaluators have rated
+    #: verdicts about it (a decoy only a ring calls rates nobody)
+    established_raters: int = Field(ge=1)
+    #: calibrated only once rated on at least this many distinct established subjects
+    calibration_subjects: int = Field(ge=1)
+    #: a calibrated evaluator's voice about one subject: its rated verdicts beyond
+    #: ``calibration_samples``, divided by this, at most ``settling.per_evaluator_subject``
+    #: verdicts (so a voice is earned by rated verdicts beyond calibration)
+    samples_per_voice: float = Field(gt=0)
+    #: what one verdict of a calibrated evaluator weighs before its voice is settled
+    calibrated_weight: float = Field(gt=0)
+    #: ``alpha - beta`` at most this, over ``uninformative_min_samples`` or more rated
+    #: verdicts: its verdicts tell too little to count (weight 0)
+    min_informedness: float = Field(ge=0, lt=1)
+    #: rates are read to this many decimals: evaluators of like records then share one
+    #: kind of verdict, which each agent's posterior sums once (and a rate that moves by
+    #: less than that from one seal to the next re-scores nobody)
+    decimals: int = Field(ge=1, le=6)
+
+
 class EvaluatorRules(_Frozen):
-    prior_samples: int = Field(ge=0)
-    prior_weight: float
+    #: v1-v3: the prior of ``w_e = (n·J + k·w0) / (n + k)`` (k, w0); v4 has no such weight
+    prior_samples: int | None = Field(default=None, ge=0)
+    prior_weight: float | None = None
     default_weight: float
     polarity_threshold: float
     constant_rater: ConstantRater | PolarityConstantRater
@@ -118,6 +160,20 @@ class EvaluatorRules(_Frozen):
     calibration_samples: int = Field(default=0, ge=0)
     #: one recentring offset (v1) or one per polarity (v2, §7.1.5)
     offsets: Literal["one", "per_polarity"] = "one"
+    #: v4: the rates a verdict is weighed by (absent: v1-v3, a weight and offsets)
+    rates: CallerRates | None = None
+
+    @model_validator(mode="after")
+    def _weight_prior(self) -> EvaluatorRules:
+        if self.rates is None and (self.prior_samples is None or self.prior_weight is None):
+            raise ValueError("prior_samples and prior_weight are required without rates")
+        return self
+
+    @property
+    def weight_prior(self) -> tuple[int, float]:
+        """(k, w0) of v1-v3's evaluator weight."""
+        assert self.prior_samples is not None and self.prior_weight is not None
+        return self.prior_samples, self.prior_weight
 
 
 class Settling(_Frozen):
@@ -133,10 +189,46 @@ class Settling(_Frozen):
     per_evaluator_applies_to: Literal["all", "calibrated"] = "all"
 
 
+class Posterior(_Frozen):
+    """v4 (docs/scoring.md "Policy v4"): the score is a posterior over the agent's
+    reliability ``r`` (the chance that an answer it does not admit is right) and its
+    candour ``s`` (the chance that it does not admit a call), computed on a fixed grid of
+    ``grid`` cells on each; its quality is ``q = r·s`` and its published value the
+    outcome price ``s·(r·v(ACCEPTED) + (1 − r)·v(FAILED_DISCOVERED)) + (1 − s)·
+    v(FAILED_ADMITTED)``."""
+
+    grid: int = Field(ge=4, le=1000)
+    #: Beta prior of r and of s: (a, b)
+    reliability_prior: tuple[float, float]
+    candour_prior: tuple[float, float]
+    #: verdicts move r only within this central share of the agent's own ground truth's
+    #: posterior of r (the trust region)
+    trust_band: float = Field(gt=0, le=1)
+    #: the published interval's credibility, for q at its low end and the value at its high
+    interval: float = Field(gt=0, lt=1)
+
+
 class ScoreRules(_Frozen):
-    prior_observations: float = Field(ge=0)
-    prior_value: float
-    wilson_z: float
+    #: v1-v3: the weighted mean's prior and Wilson's z; v4 has a posterior instead
+    prior_observations: float | None = Field(default=None, ge=0)
+    prior_value: float | None = None
+    wilson_z: float | None = None
+    posterior: Posterior | None = None
+
+    @model_validator(mode="after")
+    def _one_model(self) -> ScoreRules:
+        mean = (self.prior_observations, self.prior_value, self.wilson_z)
+        if self.posterior is None and None in mean:
+            raise ValueError("prior_observations, prior_value and wilson_z are required "
+                             "without a posterior")
+        return self
+
+    @property
+    def weighted_mean(self) -> tuple[float, float, float]:
+        """(prior observations, prior value, Wilson's z) of v1-v3's score."""
+        k, v, z = self.prior_observations, self.prior_value, self.wilson_z
+        assert k is not None and v is not None and z is not None
+        return k, v, z
 
 
 class Rounding(_Frozen):
@@ -157,6 +249,20 @@ class Policy(_Frozen):
     @classmethod
     def from_document(cls, document: Mapping[str, Any]) -> Policy:
         return cls.model_validate(document)
+
+    @model_validator(mode="after")
+    def _posterior_parts(self) -> Policy:
+        """A posterior (v4) weighs verdicts by their evaluators' rates and settles them,
+        and tells an admitted failure among ground truth by its price (the score's terms
+        carry values, not codes), so that price must be its own."""
+        if self.score.posterior is None:
+            return self
+        if self.evaluators.rates is None or self.settling is None:
+            raise ValueError("a posterior needs evaluators.rates and settling")
+        values = self.outcomes.values
+        if values["FAILED_ADMITTED"] in (values["ACCEPTED"], values["FAILED_DISCOVERED"]):
+            raise ValueError("under a posterior FAILED_ADMITTED needs a price of its own")
+        return self
 
     # ----------------------------------------------------------------- helpers
 
@@ -196,6 +302,11 @@ class Policy(_Frozen):
     @property
     def per_polarity_offsets(self) -> bool:
         return self.evaluators.offsets == "per_polarity"
+
+    @property
+    def posterior(self) -> Posterior | None:
+        """v4's score model (None: v1-v3's weighted mean and Wilson interval)."""
+        return self.score.posterior
 
     @property
     def counts_value_judgments(self) -> bool:
@@ -238,6 +349,12 @@ def policy_v3() -> Policy:
     return Policy.from_document(POLICY_V3_DOCUMENT)
 
 
+@functools.cache
+def policy_v4() -> Policy:
+    """The v4 policy, parsed once."""
+    return Policy.from_document(POLICY_V4_DOCUMENT)
+
+
 # --------------------------------------------------------------------------- registry
 
 #: Every policy this bureau knows, by the name ``BUREAU_POLICY`` gives it. A ledger names
@@ -247,9 +364,10 @@ KNOWN_POLICIES: Final[Mapping[str, Mapping[str, Any]]] = MappingProxyType({
     "v1": POLICY_V1_DOCUMENT,
     "v2": POLICY_V2_DOCUMENT,
     "v3": POLICY_V3_DOCUMENT,
+    "v4": POLICY_V4_DOCUMENT,
 })
-#: The policy a new ledger starts with when ``BUREAU_POLICY`` is unset (SPEC §10).
-DEFAULT_POLICY_NAME: Final = "v3"
+#: The policy a new ledger starts with when ``BUREAU_POLICY`` is unset (SPEC §10 r4).
+DEFAULT_POLICY_NAME: Final = "v4"
 
 
 @functools.cache

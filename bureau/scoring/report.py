@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from itertools import chain, repeat
 from typing import Any
 
-from bureau.scoring.evaluators import EvaluatorStats
+from bureau.scoring.evaluators import EvaluatorStats, Weighing, default_weighing
 from bureau.scoring.inputs import EXCLUSION_REASONS, REPORTER_ROW_MIN, Evidence, Fact, Probe
 from bureau.scoring.outcomes import RULE_NAMES, Resolution, resolve_all
 from bureau.scoring.policy import Policy
@@ -86,8 +86,14 @@ def score_agent(
     resolutions = tuple(resolve_all(mine, policy, evaluators, excluded))
 
     terms = [resolution_term(r) for r in resolutions if r.scored]
-    scored: Score = score_terms(terms, policy)
-    weights = iter(t[0] for t in cap_terms(terms, policy))
+    default = default_weighing(policy)
+
+    def weighing(evaluator: str) -> Weighing:
+        stats = evaluators.get(evaluator)
+        return default if stats is None else stats.weighing
+
+    scored: Score = score_terms(terms, policy, weighing)
+    weights = iter(t[0] for t in cap_terms(terms, policy, weighing))
     settled = tuple(next(weights) if r.scored else 0.0 for r in resolutions)
 
     kinds: dict[str, tuple[int, str]] = {}

@@ -14,37 +14,24 @@ depend only on counts and exact sums.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from itertools import chain, repeat
-from typing import Any
 
+from bureau.scoring.evaluators import Weighing, default_weighing
 from bureau.scoring.policy import Policy
+from bureau.scoring.posterior import posterior_score
+from bureau.scoring.terms import (
+    NO_CALIBRATED_EVIDENCE,
+    NO_SCORED_EVIDENCE,
+    NO_WEIGHTED_EVIDENCE,
+    SCORE_REASON_TEXT,
+    Score,
+    Term,
+)
 
-#: Why a report's score is null; the explanation carries it as ``score_reason``.
-NO_SCORED_EVIDENCE = "no_scored_evidence"  # nothing resolved to a scored outcome
-NO_WEIGHTED_EVIDENCE = "no_weighted_evidence"  # scored outcomes, but all at weight 0
-
-SCORE_REASON_TEXT = {
-    NO_SCORED_EVIDENCE: "no interaction resolved to a scored outcome code",
-    NO_WEIGHTED_EVIDENCE: "every scored outcome came from an evaluator of weight 0",
-}
-
-#: One scored term: (weight, value, the rule that decided it, how many units share it,
-#: the evaluator behind rules 3-4 or None, whether that evaluator is provisional).
-Term = tuple[float, float, int, int, "str | None", bool]
-
-
-@dataclass(frozen=True, slots=True)
-class Score:
-    """A report's ``score`` object (None when there is none, and ``reason`` says why)
-    and the shares of its weight, before rounding."""
-
-    score: dict[str, Any] | None
-    reason: str | None
-    value_judgment_share: float
-    ground_truth_share: float = 0.0
-    provisional_share: float = 0.0
+__all__ = ["NO_CALIBRATED_EVIDENCE", "NO_SCORED_EVIDENCE", "NO_WEIGHTED_EVIDENCE",
+           "SCORE_REASON_TEXT", "Score", "Term", "cap_terms", "score_terms",
+           "wilson_interval"]
 
 
 def wilson_interval(p: float, n: float, z: float) -> tuple[float, float]:
@@ -56,26 +43,36 @@ def wilson_interval(p: float, n: float, z: float) -> tuple[float, float]:
     return max(0.0, (centre - half) / denom), min(1.0, (centre + half) / denom)
 
 
-def cap_terms(terms: list[Term], policy: Policy) -> list[Term]:
+#: How each evaluator weighs (its record's weighing, or a key with none's).
+Weighings = Callable[[str], Weighing]
+
+
+def cap_terms(terms: list[Term], policy: Policy, weighing: Weighings | None = None
+              ) -> list[Term]:
     """SPEC §7.1 steps (c) and (d), for one subject; v1 has no settling.
 
     (c) an evaluator with ``m > K`` verdicts here has each multiplied by ``K/m`` (under
-    v3 only a calibrated one: provisional verdicts are bounded by (d) alone);
+    v3 only a calibrated one: provisional verdicts are bounded by (d) alone; under v4
+    its ``K`` is its own voice, :mod:`bureau.scoring.rates`, from ``weighing``);
     (d) if the provisional verdicts then weigh ``Σ > C_prov``, each is multiplied by
     ``C_prov/Σ``. (Step b — a verdict of weight 0 resolves nothing — happened when the
     units were resolved, :func:`bureau.scoring.outcomes.decide`.)"""
     rules = policy.settling
     if rules is None:
         return terms
-    k = rules.per_evaluator_subject
     exempt = rules.per_evaluator_applies_to == "calibrated"  # provisional ones are not bound
     verdicts: dict[str, int] = {}
     for _, _, _, n, evaluator, prov in terms:
         if evaluator is not None and not (exempt and prov):
             verdicts[evaluator] = verdicts.get(evaluator, 0) + n
+    voices = {e: rules.per_evaluator_subject for e in verdicts}
+    if policy.evaluators.rates is not None:
+        get = weighing or (lambda _: default_weighing(policy))
+        voices = {e: get(e).voice for e in verdicts}
     capped = [
-        (w * (k / verdicts[e]), v, rule, n, e, prov)
-        if e is not None and verdicts.get(e, 0) > k else (w, v, rule, n, e, prov)
+        (w * (voices[e] / verdicts[e]), v, rule, n, e, prov)
+        if e is not None and e in verdicts and verdicts[e] > voices[e]
+        else (w, v, rule, n, e, prov)
         for w, v, rule, n, e, prov in terms
     ]
     provisional = math.fsum(chain.from_iterable(
@@ -87,9 +84,14 @@ def cap_terms(terms: list[Term], policy: Policy) -> list[Term]:
             for w, v, rule, n, e, prov in capped]
 
 
-def score_terms(terms: Iterable[Term], policy: Policy) -> Score:
-    """The score of an agent whose scored units gave ``terms`` (before settling)."""
-    terms = cap_terms([t for t in terms if t[3]], policy)
+def score_terms(terms: Iterable[Term], policy: Policy, weighing: Weighings | None = None
+                ) -> Score:
+    """The score of an agent whose scored units gave ``terms`` (before settling); under
+    v4 a posterior (:mod:`bureau.scoring.posterior`) over them, each verdict weighed as
+    ``weighing`` says its evaluator weighs."""
+    terms = cap_terms([t for t in terms if t[3]], policy, weighing)
+    if policy.posterior is not None:
+        return posterior_score(terms, policy, weighing or (lambda _: default_weighing(policy)))
     if not terms:
         return Score(None, NO_SCORED_EVIDENCE, 0.0)
     # One pass: every weight and weighted value, repeated as many times as units share
@@ -113,10 +115,10 @@ def score_terms(terms: Iterable[Term], policy: Policy) -> Score:
     total_w = math.fsum(weights)
     if total_w <= 0:
         return Score(None, NO_WEIGHTED_EVIDENCE, 0.0)
-    rules, rnd = policy.score, policy.round
-    k = rules.prior_observations
-    p = (math.fsum(weighted) + k * rules.prior_value) / (total_w + k)
-    low, high = wilson_interval(p, total_w, rules.wilson_z)
+    rnd = policy.round
+    k, prior, z = policy.score.weighted_mean
+    p = (math.fsum(weighted) + k * prior) / (total_w + k)
+    low, high = wilson_interval(p, total_w, z)
     score = {"value": rnd(p), "low": rnd(low), "high": rnd(high), "weight": rnd(total_w),
              "interactions": sum(t[3] for t in terms)}
     return Score(score, None, math.fsum(by_vj) / total_w, math.fsum(by_truth) / total_w,

@@ -69,6 +69,14 @@ def truth_index(
     return truth
 
 
+def claims_index(facts: Iterable[Fact], excluded: Mapping[str, str]
+                 ) -> dict[InteractionKey, str | None]:
+    """What the agent claimed on each interaction, by its counted fact (v4 rates a
+    verdict against a witnessed admission: :func:`bureau.scoring.rates.rated_truth`)."""
+    return {(f.reporter, f.interaction, f.subject): f.claimed for f in facts
+            if f.entry_id not in excluded}
+
+
 def graded_truth(truth: Truth | None, verdict_seq: int, blind: bool) -> bool | None:
     """The ground truth an evaluator's verdict is graded against, if any: any truth
     (v1), or only a probe recorded after the verdict (v2, SPEC §7.1.1 — the caller can

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from bureau.scoring.evaluators import EvaluatorStats
 from bureau.scoring.policy import policy_named
 from bureau.simulate.driver import AgentRow, Result
 from bureau.simulate.world import HONEST_EVALUATORS
@@ -21,23 +22,53 @@ def _constant_rater(result: Result) -> tuple[str, bool]:
     thing. Under a policy with calibrated evaluators (v2, SPEC §7.1.4) the rule is for
     provisional ones: a calibrated evaluator is weighed by its informedness J against
     blind probes, which for a constant rater is near 0 — so it must weigh less than
-    every honest evaluator (its exact weight is printed in the table)."""
+    every honest evaluator (its exact weight is printed in the table). Under v4 a
+    calibrated verdict is weighed by its evaluator's rates: a constant rater's positive
+    verdicts come as often on wrong calls as on right ones, so its ``rate+ − rate−``
+    (how far one of its verdicts can move a score) must be below every honest one's."""
     constant = result.evaluator("constant").stats
     if constant is None:
         return "constant rater weighs 0", False
-    calibrated = (policy_named(result.policy).evaluators.calibration_samples > 0
-                  and not constant.provisional)
+    policy = policy_named(result.policy)
+    calibrated = policy.evaluators.calibration_samples > 0 and not constant.provisional
     if not calibrated:
         return "constant rater weighs 0", constant.weight == 0
     honest = [result.evaluator(k).stats for k in HONEST_EVALUATORS]
+    if policy.evaluators.rates is not None:
+        def tells(st: EvaluatorStats) -> float:
+            return 0.0 if st.weight == 0 else st.rate_positive - st.rate_negative
+        return ("constant rater, calibrated, tells less than every honest evaluator "
+                "(rate+ - rate-)",
+                all(h is not None and tells(constant) < tells(h) for h in honest))
     return ("constant rater, calibrated, weighs less than every honest evaluator",
             all(h is not None and constant.weight < h.weight for h in honest))
+
+
+def _bias(result: Result) -> dict[str, bool]:
+    """The harsh and generous evaluators' verdicts read right. Up to v3 by recentring:
+    the harsh one's good verdicts lifted, the generous one's bad ones lowered. v4
+    recentres nothing (docs/scoring.md "Policy v4"): a verdict is read by its polarity
+    through its evaluator's measured rates, so the harsh one's "accepted after
+    corrections" must read as a good call (its rate of positive verdicts on right calls
+    well above its rate on wrong ones) and the generous one's low marks as bad calls."""
+    harsh, generous = result.evaluator("harsh").stats, result.evaluator("generous").stats
+    if policy_named(result.policy).evaluators.rates is None:
+        return {
+            "harsh evaluator's good verdicts recentred upwards (offset < 0)":
+            harsh is not None and harsh.offset_positive < 0,
+            "generous evaluator's bad verdicts recentred downwards (offset > 0)":
+            generous is not None and generous.offset_negative > 0,
+        }
+    return {
+        f"{name} evaluator's verdicts read by their polarity: positive on right calls "
+        "at least 0.5 more often than on wrong ones":
+        st is not None and not st.provisional and st.rate_positive - st.rate_negative >= 0.5
+        for name, st in (("harsh", harsh), ("generous", generous))}
 
 
 def findings(result: Result) -> dict[str, bool]:
     """What should hold; each is printed and tested."""
     honest, bluffer = result.score("honest"), result.score("bluffer")
-    harsh, generous = result.evaluator("harsh").stats, result.evaluator("generous").stats
     constant_text, constant_ok = _constant_rater(result)
     selfish = result.evaluator("self-dealing")
     pay = result.payroll
@@ -46,10 +77,7 @@ def findings(result: Result) -> dict[str, bool]:
     return {
         "honest agents score above bluffers": bool(honest and bluffer)
         and min(honest) > max(bluffer),
-        "harsh evaluator's good verdicts recentred upwards (offset < 0)": harsh is not None
-        and harsh.offset_positive < 0,
-        "generous evaluator's bad verdicts recentred downwards (offset > 0)":
-        generous is not None and generous.offset_negative > 0,
+        **_bias(result),
         constant_text: constant_ok,
         "self-dealing attestations all refused": selfish.attempted > 0
         and selfish.refused["SELF_DEALING"] == selfish.attempted and selfish.stats is None,
@@ -78,10 +106,12 @@ def _honest_weight(result: Result) -> list[str]:
            "and generous",
            "  callers' verdicts; the rest is ground truth (checks, probes) and the agents' "
            "own witnessed",
-           "  statements. v2 listens less to a caller until probes have graded it on 10 "
-           "blind verdicts,",
-           "  so a low share is v2 holding back unproven callers, not ignoring honest ones "
-           "for good"]
+           "  statements. v2 and v3 listen less to a caller until probes have graded it on "
+           "10 blind verdicts,",
+           "  so a low share is them holding back unproven callers, not ignoring honest ones "
+           "for good; v4",
+           "  rates callers against checks and admissions too, and gives each a voice per "
+           "subject that grows with its rated record"]
     reference = result.honest_weight.get(REFERENCE_POLICY)
     for name, w in sorted(result.honest_weight.items()):
         kept = (f", {w.theirs / reference.theirs:.0%} of their weight under "
@@ -107,6 +137,42 @@ def _pool(result: Result) -> list[str]:
         per = f"{ev.units / ev.attempted:.2f} a verdict" if ev.attempted else "-"
         out.append(f"  {ev.member.name:<13} {ev.units:>7} units  ({per})")
     return out
+
+
+def _evaluator_table(result: Result) -> list[str]:
+    """Each evaluator's record as the policy that scored the reports reads it: up to v3
+    its recentring offsets, under v4 its rates and its voice about one subject."""
+    rated = policy_named(result.policy).evaluators.rates is not None
+    lines = ["evaluators (from the ledger's entries, by bureau.scoring; "
+             "reports never name them)",
+             "  attested: verdicts sent; truth n: verdicts checked against blind ground "
+             "truth; J: informedness (0 guessing, 1 always right);"]
+    if rated:
+        lines.append("  rate+/rate-: how often its verdict is positive on a right/wrong "
+                     "call (probes, checks, admissions); voice: verdicts per subject")
+        lines.append(f"{'evaluator':<13} {'attested':>8} {'truth n':>7} {'J':>6} "
+                     f"{'rate+':>7} {'rate-':>7} {'voice':>7} {'weight':>7}  refused")
+    else:
+        lines.append("  off+/off-: recentring of its good/bad verdicts; weight: what one of "
+                     "its verdicts counts; refused: by reason code")
+        lines.append(f"{'evaluator':<13} {'attested':>8} {'truth n':>7} {'J':>6} "
+                     f"{'off+':>7} {'off-':>7} {'weight':>7}  refused")
+    for ev in result.evaluators:
+        st = ev.stats
+        refused = ", ".join(f"{k} {v}" for k, v in sorted(ev.refused.items())) or "-"
+        flags = [] if st is None else [f for f, on in (
+            ("constant rater", st.constant), ("uninformative", st.uninformative),
+            ("provisional", st.provisional)) if on]
+        pair = ((st.rate_positive, st.rate_negative) if rated else
+                (st.offset_positive, st.offset_negative)) if st else (None, None)
+        voice = f" {_num(st.voice if st else None, 7)}" if rated else ""
+        lines.append(
+            f"{ev.member.name:<13} {ev.attempted:>8} {st.n if st else 0:>7} "
+            f"{_num(st.informedness if st else None)} "
+            f"{_num(pair[0], 7)} {_num(pair[1], 7)}{voice} "
+            f"{_num(st.weight if st else None, 7)}  {refused}"
+            + (f"  ({', '.join(flags)})" if flags else ""))
+    return lines
 
 
 def render(result: Result) -> str:
@@ -145,27 +211,7 @@ def render(result: Result) -> str:
                      f"{_num(s['value'] if s else None)} {interval:>15} "
                      f"{_num(s['weight'] if s else None, 7)}  {outcomes or '-'}{note}")
     lines.append("")
-    lines.append("evaluators (from the ledger's entries, by bureau.scoring; "
-                 "reports never name them)")
-    lines.append("  attested: verdicts sent; truth n: verdicts checked against ground truth; "
-                 "J: informedness (0 guessing, 1 always right);")
-    lines.append("  off+/off-: recentring of its good/bad verdicts; weight: what one of its "
-                 "verdicts counts; refused: by reason code")
-    lines.append(f"{'evaluator':<13} {'attested':>8} {'truth n':>7} {'J':>6} {'off+':>7} "
-                 f"{'off-':>7} {'weight':>7}  refused")
-    for ev in result.evaluators:
-        st = ev.stats
-        refused = ", ".join(f"{k} {v}" for k, v in sorted(ev.refused.items())) or "-"
-        flags = [] if st is None else [f for f, on in (
-            ("constant rater", st.constant), ("uninformative", st.uninformative),
-            ("provisional", st.provisional)) if on]
-        lines.append(
-            f"{ev.member.name:<13} {ev.attempted:>8} {st.n if st else 0:>7} "
-            f"{_num(st.informedness if st else None)} "
-            f"{_num(st.offset_positive if st else None, 7)} "
-            f"{_num(st.offset_negative if st else None, 7)} "
-            f"{_num(st.weight if st else None, 7)}  {refused}"
-            + (f"  ({', '.join(flags)})" if flags else ""))
+    lines += _evaluator_table(result)
     lines.append("")
     lines += _pool(result)
     lines.append("")

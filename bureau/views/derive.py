@@ -11,11 +11,9 @@ changed since the previous one:
   library never span two clusters, so :func:`~bureau.scoring.outcomes.resolve_all` on
   the changed clusters gives the same resolutions as on the whole agent. A new entry
   re-resolves its one cluster.
-* **Evaluators.** An evaluator's record is a sum over the interactions it attested.
-  Each ``(evaluator, interaction)`` contribution is kept, so a new attestation, a new
-  ground truth or an exclusion swaps one contribution; the sums, and the statistics
-  they give, are the scoring library's (:class:`~bureau.scoring.evaluators.EvaluatorSums`,
-  ``evaluator_stats``).
+* **Evaluators.** An evaluator's record is a sum over the interactions it attested,
+  kept one contribution at a time (:mod:`bureau.views.contributions`); the sums and the
+  statistics they give are the scoring library's (``evaluator_stats``).
 * **Agents** (:mod:`bureau.views.parts`): the report's counters take a re-resolved
   cluster out and put it back; the score is re-summed for agents whose clusters changed
   and for agents judged by an evaluator whose weight or offset moved (by the library's
@@ -46,14 +44,13 @@ from bureau.scoring import (
     evaluator_table,
     split_by_agent,
 )
+from bureau.scoring.book import EvaluatorBook
 from bureau.scoring.distrust import Distrust, distrusted_ids, step
 from bureau.scoring.evaluators import (
     Contribution,
-    EvaluatorBook,
     EvaluatorPart,
-    EvaluatorSums,
     Weighing,
-    contribution,
+    rated_contribution,
     standing,
 )
 from bureau.scoring.inputs import (
@@ -70,9 +67,17 @@ from bureau.scoring.inputs import (
 )
 from bureau.scoring.outcomes import build_units, resolve_by_reporter, resolve_rest, verdicts_of
 from bureau.scoring.policy import Policy
-from bureau.scoring.truth import InteractionKey, Truth, graded_truth, truth_index
+from bureau.scoring.rates import rated_truth
+from bureau.scoring.truth import (
+    InteractionKey,
+    Truth,
+    claims_index,
+    graded_truth,
+    truth_index,
+)
 from bureau.storage import db
 from bureau.storage.reports import Seal
+from bureau.views.contributions import Contributions
 from bureau.views.evidence import (
     LedgerEvidence,
     load_evidence,
@@ -115,17 +120,14 @@ class Deriver:
         self.weights: dict[str, Weighing] = {}  # evaluator -> its weighing
         #: reporter -> its distrust in force (bureau.scoring.distrust)
         self.distrust: dict[str, Distrust] = {}
-        self._accs: dict[str, EvaluatorSums] = {}
-        #: evaluator -> interaction (or ("e", engagement key...)) -> what its verdict
-        #: there adds to its record
-        self._contrib: dict[str, dict[tuple[str, ...], Contribution]] = {}
+        #: what each standing verdict adds to its evaluator's record
+        self.contributions = Contributions(policy)
         self._judged: dict[str, set[str]] = {}  # evaluator -> agents it decided units of
         #: every key's own file, as a Merkle accumulator (its report's evidence root)
         self.files = FileRoots()
         # pending work, cleared by reweigh()
         self._dirty_clusters: dict[str, set[ClusterKey]] = {}
         self._dirty_agents: set[str] = set()
-        self._touched: set[str] = set()  # evaluators whose sums changed
 
     # ----------------------------------------------------------------- intake
 
@@ -235,17 +237,9 @@ class Deriver:
         :class:`EvaluatorBook` that sums all shards."""
         for agent, ckeys in self._dirty_clusters.items():
             self._resolve(agent, ckeys)
+            self.contributions.settle(agent)
         self._dirty_clusters.clear()
-        touched, self._touched = self._touched, set()
-        sums: dict[str, EvaluatorPart | None] = {}
-        for evaluator in touched:
-            acc = self._accs[evaluator]
-            if acc.verdicts == 0:
-                del self._accs[evaluator]
-                sums[evaluator] = None
-            else:
-                sums[evaluator] = acc.part()
-        return sums
+        return self.contributions.parts()
 
     def finish(self, changed: dict[str, Weighing | None]) -> None:
         """The second half of :meth:`reweigh`: take the evaluators whose weighing changed,
@@ -335,33 +329,23 @@ class Deriver:
         is swapped; its evaluator is marked touched."""
         policy = self.policy
         blind = policy.blind_grading
+        claims = None if policy.evaluators.rates is None else claims_index(
+            cl.counted_facts, {})
         new: dict[tuple[str, tuple[str, ...]], Contribution | None] = {}
         for (evaluator, ikey), a in standing(cl.atts, excluded).items():
-            new[(evaluator, ikey)] = None if a is None else contribution(
-                a.outcome, a.corrections,
-                graded_truth(truth.get((a.reporter, a.interaction, a.subject)), a.seq, blind),
-                policy)
+            if a is None:
+                new[(evaluator, ikey)] = None
+                continue
+            at = (a.reporter, a.interaction, a.subject)
+            rated = None if claims is None else rated_truth(truth.get(at), claims.get(at))
+            new[(evaluator, ikey)] = rated_contribution(
+                a.outcome, a.corrections, graded_truth(truth.get(at), a.seq, blind), policy,
+                rated)
         if policy.counts_value_judgments:
             for vpair, v in standing(cl.vjs, excluded).items():
-                new[vpair] = None if v is None else contribution(v.judgment, 0, None, policy)
-        threshold = policy.evaluators.polarity_threshold
-        for (evaluator, key), c in new.items():
-            mine = self._contrib.get(evaluator)
-            if mine is None:
-                mine = self._contrib[evaluator] = {}
-            old = mine.get(key)
-            if old == c:
-                continue
-            acc = self._accs.get(evaluator)
-            if acc is None:
-                acc = self._accs[evaluator] = EvaluatorSums()
-            if old is not None:
-                acc.apply(old, key[-1], -1, threshold)
-                del mine[key]
-            if c is not None:
-                acc.apply(c, key[-1], +1, threshold)
-                mine[key] = c
-            self._touched.add(evaluator)
+                new[vpair] = None if v is None else rated_contribution(v.judgment, 0, None,
+                                                                       policy, None)
+        self.contributions.swap(new)
 
     def _restatic(self, agent: str) -> None:
         self.agents[agent].restatic(agent, self.policy, self.policy_hash, self.excluded)

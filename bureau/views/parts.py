@@ -340,7 +340,7 @@ class AgentState:
             if rep_value is not None:
                 reporter, reported = rep_value
                 extra.append((reporter, reported, n))
-        result = score_terms(terms, policy)
+        result = score_terms(terms, policy, decisions.weighing)
         score, number, rnd = result.score, wire.canonical_number, policy.round
         if score is None:
             score_bytes = b"null"

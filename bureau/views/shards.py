@@ -41,7 +41,8 @@ from typing import Any
 import nacl.signing
 
 from bureau.errors import InternalError
-from bureau.scoring.evaluators import EvaluatorBook, Weighing
+from bureau.scoring.book import EvaluatorBook
+from bureau.scoring.evaluators import Weighing
 from bureau.scoring.policy import policy_by_hash
 from bureau.storage import cards as card_store
 from bureau.storage import db, locks

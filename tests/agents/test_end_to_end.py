@@ -64,6 +64,13 @@ async def test_a_confident_failure_is_on_record_for_the_next_buyer(
         report = verify_report(json.loads(await resp.read()), bureau_key)
     assert report["outcomes"]["FAILED_DISCOVERED"] == 1
     assert report["outcomes"]["ACCEPTED"] == 0
-    # one confident failure against the prior of 2 at 0.5: (1*0 + 1) / (1 + 2)
-    assert report["score"]["value"] == round(1 / 3, 6)
+    # one confident failure under v4 (docs/scoring.md "Policy v4"): reliability r from a
+    # uniform prior and one wrong call, candour s from its prior Beta(2, 1) and one call
+    # not admitted, each the mean over the 24 cells' midpoints m:
+    # r = sum m(1-m) / sum (1-m), s = sum m³ / sum m²; the value s·r + 0.15·(1 - s).
+    # (v1-v3: (1*0 + 1) / (1 + 2).)
+    mids = [(i + 0.5) / 24 for i in range(24)]
+    r = sum(m * (1 - m) for m in mids) / sum(1 - m for m in mids)
+    s = sum(m ** 3 for m in mids) / sum(m * m for m in mids)
+    assert report["score"]["value"] == round(s * r + 0.15 * (1 - s), 6)
     assert kid(buyer) not in json.dumps(report)  # reports name no caller or evaluator

@@ -114,8 +114,8 @@ def test_a_new_ledger_takes_the_configured_settings() -> None:
     config = dataclasses.replace(Config(), epoch_seconds=60, origin=None,
                                  admin_keys=frozenset({admin}))
     settings = genesis.requested(config, key.verify_key)
-    assert DEFAULT_POLICY_NAME == "v3"  # docs/scoring.md, "Policy v3"
-    assert settings == genesis.LedgerSettings(policy_hash(KNOWN_POLICIES["v3"]), 60,
+    assert DEFAULT_POLICY_NAME == "v4"  # docs/scoring.md, "Policy v4"
+    assert settings == genesis.LedgerSettings(policy_hash(KNOWN_POLICIES["v4"]), 60,
                                               default_origin(bytes(key.verify_key)),
                                               kid(key), (admin,))
     with pytest.raises(StartRefused, match="not a log origin"):

@@ -18,7 +18,7 @@ async def test_bureau_names_its_key_policy_and_epoch(bureau: BureauUnderTest) ->
     origin = "bureau-" + wire.blake3_hex(public)[:16]  # SPEC §10's default origin
     vkey = Verifier(origin, 0x01, public).vkey  # the bureau's key as a note verifier
     assert body == {"key": kid(bureau.signing_key),
-                    "policy": policy_hash(KNOWN_POLICIES["v3"]),  # a new ledger's default
+                    "policy": policy_hash(KNOWN_POLICIES["v4"]),  # a new ledger's default
                     "epoch_seconds": bureau.config.epoch_seconds, "origin": origin,
                     "vkey": vkey, "keys": [{"key": kid(bureau.signing_key), "vkey": vkey,
                                             "from_seq": 1}],
@@ -33,5 +33,5 @@ async def test_policy_is_the_bytes_its_hash_names(bureau: BureauUnderTest) -> No
         raw = await resp.read()
     async with bureau.session.get(bureau.url + "/v1/bureau") as resp:
         info = await resp.json()
-    assert raw == policy_bytes(KNOWN_POLICIES["v3"])
+    assert raw == policy_bytes(KNOWN_POLICIES["v4"])
     assert wire.blake3_hex(raw) == info["policy"]

@@ -1,8 +1,8 @@
 """The adversarial simulation against real bureaus, one per policy (each attack shares
-it): under the default policy (v3) every goal holds; under v1 the attacks move the
-scores exactly as issue 13 first measured them, which shows the attacks are the issue's.
-Under every policy the distrust undoes the fabricated facts and sealed reports stay as
-they were sealed."""
+it): under the default policy (v4) every goal holds, the thin-record rings of issue 31
+included; under v1 the attacks move the scores exactly as issue 13 first measured them,
+which shows the attacks are the issue's. Under every policy the distrust undoes the
+fabricated facts and sealed reports stay as they were sealed."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from bureau import cli
-from bureau.scoring.policy import DEFAULT_POLICY_NAME, KNOWN_POLICIES
+from bureau.scoring.policy import DEFAULT_POLICY_NAME, KNOWN_POLICIES, policy_named
 from bureau.simulate.adversarial import ATTACKS, PolicyRun, play, render_runs
 from bureau.simulate.driver import Target
 from tests.copy import assert_plain
+from tests.scoring.attacks import Scenario, fabricated_failures, honest, run
 from tests.support import fresh_database, start_bureau
 
 pytestmark = pytest.mark.slow
@@ -61,11 +62,26 @@ def test_v1_moves_as_the_issue_first_measured(runs: dict[str, PolicyRun]) -> Non
 
 def test_distrust_undoes_fabricated_failures_under_every_policy(
         policy_run: PolicyRun) -> None:
-    for n, fabricated in ((20, 0.344), (100, 0.098)):
+    """Before the distrust the lies count as the in-memory scenario says they do under
+    that policy (v1-v3: 0.344 and 0.098, issue 13's figures); after it, nothing."""
+    policy = policy_named(policy_run.policy)
+    for n in (20, 100):
+        _, fabricated = run(Scenario("lie", honest, fabricated_failures(n, False), 0), policy)
         row = policy_run.row(f"reporter fabricates {n} fails, distrusted")
-        assert row.before_later is not None and round(row.before_later, 3) == fabricated
+        assert row.before_later is not None
+        assert round(row.before_later, 3) == round(fabricated, 3)
         assert row.held, (row.baseline, row.attacked)
     assert policy_run.sealed_reports_unchanged
+
+
+def test_the_thin_record_rings_are_what_v1_to_v3_did_not_hold(
+        runs: dict[str, PolicyRun]) -> None:
+    """Issue 31: under v3 a ring moved a 2-check bluffer by about +0.15 (the bound 0.10);
+    under v4 none of the thin-record rings moves its target past its category's bound."""
+    thin = [r for r in runs["v3"].rows if r.attack.name.startswith("thin record")]
+    assert len(thin) == 12 and not any(r.held for r in thin)
+    assert round(runs["v3"].row("thin record (2), checks ring up").change, 2) == 0.15
+    assert all(r.held for r in runs["v4"].rows if r.attack.name.startswith("thin record"))
 
 
 def test_no_self_erasure_under_any_policy(policy_run: PolicyRun) -> None:

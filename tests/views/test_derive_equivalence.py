@@ -24,8 +24,8 @@ from bureau.kinds import (
     WITHDRAWAL,
     in_files_of,
 )
-from bureau.scoring import policy_hash, policy_v1
-from bureau.scoring.evaluators import EvaluatorBook
+from bureau.scoring import evaluator_table, policy_hash, policy_v1
+from bureau.scoring.book import EvaluatorBook
 from bureau.scoring.inputs import (
     AgentName,
     Attestation,
@@ -38,7 +38,7 @@ from bureau.scoring.inputs import (
     ReporterUpdate,
     ValueJudgment,
 )
-from bureau.scoring.policy import KNOWN_POLICIES, Policy, policy_v2, policy_v3
+from bureau.scoring.policy import KNOWN_POLICIES, Policy, policy_v2, policy_v3, policy_v4
 from bureau.views.derive import Deriver, reference_payloads
 from bureau.views.evidence import LedgerEvidence
 from reporters import wire
@@ -202,17 +202,18 @@ def files_of(rnd: random.Random, gen: Gen, seq: int, item: Item | None,
     return in_files_of(kind, signer=agent, subject=agent)
 
 
-def seals_of(seed: int, *, distrust: bool = False,
+def seals_of(seed: int, *, distrust: bool = False, evaluators: int = 4, length: int = 400,
              ) -> Iterator[tuple[int, Batch, Targets, LedgerEvidence, str, Rows, Files]]:
     """A random ledger cut at six seals: (epoch, the entries since the previous seal,
     what their exclusions name, the whole ledger so far, the head, the entries the
     agents' files gained since the previous seal, every file so far)."""
     rnd = random.Random(seed)
-    gen = Gen(rnd, distrust=distrust)
+    gen = Gen(rnd, distrust=distrust,
+              evaluators=[f"ed25519:eval-{i}" for i in range(evaluators)])
     ledger = LedgerEvidence()
     files: Files = {}
     by_id: dict[str, tuple[int, Item]] = {}
-    for epoch, upto in enumerate(sorted(rnd.sample(range(20, 400), 6))):
+    for epoch, upto in enumerate(sorted(rnd.sample(range(20, length), 6))):
         gen.epoch = epoch
         batch: Batch = []
         rows: Rows = []
@@ -248,7 +249,7 @@ def assert_same(got: list[tuple[str, bytes]], want: list[tuple[str, bytes]],
         assert g == w, f"{where}, agent {agent}"
 
 
-POLICIES = {"v1": policy_v1(), "v2": policy_v2(), "v3": policy_v3()}
+POLICIES = {"v1": policy_v1(), "v2": policy_v2(), "v3": policy_v3(), "v4": policy_v4()}
 
 
 def deriver_for(name: str) -> Deriver:
@@ -256,7 +257,7 @@ def deriver_for(name: str) -> Deriver:
 
 
 @pytest.mark.parametrize("distrust", [False, True], ids=["trusted", "distrust"])
-@pytest.mark.parametrize("policy", ["v1", "v2", "v3"])
+@pytest.mark.parametrize("policy", ["v1", "v2", "v3", "v4"])
 @pytest.mark.parametrize("seed", range(40))
 def test_incremental_equals_reference_at_every_seal(seed: int, policy: str,
                                                     distrust: bool) -> None:
@@ -265,9 +266,16 @@ def test_incremental_equals_reference_at_every_seal(seed: int, policy: str,
     whose weight moves from one seal to the next, and (v2) verdicts of weight 0 that
     pass resolution on, capped evaluators and provisional ones; with ``distrust``,
     reporters distrusted, re-issued and trusted again between seals."""
+    check_every_seal(seed, policy, seals_of(seed, distrust=distrust))
+
+
+def check_every_seal(seed: int, policy: str, seals: Iterator[tuple[
+        int, Batch, Targets, LedgerEvidence, str, Rows, Files]]) -> None:
+    """One deriver fed each seal's entries in two pieces, settled once, equal to the
+    reference at every seal."""
     rnd = random.Random(-seed)
     deriver = deriver_for(policy)
-    for epoch, batch, targets, ledger, head, rows, files in seals_of(seed, distrust=distrust):
+    for epoch, batch, targets, ledger, head, rows, files in seals:
         cut = rnd.randrange(len(batch) + 1)  # applied in two pieces, settled once
         deriver.apply(batch[:cut], targets)
         deriver.add_files(rows[:cut])
@@ -277,6 +285,27 @@ def test_incremental_equals_reference_at_every_seal(seed: int, policy: str,
         got = list(deriver.payloads(epoch, int(head, 16), head))
         assert_same(got, expected(ledger, epoch, head, files, POLICIES[policy]),
                     f"seed {seed}, epoch {epoch}")
+
+
+@pytest.mark.parametrize("distrust", [False, True], ids=["trusted", "distrust"])
+@pytest.mark.parametrize("seed", range(16))
+def test_v4_with_calibrated_evaluators_equals_reference(seed: int, distrust: bool) -> None:
+    """Under v4 an evaluator is calibrated only on subjects that four or more evaluators
+    were rated on, so these ledgers have nine evaluators and run longer: subjects become
+    established (and, as verdicts are excluded or distrusted, stop being) between seals,
+    evaluators become calibrated and their voices move."""
+    check_every_seal(seed, "v4", seals_of(seed, distrust=distrust, evaluators=9, length=900))
+
+
+def test_the_v4_ledgers_have_calibrated_evaluators() -> None:
+    """What makes the test above test something: in most of its ledgers some evaluator
+    is calibrated by the last seal (by the reference path's own table)."""
+    calibrated = 0
+    for seed in range(16):
+        *_, (_, _, _, ledger, _, _, _) = seals_of(seed, evaluators=9, length=900)
+        table = evaluator_table(ledger.evidence(), POLICIES["v4"])
+        calibrated += any(not s.provisional and s.voice > 0 for s in table.values())
+    assert calibrated >= 12, calibrated
 
 
 def _subject_of(item: Item, targets: Targets) -> str | None:
@@ -290,7 +319,7 @@ def _subject_of(item: Item, targets: Targets) -> str | None:
     return item.agent if isinstance(item, AgentName) else item.subject
 
 
-@pytest.mark.parametrize("policy", ["v1", "v2", "v3"])
+@pytest.mark.parametrize("policy", ["v1", "v2", "v3", "v4"])
 @pytest.mark.parametrize("shards", [2, 3])
 @pytest.mark.parametrize("seed", range(20))
 def test_agents_split_over_shards_equal_reference(seed: int, shards: int,
@@ -305,8 +334,10 @@ def test_agents_split_over_shards_equal_reference(seed: int, shards: int,
     def shard(agent: str | None) -> int:
         return zlib.crc32((agent or "").encode()) % shards
 
+    # v4's evaluators are calibrated only with enough raters per subject (see above)
+    sizes = {"evaluators": 9, "length": 900} if policy == "v4" else {}
     for epoch, batch, targets, ledger, head, rows, files in seals_of(
-            seed, distrust=seed % 2 == 1):
+            seed, distrust=seed % 2 == 1, **sizes):
         for i, d in enumerate(derivers):
             d.apply([(seq, item) for seq, item in batch
                      if isinstance(item, ReporterUpdate)
@@ -368,7 +399,7 @@ def test_a_policy_change_between_seals_starts_the_deriver_again(seed: int) -> No
     a new deriver, bound to that policy, fed every entry from the first — then it goes
     on incrementally. Every seal equals the reference under its own policy."""
     rnd = random.Random(seed)
-    names = [rnd.choice(["v1", "v2"]) for _ in range(6)]
+    names = [rnd.choice(["v1", "v2", "v4"]) for _ in range(6)]
     deriver: Deriver | None = None
     seen: Batch = []
     seen_rows: Rows = []

@@ -25,7 +25,9 @@ async def _record(b: BureauUnderTest, reader: nacl.signing.SigningKey | None, ag
         return resp.status, await resp.json()
 
 
-async def test_an_evaluators_record(bureau: BureauUnderTest) -> None:
+async def test_an_evaluators_record(v3_bureau: BureauUnderTest) -> None:
+    """Under v3: the weight from blind probes (v4's meaning is the next test's)."""
+    bureau = v3_bureau
     w = await World.make(bureau)
     seller, caller = await w.agent("seller"), await w.agent("caller")
     ias = [await w.fact(seller, caller) for _ in range(3)]
@@ -52,6 +54,38 @@ async def test_an_evaluators_record(bureau: BureauUnderTest) -> None:
     never = wire.generate_key()  # a key the bureau never saw: an empty record
     status, empty = await _record(bureau, never, kid(never))
     assert status == 200 and (empty["verdicts_given"], empty["weight"]) == (0, 0.25)
+
+
+async def test_an_evaluators_record_under_v4(bureau: BureauUnderTest) -> None:
+    """Under v4 (the default) the weight is what one verdict counts before its voice is
+    settled: the default 0.25 while provisional (rated on fewer than 10 verdicts or 3
+    established subjects: docs/scoring.md "Policy v4"), 1 once calibrated, 0 for a
+    constant rater or one no better than chance. Its rates, like v3's n and offsets, are
+    not shown."""
+    w = await World.make(bureau)
+    caller, constant = await w.agent("caller"), await w.agent("constant")
+    others = [await w.agent(f"other-{i}") for i in range(2)]
+    sellers = [await w.agent(f"seller-{i}") for i in range(3)]
+    for i in range(12):  # 12 checked calls over 3 subjects, each attested right
+        seller, good = sellers[i % 3], i % 2 == 0
+        ia = await w.fact(seller, caller, check="PASS" if good else "FAIL")
+        await w.attest(caller, ia, seller, "ACCEPTED" if good else "FAILED_DISCOVERED")
+        ia = await w.fact(seller, constant, check="PASS" if good else "FAIL")
+        await w.attest(constant, ia, seller, "ACCEPTED")
+    for seller in sellers:  # four raters on each seller: established, so they rate
+        for other in others:
+            ia = await w.fact(seller, other, check="PASS")
+            await w.attest(other, ia, seller, "ACCEPTED")
+    await next_epoch(bureau)
+    status, body = await _record(bureau, caller, kid(caller))
+    assert status == 200 and set(body) == FIELDS
+    assert (body["weight"], body["provisional"], body["constant_rater"]) == (1.0, False, False)
+    status, body = await _record(bureau, constant, kid(constant))
+    # calibrated on the checks it could read, and no better than chance on them
+    assert (body["weight"], body["provisional"]) == (0.0, False)
+    never = wire.generate_key()
+    status, empty = await _record(bureau, never, kid(never))
+    assert (empty["verdicts_given"], empty["weight"], empty["provisional"]) == (0, 0.25, True)
 
 
 async def test_who_may_read_it_and_bad_queries(bureau: BureauUnderTest) -> None:

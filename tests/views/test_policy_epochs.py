@@ -97,7 +97,7 @@ async def test_any_known_policy_is_served_by_hash(bureau: BureauUnderTest) -> No
         assert (json.loads(body)["code"], json.loads(body)["path"]) == ("SCHEMA", "/hash")
 
 
-async def test_a_new_ledger_is_scored_by_v3_unless_told_otherwise(
+async def test_a_new_ledger_is_scored_by_v4_unless_told_otherwise(
         bureau: BureauUnderTest) -> None:
     assert json.loads((await get(bureau, "/v1/bureau"))[1])["policy"] == policy_hash(
-        KNOWN_POLICIES["v3"])
+        KNOWN_POLICIES["v4"])

@@ -153,6 +153,25 @@ def ceiling(plan: Plan) -> float:
                        [a.quality for a in plan.agents])
 
 
+def price_ceiling(plan: Plan) -> float:
+    """The τ of each agent's realised outcome price over every call it attempted (right
+    at the price of ``ACCEPTED``, a wrong answer it admitted at ``FAILED_ADMITTED``'s, a
+    bluffed one at ``FAILED_DISCOVERED``'s): what a perfect judge of these very calls
+    publishes when, as v4 does, it publishes the price rather than ``q``. The honest
+    premium ``0.15·(1 − q)`` reorders admitters among bluffers of nearby quality, so even
+    this judge ranks below the ceiling against ``q``."""
+    v1 = policy_v1()
+    prices = []
+    for a in plan.agents:
+        tried = [c for c in plan.calls if c.agent == a.index and c.attempted
+                 and c.value is None]
+        paid = [v1.outcome_value("ACCEPTED" if c.right else "FAILED_ADMITTED"
+                                 if c.claimed == "FAILURE" else "FAILED_DISCOVERED")
+                for c in tried]
+        prices.append(math.fsum(paid) / len(paid) if paid else 0.0)
+    return kendall_tau(prices, [a.quality for a in plan.agents])
+
+
 def mean_figures(runs: Iterable[Figures]) -> Figures:
     rows = list(runs)
     n = len(rows)

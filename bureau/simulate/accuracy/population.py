@@ -31,6 +31,7 @@ plan, whoever plays it.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -41,7 +42,8 @@ Manner = Literal["fair", "harsh", "generous"]
 #: who a verdict comes from: an honest caller, or one adversary kind
 Claim = Literal["SUCCESS", "FAILURE", "DECLINED"]
 Check = Literal["PASS", "FAIL"] | None
-Role = Literal["honest", "sybil_up", "sybil_down", "check_reader", "constant", "buyer"]
+Role = Literal["honest", "sybil_up", "sybil_down", "check_reader", "constant", "buyer",
+               "ring_checks", "ring_probes"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,13 @@ class Options:
     sybil_calls: int = 1
     #: calls by each calibrated liar (check reader) and each down-ring key on each target
     liar_calls: int = 3
+    #: thin-record rings (issue 31), calibrated on checks and on probes, up and down:
+    #: members of each, calls each makes of the other agents first (right where it can
+    #: be graded), targets each ring lies about, lies per member per target
+    ring_members: int = 2
+    ring_calls: int = 60
+    ring_targets: int = 3
+    ring_lies: int = 3
     seed: int = 1
 
 
@@ -182,10 +191,14 @@ def plan(o: Options) -> Plan:
         noisy = draws.random() < o.noise
         if claimed == "DECLINED":
             verdict: tuple[AttestationOutcome, int] | None = ("DECLINED", 0)
-        elif claimed == "FAILURE" and decide == "honest":
+        elif claimed == "FAILURE" and decide in ("honest", "reads", "knows"):
             verdict = ("FAILED_ADMITTED", 0)
         elif decide == "honest":
             verdict = honest_verdict(caller.manner, right != noisy)
+        elif decide in ("reads", "knows"):  # a ring earning its record, right where graded
+            seen = (check == "PASS" if check is not None
+                    else right if decide == "knows" else right != noisy)
+            verdict = ("ACCEPTED", 0) if seen else ("FAILED_DISCOVERED", 0)
         elif decide == "up":
             verdict = ("ACCEPTED", 0)
         elif decide == "down":
@@ -234,5 +247,34 @@ def plan(o: Options) -> Plan:
                 for _ in range(5):
                     calls.append(Call(agent.index, buyer.label, False, "SUCCESS", None,
                                       False, None, (buyer.label, "VALUE_OK", 0)))
-        callers = [*callers, *ring, *down, *readers, constant, *buyers]
+        callers = [*callers, *ring, *down, *readers, constant, *buyers,
+                   *_thin_record_rings(o, agents, rnd, add)]
     return Plan(o, agents, tuple(callers), tuple(calls))
+
+
+def _thin_record_rings(o: Options, agents: tuple[AgentSpec, ...], rnd: random.Random,
+                       add: Callable[[AgentSpec, CallerSpec, str, random.Random], None],
+                       ) -> list[CallerSpec]:
+    """Rings that earn a record before they lie about agents with a short checked
+    record (issue 31; at the low coverages every agent has one): each member first
+    calls ``ring_calls`` other agents and is right wherever it can be graded — reading
+    the check in its file (``ring_checks``), or right on every call, so on the covert
+    probes too (``ring_probes``) — then attests ``ring_lies`` calls of each target
+    ``ACCEPTED`` (up: the worst agents after the sybil ring's) or ``FAILED_DISCOVERED``
+    (down: the best)."""
+    up = agents[o.sybil_targets:o.sybil_targets + o.ring_targets]
+    down = agents[-o.ring_targets:]
+    members = []
+    kinds: tuple[tuple[Role, str], ...] = (("ring_checks", "reads"), ("ring_probes", "knows"))
+    for role, decide in kinds:
+        for direction, targets in (("up", up), ("down", down)):
+            for i in range(o.ring_members):
+                member = CallerSpec(f"{role.replace('_', '-')}-{direction}-{i}", role)
+                others = [a for a in agents if a not in targets]
+                for _ in range(o.ring_calls):
+                    add(rnd.choice(others), member, decide, rnd)
+                for agent in targets:
+                    for _ in range(o.ring_lies):
+                        add(agent, member, direction, rnd)
+                members.append(member)
+    return members

@@ -28,6 +28,7 @@ from bureau.simulate.accuracy.measure import (
     ceiling,
     mean_figures,
     plain_mean,
+    price_ceiling,
     truth_mean,
     under_policy,
 )
@@ -76,30 +77,33 @@ async def play_sweep(sweep: Sweep, policy: str = DEFAULT_POLICY_NAME,
 Measured = dict[str, dict[float, dict[str, Figures]]]  # mix -> coverage -> row -> figures
 
 
+#: mix -> coverage -> (the sampling ceiling, the price ceiling): means over the seeds
+Ceilings = dict[str, dict[float, tuple[float, float]]]
+
+
 def measure(played: Sequence[tuple[str, float, int, Played]],
-            policies: Mapping[str, tuple[Policy, str]]) -> tuple[Measured, dict[str, dict[
-                float, float]]]:
+            policies: Mapping[str, tuple[Policy, str]]) -> tuple[Measured, Ceilings]:
     """Figures per mix, coverage and row (each policy, the anchors), averaged over the
-    seeds; and the sampling ceiling per mix and coverage."""
+    seeds; and the sampling and price ceilings per mix and coverage."""
     runs: dict[tuple[str, float, str], list[Figures]] = {}
-    ceil: dict[tuple[str, float], list[float]] = {}
+    ceil: dict[tuple[str, float], list[tuple[float, float]]] = {}
     for mix, c, _, p in played:
         for name, (pol, digest) in policies.items():
             runs.setdefault((mix, c, name), []).append(under_policy(p, pol, digest))
         runs.setdefault((mix, c, "plain mean"), []).append(plain_mean(p))
         runs.setdefault((mix, c, "truth only"), []).append(truth_mean(p))
-        ceil.setdefault((mix, c), []).append(ceiling(p.plan))
+        ceil.setdefault((mix, c), []).append((ceiling(p.plan), price_ceiling(p.plan)))
     out: Measured = {}
     for (mix, c, row), figs in runs.items():
         out.setdefault(mix, {}).setdefault(c, {})[row] = mean_figures(figs)
-    ceilings: dict[str, dict[float, float]] = {}
+    ceilings: Ceilings = {}
     for (mix, c), taus in ceil.items():
-        ceilings.setdefault(mix, {})[c] = sum(taus) / len(taus)
+        ceilings.setdefault(mix, {})[c] = (sum(t for t, _ in taus) / len(taus),
+                                           sum(t for _, t in taus) / len(taus))
     return out, ceilings
 
 
-def render(measured: Measured, ceilings: Mapping[str, Mapping[float, float]],
-           sweep: Sweep) -> str:
+def render(measured: Measured, ceilings: Ceilings, sweep: Sweep) -> str:
     o = sweep.base
     lines = [f"accuracy: {o.agents} agents (q 0.05-0.95; bluffers, admitters, decliners), "
              f"{o.calls} honest calls each by {o.honest_callers} callers "
@@ -121,7 +125,9 @@ def render(measured: Measured, ceilings: Mapping[str, Mapping[float, float]],
                 lines.append(f"{c:>8.0%}  {name:<12} {f.tau:>6.3f} {f.mae:>6.3f} "
                              f"{f.covered:>7.1%} {f.width:>6.3f} {f.null:>4} {share:>8} "
                              f"{f.gap:>+7.3f}  {check}")
-            lines.append(f"{c:>8.0%}  {'ceiling':<12} {ceilings[mix][c]:>6.3f}")
+            sampling, price = ceilings[mix][c]
+            lines.append(f"{c:>8.0%}  {'ceiling':<12} {sampling:>6.3f}")
+            lines.append(f"{c:>8.0%}  {'price ceil.':<12} {price:>6.3f}")
     return "\n".join(lines)
 
 

@@ -3,117 +3,40 @@ the target the scoring policy should meet (docs/simulation.md, "Adversarial").
 
 Each attack builds two parties whose reports are compared — usually twins, an attacked
 target and an identical control nobody attacked — and plays the attack through the
-arena. The sizes are the ones the attacks were first measured with under policy v1:
-
-* a **bluffer** target: 10 calls whose deliverable check failed (a confident failure,
-  0.00 each) and 5 unchecked calls by one-off users (observed, not scored): 0.083;
-* an **honest** target: 10 passed checks and 5 unchecked calls: 0.917.
-
-Every caller in an attack is a genuine one: the gateway reports a call of the target by
-that caller before the caller attests it.
+arena. The sizes are the ones the attacks were first measured with under policy v1
+(the targets are :mod:`.staging`'s); the rings that earn a record before they lie are
+:mod:`.rings`'.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Literal
 
 from bureau.simulate.adversarial.arena import UNIT, Arena, Party
+from bureau.simulate.adversarial.rings import (
+    THIN_RECORD_ATTACKS,
+    calibrate_on_checks,
+    calibrated_ring,
+    calibration_size,
+)
+from bureau.simulate.adversarial.staging import (
+    Attack,
+    Goal,
+    Staged,
+    bluffer,
+    honest,
+    rate,
+    twins,
+)
 from reporters import Rejected, Reporter
 from reporters._internal.payloads import now_timestamp
 from reporters.models import AttestationOutcome
 
+__all__ = ["ATTACKS", "LARGE_SPEND", "Attack", "Goal", "Staged"]
+
 #: the largest spend factor is reached at 10,000 units (log10(1 + 10^4) / 2 ≥ 2)
 LARGE_SPEND = 10_000 * UNIT
-
-
-@dataclass(frozen=True)
-class Goal:
-    """What should hold of (baseline, attacked): ``move`` — the attack moves the score
-    at most ``limit`` either way; ``below`` — the attacked party ranks strictly below
-    the baseline (by ``score.low``)."""
-
-    kind: Literal["move", "below", "at_most"]
-    limit: float = 0.0
-
-    def holds(self, baseline: float, attacked: float) -> bool:
-        if self.kind == "below":
-            return attacked < baseline
-        if self.kind == "at_most":
-            return attacked <= baseline + self.limit + 1e-9
-        return abs(attacked - baseline) <= self.limit + 1e-9
-
-    @property
-    def text(self) -> str:
-        if self.kind == "at_most":
-            return "≤ baseline"
-        return "ranks below" if self.kind == "below" else f"|Δ| ≤ {self.limit:.2f}"
-
-
-@dataclass(frozen=True)
-class Staged:
-    """What an attack leaves to be read: whose report is the baseline, whose the attacked
-    one, and what to do once the first epoch is sealed (the distrust)."""
-
-    baseline: Party
-    attacked: Party
-    later: Callable[[], Awaitable[None]] | None = None
-    #: for a ``pool`` attack: whose scores in the evaluators' pool (g·J, summed over
-    #: each group and the settled epochs) are the baseline and whose the attacked figure
-    payees: tuple[tuple[Party, ...], tuple[Party, ...]] | None = None
-    #: for a ``pool`` attack: a fixed baseline instead of the first group's score
-    bound: float | None = None
-
-
-@dataclass(frozen=True)
-class Attack:
-    name: str
-    #: the party attacked and what it is compared with, in a few words
-    victim: str
-    goal: Goal
-    stage: Callable[[Arena], Awaitable[Staged]]
-    #: which number is compared: of the report, or ``pool``: scores in the evaluators'
-    #: pool (units are split in proportion to them within an epoch)
-    metric: Literal["value", "low", "pool"] = "value"
-    #: (baseline, attacked) as first measured under policy v1, where the issue gives them
-    v1: tuple[float, float] | None = None
-
-
-# --------------------------------------------------------------------------- targets
-
-
-async def bluffer(a: Arena, label: str) -> Party:
-    party = await a.enroll(label)
-    await a.calls(party, 10, check="FAIL")
-    await a.calls(party, 5)
-    return party
-
-
-async def honest(a: Arena, label: str) -> Party:
-    party = await a.enroll(label)
-    await a.calls(party, 10, check="PASS")
-    await a.calls(party, 5)
-    return party
-
-
-Maker = Callable[[Arena, str], Awaitable[Party]]
-
-
-async def twins(a: Arena, make: Maker, label: str) -> tuple[Party, Party]:
-    """(control, target): two identical parties; only the second will be attacked."""
-    control = await make(a, f"{label}-control")
-    return control, await make(a, label)
-
-
-async def rate(a: Arena, raters: list[Party], subject: Party, each: int,
-               outcome: AttestationOutcome, corrections: int = 0) -> None:
-    """Each rater calls ``subject`` ``each`` times (unchecked calls the gateway reports)
-    and attests every call ``outcome``."""
-    calls = [(r, await a.calls(subject, each, caller=r)) for r in raters]
-    await a.settle()
-    await a.attest_all((r, subject, ia, outcome, corrections) for r, ids in calls for ia in ids)
 
 
 # --------------------------------------------------------------------------- rings
@@ -148,57 +71,6 @@ async def constant_evasion(a: Arena) -> Staged:
         await rate(a, raters, subject, 1, "ACCEPTED")
     await rate(a, raters, target, 27, "ACCEPTED")
     await rate(a, raters, target, 1, "ACCEPTED_AFTER_CORRECTIONS", 1)
-    return Staged(control, target)
-
-
-async def _calibrate_on_checks(a: Arena, raters: list[Party], decoy: Party, n: int) -> None:
-    """Each rater calls the decoy ``n`` times (half the checks pass), reads the checks in
-    its own file, and attests exactly what they say."""
-    for r in raters:
-        await a.calls(decoy, n // 2, caller=r, check="PASS")
-        await a.calls(decoy, n - n // 2, caller=r, check="FAIL")
-    await a.settle()
-    for r in raters:
-        seen = await a.checks_seen(r)
-        await a.attest_all((r, decoy, ia, "ACCEPTED" if check == "PASS" else
-                            "FAILED_DISCOVERED", 0) for ia, check in seen.items())
-
-
-async def _calibrate_on_probes(a: Arena, raters: list[Party], decoy: Party, n: int) -> None:
-    """Each rater calls the decoy ``n`` times (half of them go well) and attests what it
-    really got — nothing tells it which calls are probes, so it must be right on all of
-    them — and only then does the gateway report its probe of each call."""
-    plan: list[tuple[Party, str, bool]] = []
-    for r in raters:
-        for passed, count in ((True, n // 2), (False, n - n // 2)):
-            plan += [(r, ia, passed) for ia in await a.calls(decoy, count, caller=r)]
-    await a.settle()
-    await a.attest_all((r, decoy, ia, "ACCEPTED" if passed else "FAILED_DISCOVERED", 0)
-                       for r, ia, passed in plan)
-    for _, ia, passed in plan:
-        await a.probe(decoy, ia, passed)
-    await a.settle()
-
-
-def calibration_size(a: Arena) -> int:
-    """How many probe-graded verdicts make an evaluator calibrated under the policy in
-    force, as its public document says (none under v1: at least 10 then)."""
-    needed = a.policy.get("evaluators", {}).get("calibration_samples", 0)
-    return max(10, int(needed))
-
-
-async def calibrated_ring(a: Arena, on: Literal["checks", "probes"]) -> Staged:
-    """3 evaluators earn a record on a decoy's calls first — by reading the checks in
-    their own files before attesting, or by being right on calls that turn out to be
-    probes (they paid for it) — then each attests 9 of the bluffer's calls ACCEPTED."""
-    control, target = await twins(a, bluffer, f"calibrated-{on}-victim")
-    decoy = await a.enroll(f"calibrated-{on}-decoy")
-    raters = await a.enroll_many(f"calibrated-{on}", 3)
-    if on == "checks":
-        await _calibrate_on_checks(a, raters, decoy, 10)
-    else:
-        await _calibrate_on_probes(a, raters, decoy, calibration_size(a))
-    await rate(a, raters, target, 9, "ACCEPTED")
     return Staged(control, target)
 
 
@@ -295,21 +167,24 @@ def biased(bias: Bias, good: bool) -> tuple[AttestationOutcome, int]:
 
 
 async def lone_rater(a: Arena, bias: Bias) -> Party:
-    """A rater calibrated on 20 probe-covered calls of its own decoy (10 good), alone on
-    a target of its own: 10 unchecked calls, 7 good, each attested with its bias.
-    Returns the target."""
+    """A rater calibrated on 20 probe-covered calls (10 good) of decoys of its own — one,
+    or as many subjects as the policy in force needs to calibrate an evaluator (v4) —
+    alone on a target of its own: 10 unchecked calls, 7 good, each attested with its
+    bias. Returns the target."""
     rater = await a.enroll(f"{bias}-rater")
-    decoy, target = await a.enroll(f"{bias}-decoy"), await a.enroll(f"{bias}-target")
+    decoys = await a.enroll_many(f"{bias}-decoy", calibration_size(a)[1])
+    target = await a.enroll(f"{bias}-target")
     plan: list[tuple[Party, str, bool]] = []
-    for subject, good, bad in ((decoy, 10, 10), (target, 7, 3)):
-        for is_good, count in ((True, good), (False, bad)):
-            plan += [(subject, ia, is_good) for ia in await a.calls(subject, count,
-                                                                    caller=rater)]
+    for i, is_good in enumerate(i < 10 for i in range(20)):
+        decoy = decoys[i % len(decoys)]
+        plan += [(decoy, ia, is_good) for ia in await a.calls(decoy, 1, caller=rater)]
+    probed = len(plan)
+    for is_good, count in ((True, 7), (False, 3)):
+        plan += [(target, ia, is_good) for ia in await a.calls(target, count, caller=rater)]
     await a.settle()
     await a.attest_all((rater, subject, ia, *biased(bias, good)) for subject, ia, good in plan)
-    for subject, ia, good in plan:
-        if subject is decoy:
-            await a.probe(decoy, ia, good)
+    for subject, ia, good in plan[:probed]:
+        await a.probe(subject, ia, good)
     await a.settle()
     return target
 
@@ -328,7 +203,7 @@ async def copied_checks_ring(a: Arena) -> Staged:
     is never blind truth, SPEC §8.2). Baseline: nobody, score 0."""
     decoy = await a.enroll("copied-checks-decoy")
     raters = await a.enroll_many("copied-checks", 3)
-    await _calibrate_on_checks(a, raters, decoy, 10)
+    await calibrate_on_checks(a, raters, [decoy], 10)
     return Staged(decoy, decoy, payees=((), tuple(raters)))
 
 
@@ -398,4 +273,5 @@ ATTACKS: tuple[Attack, ...] = (
            copied_checks_ring, metric="pool"),
     Attack("pool: 12 fresh keys split the pool", "12 verdicts × 1/6", Goal("at_most"),
            fresh_keys_split, metric="pool"),
+    *THIN_RECORD_ATTACKS,
 )
