@@ -5,8 +5,12 @@ carries too many cosignatures keeps the bureau's signature and those that fit.""
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from reporters import verify_card, wire
+import nacl.signing
+import pytest
+
+from reporters import VerificationError, verify_bundle, verify_card, wire
 from reporters.portable import (
     MAX_CARD_BYTES,
     bundle_document,
@@ -16,7 +20,7 @@ from reporters.portable import (
     card_statement,
 )
 from reporters.tlog.checkpoint import Checkpoint, cosign, log_signer, sign_checkpoint
-from reporters.tlog.merkle import leaf_hash
+from reporters.tlog.merkle import leaf_hash, node_hash
 from reporters.tlog.note import COSIGNATURE_V1, Signer
 from reporters.tlog.tlogproof import TlogProof
 
@@ -70,3 +74,46 @@ def test_a_card_with_many_cosignatures_keeps_those_that_fit() -> None:
     assert f"— {LOG.name} " in kept and 0 < kept.count("— witness.test/") < 40
     checked = verify_card(card, [LOG.verifier.vkey], agent=agent, epoch=3)
     assert checked.facts["score"]["value"] == 0.5
+
+
+def _forged_by_a_key_of_its_own_history(signer: nacl.signing.SigningKey
+                                        ) -> dict[str, Any]:
+    """A bundle whose report, checkpoint and note ``signer`` signed, with a key history
+    that names the bureau's genesis key (KEY) from seq 1 and ``signer`` from seq 2: every
+    part of it verifies against the key the history puts in force there."""
+    agent = wire.signing_key_id(wire.generate_key())
+    first, head = "ab" * 32, "cd" * 32
+    root = node_hash(leaf_hash(bytes.fromhex(first)), leaf_hash(bytes.fromhex(head)))
+    report = _signed(signer, "report", {
+        "agent": agent, "epoch": 3, "ledger": {"seq": 2, "head": head}, "policy": "ab" * 32,
+        "score": {"value": 0.99, "low": 0.98, "high": 1.0, "weight": 9.0,
+                  "interactions": 900}, "name": "x", "outcomes": {}})
+    checkpoint = _signed(signer, "checkpoint", {"epoch": 3, "seq": 2, "head": head,
+                                                "entries": 2, "root": root.hex()})
+    note = sign_checkpoint(Checkpoint(LOG.name, 2, root), log_signer(LOG.name, signer))
+    log = TlogProof(1, (leaf_hash(bytes.fromhex(first)),), note)
+    keys = [{"key": wire.signing_key_id(KEY), "vkey": LOG.verifier.vkey, "from_seq": 1},
+            {"key": wire.signing_key_id(signer),
+             "vkey": log_signer(LOG.name, signer).verifier.vkey, "from_seq": 2}]
+    doc: dict[str, Any] = json.loads(bundle_document(report, checkpoint, log, [], keys))
+    return doc
+
+
+def _signed(key: nacl.signing.SigningKey, kind: str, payload: dict[str, Any]) -> bytes:
+    return wire.sign_envelope_bytes(key, wire.payload_type(kind), wire.canonical_json(payload))
+
+
+def test_a_bundle_signed_by_a_key_only_its_own_history_names_fails() -> None:
+    """The key history a bundle carries is the word of whoever hands the bundle over (the
+    agent it rates): a key it names that the reader did not give (``--key``) signs
+    nothing the reader trusts, or anyone could forge a score that verifies."""
+    mallory = wire.generate_key()
+    forged = _forged_by_a_key_of_its_own_history(mallory)
+    with pytest.raises(VerificationError) as failed:
+        verify_bundle(forged, [LOG.verifier.vkey])
+    assert failed.value.code == "BAD_KEY" and wire.signing_key_id(mallory) in \
+        failed.value.detail
+    # a reader who was given both keys (a bureau that rotated its key) trusts both
+    rotated = verify_bundle(forged, [LOG.verifier.vkey,
+                                     log_signer(LOG.name, mallory).verifier.vkey])
+    assert rotated.facts["score"]["value"] == 0.99
