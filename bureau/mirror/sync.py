@@ -5,7 +5,8 @@ A pass (:meth:`Mirror.sync`), in the order that keeps what a reader sees whole:
 1. the tiles the latest published head has that the mirror's ``checkpoint`` did not
    (full tiles once), then — after a durability barrier — the ``checkpoint`` itself,
    with its cosignatures, then the partial tiles of tiles now full are removed;
-2. each published epoch after the mirror's ``v1/checkpoints/latest``, oldest first: the
+2. each published epoch after the mirror's ``v1/checkpoints/latest`` that the head of
+   step 1 holds (one sealed since waits for the next pass), oldest first: the
    partial tiles of its tree (a reader proves the epoch's head in it), its checkpoint,
    note and settlement, every agent's report, proof bundle and card; for the newest,
    the paths of the latest and the agents' pages too;
@@ -147,7 +148,11 @@ class Mirror:
 
     async def _epochs(self, conn: db.Connection, logs: dict[str, str], out: PassResult,
                       now: dt.datetime) -> None:
-        seals = await mirror_store.seals_after(conn, self.mirrored_epoch())
+        # only epochs the tree just written holds: one sealed since the pass read its
+        # head waits for the next pass, or a reader would find the latest epoch past
+        # the mirror's checkpoint (a rewound tree, to bureau-check) and its tiles absent
+        seals = [s for s in await mirror_store.seals_after(conn, self.mirrored_epoch())
+                 if s.last_seq <= out.size]
         for seal in seals:
             await sync_edge(conn, self.dir, seal.last_seq, self.mirrored_size())
             await write_epoch_records(conn, self.dir, seal)
