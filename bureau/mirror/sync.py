@@ -44,7 +44,7 @@ from bureau.mirror.documents import (
     write_bureau,
     write_epoch_records,
 )
-from bureau.mirror.files import MirrorDir
+from bureau.mirror.files import CannotWrite, MirrorDir
 from bureau.mirror.tiles import prune_partials, sync_edge, sync_tiles
 from bureau.reads.portable import epoch_proof
 from bureau.storage import db
@@ -253,10 +253,11 @@ class MirrorTask:
         start = time.perf_counter()
         try:
             result = await self.mirror.sync(conn)
-        except MirrorRefused as exc:
-            if str(exc) != self._refused:
+        except (MirrorRefused, CannotWrite) as exc:
+            said = exc.reason if isinstance(exc, CannotWrite) else str(exc)
+            if said != self._refused:  # a full disk fails on another file each tick
                 log.error("NOT MIRRORING: %s", exc)
-                self._refused = str(exc)
+                self._refused = said
             return None
         self._refused = None
         metrics.MIRROR_PASS_SECONDS.observe(time.perf_counter() - start)
