@@ -12,7 +12,8 @@ A pass (:meth:`Mirror.sync`), in the order that keeps what a reader sees whole:
    the paths of the latest and the agents' pages too;
 3. for the last :data:`REFRESHED` epochs written before, the bundles and cards again
    when their log proof improved (a witness cosigned a head since);
-4. ``/v1/bureau``, the policies and the home page; then, after a barrier,
+4. ``/v1/bureau``, the policies and the home page, and the state (``.mirror/``: the
+   log proof each recent epoch was written with); then, after a barrier,
    ``v1/checkpoints/latest``: a reader that finds epoch ``E`` there finds all of ``E``.
 
 Where the mirror stands is read from its own files (the ``checkpoint``'s size and
@@ -125,11 +126,12 @@ class Mirror:
 
     def logs(self) -> dict[str, str]:
         """Epoch -> the log proof its bundles and cards were written with (the state the
-        mirror keeps in ``.mirror/state.json``), for the latest epochs written."""
-        raw = self.dir.read(STATE)
+        mirror keeps in ``.mirror/state.json``), for the latest epochs written; none when
+        the state is missing or unreadable (it only saves rewriting what is current)."""
         try:
+            raw = self.dir.read(STATE)
             logs = json.loads(raw)["logs"] if raw else {}
-        except (ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError):
             logs = {}
         return {str(k): str(v) for k, v in logs.items()} if isinstance(logs, dict) else {}
 
@@ -194,14 +196,16 @@ class Mirror:
         await self._epochs(conn, logs, out, now)
         t2 = time.perf_counter()
         await write_bureau(conn, self.dir, self.site, now, home=bool(out.epochs))
+        # the state before the latest: a pass that ends between them has an epoch to
+        # refresh that it writes again anyway, never a mirrored one it will not refresh
+        recent = sorted(logs, key=int)[-2 * REFRESHED:]
+        await self.dir.run([(self.dir.write, STATE, json.dumps(
+            {"logs": {e: logs[e] for e in recent}}).encode())])
         if out.epochs:
             await asyncio.to_thread(self.dir.barrier)
             envelope = await checkpoint_envelope(conn, out.epochs[-1])
             assert envelope is not None, "a published epoch"
             await self.dir.run([(self.dir.write, layout.LATEST_CHECKPOINT, envelope)])
-        recent = sorted(logs, key=int)[-2 * REFRESHED:]
-        await self.dir.run([(self.dir.write, STATE, json.dumps(
-            {"logs": {e: logs[e] for e in recent}}).encode())])
         out.files = self.dir.written - written
         out.seconds = {"tiles": t1 - t0, "epochs": t2 - t1,
                        "bureau": time.perf_counter() - t2}

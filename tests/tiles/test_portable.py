@@ -21,6 +21,7 @@ import pytest
 
 from bureau.http.keys import PUBLISHER
 from bureau.mirror.documents import Site
+from bureau.mirror.files import CannotWrite
 from bureau.mirror.sync import Mirror
 from bureau.storage import chain
 from reporters import layout, wire
@@ -257,6 +258,37 @@ async def test_the_mirror_writes_an_epochs_cards_again_once_witnesses_cosign(
         latest = tmp_path / "mirror" / layout.agent_read(kid(agent), "card")
         assert latest.read_bytes() == card_file.read_bytes()
         assert (await mirror.sync(conn)).refreshed == []
+    finally:
+        mirror.close()
+        await conn.close()
+
+
+async def test_a_pass_that_ends_before_its_state_still_refreshes_the_epoch_later(
+        witnessed: tuple[BureauUnderTest, TestWitness], tmp_path: Path) -> None:
+    """A pass that wrote an epoch but ended (a kill, a full disk) before the state that
+    names the epochs to refresh: once a witness cosigns, the epoch's cards are written
+    again all the same (the state was written last, after ``v1/checkpoints/latest``, so
+    the epoch counted as mirrored and was never refreshed)."""
+    bureau, witness = witnessed
+    world = await World.make(bureau)
+    agent = await world.agent("alpha")
+    await world.fact(agent)
+    [epoch] = await next_epoch(bureau)
+    root = tmp_path / "mirror"
+    mirror = Mirror(root, Site(bureau.log_key.origin, EPOCH_SECONDS, None, None))
+    (root / ".mirror/state.json").mkdir(parents=True)  # where the state goes: it fails
+    card_file = root / layout.agent_read(kid(agent), "card", epoch)
+    conn = await asyncpg.connect(bureau.database_url)
+    try:
+        with pytest.raises(CannotWrite):
+            await mirror.sync(conn)
+        (root / ".mirror/state.json").rmdir()
+        await bureau.app[PUBLISHER].tick()
+        await until("the witness's cosignature", lambda: witness.latest)
+        await mirror.sync(conn)
+        ran = await bureau_check("card", str(card_file), "--key", bureau.log_key.vkey,
+                                 "--witness", witness.vkey, "--quorum", "1")
+        assert ran.status == 0, ran.out
     finally:
         mirror.close()
         await conn.close()
