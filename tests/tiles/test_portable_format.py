@@ -5,12 +5,14 @@ carries too many cosignatures keeps the bureau's signature and those that fit.""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import nacl.signing
 import pytest
 
 from reporters import VerificationError, verify_bundle, verify_card, wire
+from reporters.check.cli import main as check_main
 from reporters.portable import (
     MAX_CARD_BYTES,
     bundle_document,
@@ -117,3 +119,29 @@ def test_a_bundle_signed_by_a_key_only_its_own_history_names_fails() -> None:
     rotated = verify_bundle(forged, [LOG.verifier.vkey,
                                      log_signer(LOG.name, mallory).verifier.vkey])
     assert rotated.facts["score"]["value"] == 0.99
+
+
+def test_a_card_reindented_by_whoever_carries_it_still_verifies(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """4,000 bytes is the card's canonical size: a card as full as it may be, printed
+    again with indentation (``jq`` does, copying it out of an agent card), is the same
+    card; one whose canonical form is larger is not a card."""
+    agent = wire.signing_key_id(wire.generate_key())
+    log, head = _log(40)
+    report = _report(agent, 1, head)
+    body = card_statement(wire.b64decode_canonical(json.loads(report)["payload"]))
+    card = card_document(wire.sign_envelope_bytes(KEY, wire.payload_type("card"), body), log)
+    assert len(wire.canonical_json(card)) > MAX_CARD_BYTES - 200  # as full as it may be
+    indented = tmp_path / "card.json"
+    indented.write_text(json.dumps(card, indent=2))
+    assert indented.stat().st_size > MAX_CARD_BYTES
+    assert check_main(["card", str(indented), "--key", LOG.verifier.vkey]) == 0, \
+        capsys.readouterr().out
+    oversized = TlogProof.parse(card["log"])
+    card["log"] = TlogProof(oversized.index, oversized.hashes, log.checkpoint).text()
+    indented.write_bytes(wire.canonical_json(card))
+    assert check_main(["card", str(indented), "--key", LOG.verifier.vkey]) == 1
+    assert "a card is at most 4000" in capsys.readouterr().out
+    indented.write_text('{"format": "bureau-card/v1", "epoch": 9007199254740993}')
+    assert check_main(["card", str(indented), "--key", LOG.verifier.vkey]) == 1
+    assert capsys.readouterr().out.count("\n") == 1  # one line, no traceback
