@@ -104,6 +104,7 @@ async def _mirror_run(bureau: BureauUnderTest, root: Path, *, capped: bool
     return proc.returncode, err.decode()
 
 
+@pytest.mark.slow  # bureau mirror in a process of its own
 async def test_a_file_that_cannot_be_written_ends_the_pass_in_one_line(
         bureau: BureauUnderTest, tmp_path: Path) -> None:
     world = await World.make(bureau)

@@ -85,6 +85,7 @@ def _write(tmp_path: Path, name: str, data: bytes | dict[str, Any]) -> str:
     return str(path)
 
 
+@pytest.mark.slow  # bureau-check in a process of its own
 async def test_a_bundle_verifies_offline_with_the_witness_quorum(
         sealed: Sealed, tmp_path: Path) -> None:
     s = sealed
@@ -112,6 +113,7 @@ async def test_a_bundle_verifies_offline_with_the_witness_quorum(
     assert any("witness" in u for u in doc["unchecked"])
 
 
+@pytest.mark.slow  # bureau-check in a process of its own
 async def test_a_card_is_small_and_verifies_offline(sealed: Sealed, tmp_path: Path) -> None:
     s = sealed
     body, card = await _document(s, "card")
@@ -131,6 +133,7 @@ async def test_a_card_is_small_and_verifies_offline(sealed: Sealed, tmp_path: Pa
     assert again == body
 
 
+@pytest.mark.slow  # bureau-check in a process of its own
 async def test_forged_or_misdirected_cards_fail_in_one_line(sealed: Sealed,
                                                              tmp_path: Path) -> None:
     s = sealed
@@ -162,6 +165,7 @@ async def test_forged_or_misdirected_cards_fail_in_one_line(sealed: Sealed,
         assert "not JSON" in ran.out and "truncated" in ran.out
 
 
+@pytest.mark.slow  # bureau-check in a process of its own
 async def test_a_cosignature_of_another_log_fails(sealed: Sealed, tmp_path: Path) -> None:
     """The witness's cosignature line of another log's checkpoint (same size, root and
     witness key) pasted into the bundle: the signed message names the origin, so it
@@ -184,6 +188,7 @@ async def test_a_cosignature_of_another_log_fails(sealed: Sealed, tmp_path: Path
     assert "BAD_SIGNATURE" in ran.out
 
 
+@pytest.mark.slow  # bureau-check in a process of its own
 async def test_a_bundle_whose_log_proof_is_another_tree_fails(sealed: Sealed,
                                                               tmp_path: Path) -> None:
     """The log proof's note replaced by a stale one (a true head of this log, signed by
@@ -231,6 +236,7 @@ async def test_bundles_and_cards_never_wait_for_the_ledger_lock(sealed: Sealed) 
         await conn.close()
 
 
+@pytest.mark.slow  # bureau-check in a process of its own
 async def test_the_mirror_writes_an_epochs_cards_again_once_witnesses_cosign(
         witnessed: tuple[BureauUnderTest, TestWitness], tmp_path: Path) -> None:
     """Mirrored before any witness cosigned a head of the epoch, its cards carry none;
@@ -263,6 +269,7 @@ async def test_the_mirror_writes_an_epochs_cards_again_once_witnesses_cosign(
         await conn.close()
 
 
+@pytest.mark.slow  # bureau-check in a process of its own
 async def test_a_pass_that_ends_before_its_state_still_refreshes_the_epoch_later(
         witnessed: tuple[BureauUnderTest, TestWitness], tmp_path: Path) -> None:
     """A pass that wrote an epoch but ended (a kill, a full disk) before the state that
