@@ -207,7 +207,7 @@ def _statement(envelope: Any, trusted: list[Verifier]) -> dict[str, Any]:
     named = signatures[0].get("keyid") if isinstance(signatures, list) and signatures \
         and isinstance(signatures[0], Mapping) else None
     by_id = {wire.key_id(v.public_key): v for v in trusted}
-    if named not in by_id:
+    if not isinstance(named, str) or named not in by_id:
         raise VerificationError("BAD_KEY", "/statement/signatures/0/keyid",
                                 f"the card is signed by {str(named)[:80]}, not by a key "
                                 "given (--key)")

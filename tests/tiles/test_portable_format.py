@@ -76,6 +76,11 @@ def test_a_card_with_many_cosignatures_keeps_those_that_fit() -> None:
     assert f"— {LOG.name} " in kept and 0 < kept.count("— witness.test/") < 40
     checked = verify_card(card, [LOG.verifier.vkey], agent=agent, epoch=3)
     assert checked.facts["score"]["value"] == 0.5
+    for keyid in ([], {}, None):  # a TypeError (unhashable), before
+        card["statement"]["signatures"][0]["keyid"] = keyid
+        with pytest.raises(VerificationError) as failed:
+            verify_card(card, [LOG.verifier.vkey])
+        assert failed.value.code == "BAD_KEY"
 
 
 def _forged_by_a_key_of_its_own_history(signer: nacl.signing.SigningKey
