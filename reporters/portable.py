@@ -87,23 +87,25 @@ def card_prefix(log: TlogProof) -> bytes:
         + b',"statement":'
 
 
-def card_document(statement: bytes, log: TlogProof) -> dict[str, Any]:
+def card_document(statement: bytes, log: TlogProof,
+                  budget: int = MAX_CARD_BYTES) -> dict[str, Any]:
     """A card: the signed ``statement`` envelope and the log proof. A note with so many
-    cosignatures that the card would pass :data:`MAX_CARD_BYTES` keeps the bureau's own
-    signature and as many cosignatures as fit, in the order served (the bundle carries
-    them all)."""
-    doc: dict[str, Any] = json.loads(card_document_bytes(statement, log))
+    cosignatures that the card would pass ``budget`` bytes (:data:`MAX_CARD_BYTES`, or
+    less where what wraps the card must fit too) keeps the bureau's own signature and as
+    many cosignatures as fit, in the order served (the bundle carries them all)."""
+    doc: dict[str, Any] = json.loads(card_document_bytes(statement, log, budget))
     return doc
 
 
-def card_document_bytes(statement: bytes, log: TlogProof) -> bytes:
+def card_document_bytes(statement: bytes, log: TlogProof,
+                        budget: int = MAX_CARD_BYTES) -> bytes:
     """:func:`card_document` as canonical JSON."""
     note = parse_note(log.checkpoint)
     lines = [s.line for s in note.signatures]
     while True:
         trimmed = TlogProof(log.index, log.hashes, format_note(note.text, lines))
         card = card_prefix(trimmed) + statement + b"}"
-        if len(card) <= MAX_CARD_BYTES:
+        if len(card) <= budget:
             return card
         if len(lines) <= 1:
             raise ValueError(f"a card of {len(card)} bytes, even with no cosignature: "

@@ -36,6 +36,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from reporters import wire
+from reporters.portable import MAX_CARD_BYTES
+
 SERVER_SCHEMA = "https://static.modelcontextprotocol.io/schemas/2025-09-29/server.schema.json"
 DEFAULT_LIMIT = 30
 MAX_LIMIT = 100
@@ -43,6 +46,20 @@ DESCRIPTION = "Reputation from an Agent Reputation Bureau: the agents' own claim
 PUBLISHER_PROVIDED = "io.modelcontextprotocol.registry/publisher-provided"
 #: the key of the bureau's object in the publisher-provided metadata (docs/interop.md)
 PUBLISHER_KEY = "agent-reputation-bureau"
+#: the registry's cap on a server's publisher-provided metadata, as compact JSON
+PUBLISHER_PROVIDED_BYTES = 4096
+
+
+def publisher_provided(agent: str, card: Mapping[str, Any]) -> dict[str, Any]:
+    """The publisher-provided metadata that carries ``agent``'s card."""
+    return {PUBLISHER_KEY: {"agent": agent, "card": dict(card)}}
+
+
+def card_budget(agent: str) -> int:
+    """The bytes ``agent``'s card may take for :func:`publisher_provided` to fit the
+    registry's cap: a card may be 4,000 bytes, and what wraps it ~100 more."""
+    wrapping = len(wire.canonical_json(publisher_provided(agent, {}))) - len(b"{}")
+    return min(MAX_CARD_BYTES, PUBLISHER_PROVIDED_BYTES - wrapping)
 
 
 def namespace(public_url: str) -> str:
@@ -112,7 +129,7 @@ def server_response(entry: Entry, epoch: int, public_url: str,
     outer: dict[str, Any] = {meta_key(public_url): meta}
     sole = sole_claimant(entry)
     if sole is not None and cards is not None and sole in cards:
-        outer[PUBLISHER_PROVIDED] = {PUBLISHER_KEY: {"agent": sole, "card": dict(cards[sole])}}
+        outer[PUBLISHER_PROVIDED] = publisher_provided(sole, cards[sole])
     return {
         "server": {"$schema": SERVER_SCHEMA, "name": entry.name, "description": DESCRIPTION,
                    "version": "unknown"},

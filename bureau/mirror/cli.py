@@ -23,6 +23,7 @@ async def _mirror(args: argparse.Namespace, url: str) -> int:
     """Write the static mirror of every public read into DIR."""
     from bureau.intake import genesis
     from bureau.mirror.documents import Site
+    from bureau.mirror.files import CannotWrite
     from bureau.mirror.sync import Mirror, MirrorRefused
 
     config = Config.from_env()
@@ -40,6 +41,9 @@ async def _mirror(args: argparse.Namespace, url: str) -> int:
             result = await mirror.sync(conn)
         except MirrorRefused as exc:
             print(f"bureau mirror: refusing: {exc}", file=sys.stderr)
+            return 2
+        except CannotWrite as exc:  # a full disk: the mirror is left as it was
+            print(f"bureau mirror: {exc}", file=sys.stderr)
             return 2
         finally:
             mirror.close()

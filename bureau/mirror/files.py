@@ -17,6 +17,10 @@ there at its full length as it is. Before the files that say "this is current" (
 ``checkpoint``, ``v1/checkpoints/latest``) move, :meth:`MirrorDir.barrier` asks the
 kernel to make everything written so far durable (``syncfs`` on Linux), so that after a
 power cut no checkpoint names a tile that was lost.
+
+A file that cannot be written (a full disk, a directory not writable) ends the pass
+with :class:`CannotWrite`, its temporary file removed: the mirror stays as it was,
+whole, and the next pass starts again from its own files.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from bureau.errors import InternalError
+
 #: the mirror's own files (the state, who is writing); a web server serves no path
 #: starting with a dot (ops/nginx/mirror.conf), and so no temporary file either
 OWN = ".mirror"
@@ -48,6 +54,15 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+class CannotWrite(InternalError):
+    """A file of the mirror could not be written (``str()``: which, and why)."""
+
+    def __init__(self, path: Path, exc: OSError) -> None:
+        #: why, without the file: the same for every file of a full disk
+        self.reason = exc.strerror or str(exc)
+        super().__init__(f"cannot write {path}: {self.reason}")
 
 
 #: threads that write the files of a batch
@@ -91,14 +106,17 @@ class MirrorDir:
 
     def prepare(self) -> None:
         """Make the directory, sweep what killed runs left, mark this process writing."""
-        self.marks.mkdir(parents=True, exist_ok=True)
-        gone = [m for m in self.marks.iterdir() if m.name.isdigit()
-                and int(m.name) != os.getpid() and not _alive(int(m.name))]
-        if gone:
-            self.sweep()
-            for mark in gone:
-                mark.unlink(missing_ok=True)
-        (self.marks / str(os.getpid())).touch()
+        try:
+            self.marks.mkdir(parents=True, exist_ok=True)
+            gone = [m for m in self.marks.iterdir() if m.name.isdigit()
+                    and int(m.name) != os.getpid() and not _alive(int(m.name))]
+            if gone:
+                self.sweep()
+                for mark in gone:
+                    mark.unlink(missing_ok=True)
+            (self.marks / str(os.getpid())).touch()
+        except OSError as exc:
+            raise CannotWrite(self.marks, exc) from None
 
     def done(self) -> None:
         """This process's pass ended: nothing of it is left to sweep."""
@@ -132,13 +150,23 @@ class MirrorDir:
         except FileNotFoundError:
             return None
 
+    def _put(self, target: Path, make: Callable[[Path], object]) -> None:
+        """``make`` a file at a temporary name beside ``target``, then rename it over
+        ``target``; when either fails, the temporary file goes (:class:`CannotWrite`)."""
+        tmp = None
+        try:
+            tmp = self._temporary(target)
+            make(tmp)
+            os.replace(tmp, target)
+        except OSError as exc:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+            raise CannotWrite(target, exc) from None
+
     def write(self, rel: str, data: bytes) -> None:
         """``data`` at ``rel``, replacing what was there in one rename."""
-        target = self.path(rel)
-        tmp = self._temporary(target)
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, target)
+        self._put(self.path(rel), lambda tmp: tmp.write_bytes(data))
 
     def link(self, rel: str, target: str) -> None:
         """A symbolic link at ``rel`` to ``target`` (relative to ``rel``'s directory),
@@ -146,10 +174,7 @@ class MirrorDir:
         write the new file's data out at the rename (``auto_da_alloc``): measured 1.3 ms
         a file on a loaded machine against 0.1–0.3 ms for a new file, so what is
         re-pointed each epoch (the latest reads) is a link to that epoch's file."""
-        path = self.path(rel)
-        tmp = self._temporary(path)
-        os.symlink(target, tmp)
-        os.replace(tmp, path)
+        self._put(self.path(rel), lambda tmp: os.symlink(target, tmp))
 
     def write_new(self, rel: str, data: bytes) -> bool:
         """``data`` at ``rel`` unless a file of its length is there already (a full
@@ -157,8 +182,8 @@ class MirrorDir:
         try:
             if self.path(rel).stat().st_size == len(data):
                 return False
-        except FileNotFoundError:
-            pass
+        except OSError:
+            pass  # not there (or not reachable: the write says why)
         self.write(rel, data)
         return True
 

@@ -5,13 +5,15 @@ A pass (:meth:`Mirror.sync`), in the order that keeps what a reader sees whole:
 1. the tiles the latest published head has that the mirror's ``checkpoint`` did not
    (full tiles once), then — after a durability barrier — the ``checkpoint`` itself,
    with its cosignatures, then the partial tiles of tiles now full are removed;
-2. each published epoch after the mirror's ``v1/checkpoints/latest``, oldest first: the
+2. each published epoch after the mirror's ``v1/checkpoints/latest`` that the head of
+   step 1 holds (one sealed since waits for the next pass), oldest first: the
    partial tiles of its tree (a reader proves the epoch's head in it), its checkpoint,
    note and settlement, every agent's report, proof bundle and card; for the newest,
    the paths of the latest and the agents' pages too;
 3. for the last :data:`REFRESHED` epochs written before, the bundles and cards again
    when their log proof improved (a witness cosigned a head since);
-4. ``/v1/bureau``, the policies and the home page; then, after a barrier,
+4. ``/v1/bureau``, the policies and the home page, and the state (``.mirror/``: the
+   log proof each recent epoch was written with); then, after a barrier,
    ``v1/checkpoints/latest``: a reader that finds epoch ``E`` there finds all of ``E``.
 
 Where the mirror stands is read from its own files (the ``checkpoint``'s size and
@@ -43,7 +45,7 @@ from bureau.mirror.documents import (
     write_bureau,
     write_epoch_records,
 )
-from bureau.mirror.files import MirrorDir
+from bureau.mirror.files import CannotWrite, MirrorDir
 from bureau.mirror.tiles import prune_partials, sync_edge, sync_tiles
 from bureau.reads.portable import epoch_proof
 from bureau.storage import db
@@ -124,11 +126,12 @@ class Mirror:
 
     def logs(self) -> dict[str, str]:
         """Epoch -> the log proof its bundles and cards were written with (the state the
-        mirror keeps in ``.mirror/state.json``), for the latest epochs written."""
-        raw = self.dir.read(STATE)
+        mirror keeps in ``.mirror/state.json``), for the latest epochs written; none when
+        the state is missing or unreadable (it only saves rewriting what is current)."""
         try:
+            raw = self.dir.read(STATE)
             logs = json.loads(raw)["logs"] if raw else {}
-        except (ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError):
             logs = {}
         return {str(k): str(v) for k, v in logs.items()} if isinstance(logs, dict) else {}
 
@@ -147,7 +150,11 @@ class Mirror:
 
     async def _epochs(self, conn: db.Connection, logs: dict[str, str], out: PassResult,
                       now: dt.datetime) -> None:
-        seals = await mirror_store.seals_after(conn, self.mirrored_epoch())
+        # only epochs the tree just written holds: one sealed since the pass read its
+        # head waits for the next pass, or a reader would find the latest epoch past
+        # the mirror's checkpoint (a rewound tree, to bureau-check) and its tiles absent
+        seals = [s for s in await mirror_store.seals_after(conn, self.mirrored_epoch())
+                 if s.last_seq <= out.size]
         for seal in seals:
             await sync_edge(conn, self.dir, seal.last_seq, self.mirrored_size())
             await write_epoch_records(conn, self.dir, seal)
@@ -189,14 +196,16 @@ class Mirror:
         await self._epochs(conn, logs, out, now)
         t2 = time.perf_counter()
         await write_bureau(conn, self.dir, self.site, now, home=bool(out.epochs))
+        # the state before the latest: a pass that ends between them has an epoch to
+        # refresh that it writes again anyway, never a mirrored one it will not refresh
+        recent = sorted(logs, key=int)[-2 * REFRESHED:]
+        await self.dir.run([(self.dir.write, STATE, json.dumps(
+            {"logs": {e: logs[e] for e in recent}}).encode())])
         if out.epochs:
             await asyncio.to_thread(self.dir.barrier)
             envelope = await checkpoint_envelope(conn, out.epochs[-1])
             assert envelope is not None, "a published epoch"
             await self.dir.run([(self.dir.write, layout.LATEST_CHECKPOINT, envelope)])
-        recent = sorted(logs, key=int)[-2 * REFRESHED:]
-        await self.dir.run([(self.dir.write, STATE, json.dumps(
-            {"logs": {e: logs[e] for e in recent}}).encode())])
         out.files = self.dir.written - written
         out.seconds = {"tiles": t1 - t0, "epochs": t2 - t1,
                        "bureau": time.perf_counter() - t2}
@@ -248,10 +257,11 @@ class MirrorTask:
         start = time.perf_counter()
         try:
             result = await self.mirror.sync(conn)
-        except MirrorRefused as exc:
-            if str(exc) != self._refused:
+        except (MirrorRefused, CannotWrite) as exc:
+            said = exc.reason if isinstance(exc, CannotWrite) else str(exc)
+            if said != self._refused:  # a full disk fails on another file each tick
                 log.error("NOT MIRRORING: %s", exc)
-                self._refused = str(exc)
+                self._refused = said
             return None
         self._refused = None
         metrics.MIRROR_PASS_SECONDS.observe(time.perf_counter() - start)

@@ -14,7 +14,7 @@ Reads only; nothing here takes the ledger's lock.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,14 +54,15 @@ class EpochProof:
         """The bundle of a stored report envelope, as canonical JSON."""
         return self._bundle + report + b"}"
 
-    def card_bytes(self, statement: bytes) -> bytes:
-        """The card of a stored statement envelope, as canonical JSON."""
+    def card_bytes(self, statement: bytes, budget: int = MAX_CARD_BYTES) -> bytes:
+        """The card of a stored statement envelope, as canonical JSON, in at most
+        ``budget`` bytes (reporters.portable.card_document)."""
         card = self._card + statement + b"}"
-        return card if len(card) <= MAX_CARD_BYTES else card_document_bytes(statement,
-                                                                             self.log)
+        return card if len(card) <= budget else card_document_bytes(statement, self.log,
+                                                                    budget)
 
-    def card(self, statement: bytes) -> dict[str, Any]:
-        doc: dict[str, Any] = json.loads(self.card_bytes(statement))
+    def card(self, statement: bytes, budget: int = MAX_CARD_BYTES) -> dict[str, Any]:
+        doc: dict[str, Any] = json.loads(self.card_bytes(statement, budget))
         return doc
 
 
@@ -111,16 +112,18 @@ async def card_of(conn: db.Connection, agent: str, epoch: int | None, origin: st
     return None if found is None else found[1].card(found[0])
 
 
-async def cards_of(conn: db.Connection, agents: Sequence[str], epoch: int, origin: str
-                   ) -> dict[str, dict[str, Any]]:
-    """The cards of ``agents`` at the sealed ``epoch``, by agent (those that have one):
-    the epoch's shared proof read once, then every statement in one query. What the
-    interop views put in the A2A extension and the MCP registry's ``_meta``."""
+async def cards_of(conn: db.Connection, budgets: Mapping[str, int], epoch: int,
+                   origin: str) -> dict[str, dict[str, Any]]:
+    """The cards of the agents of ``budgets`` at the sealed ``epoch``, by agent (those
+    that have one), each in at most its budget of bytes: the epoch's shared proof read
+    once, then every statement in one query. What the MCP view puts in a registry
+    entry's ``_meta``, where the card and what wraps it must fit the registry's cap."""
     seal = await reports.published_seal(conn, epoch)
-    if seal is None or not agents:
+    if seal is None or not budgets:
         return {}
-    statements = await cards.card_envelopes(conn, list(agents), epoch)
+    statements = await cards.card_envelopes(conn, list(budgets), epoch)
     shared = await epoch_proof(conn, seal, origin) if statements else None
     if shared is None:
         return {}
-    return {agent: shared.card(statement) for agent, statement in statements.items()}
+    return {agent: shared.card(statement, budgets[agent])
+            for agent, statement in statements.items()}

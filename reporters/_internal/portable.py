@@ -6,8 +6,10 @@ Both checks are pure and raise :class:`VerificationError` naming the step that
 failed; they return a :class:`Carried`: the steps verified, in words, what could not
 be checked offline, and the facts a script wants. The keys trusted are the caller's
 (``--key``: the bureau's note vkeys), never the document's: a bundle's key history may
-say which of them was in force where, and a key it names that the caller did not give
-is reported as the bundle's word, not as checked.
+say which of the keys given was in force where, but a signature by a key it names that
+the caller did not give fails (``BAD_KEY``). The history is the word of whoever hands
+the bundle over — the agent it rates, often — and would otherwise let anyone add a key
+of their own and sign any score with it.
 """
 
 from __future__ import annotations
@@ -116,14 +118,16 @@ def _log(text: Any, seq: int, head: str, tree_of: Any, path: str
     return proof, tree
 
 
-def _word(out: Carried, history: KeyHistory, trusted: list[Verifier], what: str,
-          position: int) -> None:
-    """Say when a signature was checked against a key only the bundle names."""
+def _given(history: KeyHistory, trusted: list[Verifier], what: str, position: int,
+           path: str) -> None:
+    """The key in force at ``position`` by the bundle's history is one the caller gave:
+    a key only the bundle names vouches for nothing."""
     key = history.at(position)
     if key.vkey not in {v.vkey for v in trusted}:
-        out.unchecked.append(f"that {key.key_id} was the bureau's key at seq {position}, "
-                             f"as the bundle's key history says ({what} is signed by it): "
-                             "give its vkey with --key to pin it")
+        raise VerificationError("BAD_KEY", path, f"{what} is signed by {key.key_id}, the "
+                                f"key the bundle's own key history puts in force at seq "
+                                f"{position}, which was not given (--key): give its vkey "
+                                "only if you know it to be the bureau's")
 
 
 def verify_bundle(doc: Any, vkeys: Sequence[str], *, witnesses: Sequence[str] = (),
@@ -133,7 +137,7 @@ def verify_bundle(doc: Any, vkeys: Sequence[str], *, witnesses: Sequence[str] = 
     cosignatures of the witness vkeys ``witnesses``:
 
     1. its key history holds a trusted key, and every signature below is by the key in
-       force, by that history, where it stands;
+       force, by that history, where it stands, and that key is one of ``vkeys``;
     2. the report is signed, and is the ``agent``'s and of ``epoch`` when given;
     3. its epoch's checkpoint is signed and names the report's epoch, seq and head;
     4. the log proof's note is signed (and cosigned by ``quorum`` witnesses), is the
@@ -156,7 +160,7 @@ def verify_bundle(doc: Any, vkeys: Sequence[str], *, witnesses: Sequence[str] = 
             or not _HEX64.fullmatch(head):
         raise _bad("/report", "the report names no ledger seq and head")
     _claims(out, report.get("agent"), report.get("epoch"), agent, epoch, "report")
-    _word(out, history, trusted, "the report", seq)
+    _given(history, trusted, "the report", seq, "/report")
     out.steps.append(f"the report of {report.get('agent')} at epoch {report.get('epoch')} "
                      f"is signed by {history.at(seq).key_id}, the key in force at seq {seq}")
     cp = verify_checkpoint(d["checkpoint"], history)
@@ -174,7 +178,7 @@ def verify_bundle(doc: Any, vkeys: Sequence[str], *, witnesses: Sequence[str] = 
             raise VerificationError(exc.code, "/log", exc.detail) from None
 
     _, tree = _log(d["log"], seq, head, tree_of, "/log")
-    _word(out, history, trusted, "the log proof's note", tree.size)
+    _given(history, trusted, "the log proof's note", tree.size, "/log")
     consistency = {"from": seq, "to": tree.size, "hashes": d["consistency"]}
     try:
         verify_consistency(consistency, TreeHead(seq, cp["root"]), tree)
@@ -203,7 +207,7 @@ def _statement(envelope: Any, trusted: list[Verifier]) -> dict[str, Any]:
     named = signatures[0].get("keyid") if isinstance(signatures, list) and signatures \
         and isinstance(signatures[0], Mapping) else None
     by_id = {wire.key_id(v.public_key): v for v in trusted}
-    if named not in by_id:
+    if not isinstance(named, str) or named not in by_id:
         raise VerificationError("BAD_KEY", "/statement/signatures/0/keyid",
                                 f"the card is signed by {str(named)[:80]}, not by a key "
                                 "given (--key)")

@@ -17,7 +17,7 @@ import argparse
 import json
 from typing import Any
 
-from reporters import VerificationError, strictjson, verify_bundle, verify_card
+from reporters import VerificationError, strictjson, verify_bundle, verify_card, wire
 from reporters._internal.portable import Carried
 from reporters.check.files import read_at_most
 from reporters.check.text import one_line
@@ -45,17 +45,27 @@ class _Cannot(Exception):
 
 def _check(args: argparse.Namespace) -> Carried:
     data = _read(args.file, args.command)
-    if args.command == "card" and len(data.rstrip(b"\n")) > MAX_CARD_BYTES:
-        raise VerificationError("BAD_BUNDLE", "", f"{args.file} is {len(data)} bytes: a "
-                                f"card is at most {MAX_CARD_BYTES}")
     try:
         doc = strictjson.loads(data)
     except strictjson.StrictJSONError as exc:
         raise VerificationError("BAD_BUNDLE", "", f"{args.file} is not JSON ({exc}): "
                                 "a truncated or damaged file?") from None
+    if args.command == "card":
+        _card_size(doc, args.file)
     check = verify_bundle if args.command == "bundle" else verify_card
     return check(doc, args.key, witnesses=args.witness, quorum=args.quorum,
                  agent=args.agent, epoch=args.epoch)
+
+
+def _card_size(doc: Any, path: str) -> None:
+    """A card's size is its canonical form's: whoever carries it may indent it again."""
+    try:
+        size = len(wire.canonical_json(doc))
+    except wire.WireError as exc:
+        raise VerificationError("BAD_BUNDLE", "", f"{path} is not a card: {exc}") from None
+    if size > MAX_CARD_BYTES:
+        raise VerificationError("BAD_BUNDLE", "", f"{path} is a document of {size} bytes "
+                                f"as canonical JSON: a card is at most {MAX_CARD_BYTES}")
 
 
 def _print(doc: dict[str, Any]) -> None:

@@ -36,6 +36,9 @@ TILE_WIDTH = 1 << TILE_HEIGHT
 ENTRIES = -1
 #: The levels a tile path may name (tlog-tiles: 0 to 63).
 MAX_LEVEL = 63
+#: The largest index: a log's sizes and indices are signed 64-bit integers (Go's tlog,
+#: PostgreSQL's bigint), so no tile's hashes run past it.
+MAX_INDEX = 2**63 - 1
 
 _LENGTH = struct.Struct(">H")
 _PATH = re.compile(
@@ -102,7 +105,8 @@ def format_index(n: int) -> str:
 def parse_path(path: str) -> Tile | None:
     """The tile a path names (``tile/…``, no leading slash), or None when it is not a
     tile path exactly as tlog-tiles writes it (leading zeros, a width of 0 or 256 or
-    more, a level above 63, an ``x`` on the last group or none on another)."""
+    more, a level above 63, an ``x`` on the last group or none on another), or whose
+    hashes' indices run past :data:`MAX_INDEX`."""
     found = _PATH.fullmatch(path)
     if found is None:
         return None
@@ -117,6 +121,8 @@ def parse_path(path: str) -> Tile | None:
     index = int("".join([*groups, found["last"]]))
     if format_index(index) != "/".join([*(f"x{g}" for g in groups), found["last"]]):
         return None  # a leading group of 000: the index has a shorter spelling
+    if index * TILE_WIDTH + width > MAX_INDEX:
+        return None
     return Tile(level, index, width)
 
 

@@ -21,6 +21,7 @@ import pytest
 
 from bureau.http.keys import PUBLISHER
 from bureau.mirror.documents import Site
+from bureau.mirror.files import CannotWrite
 from bureau.mirror.sync import Mirror
 from bureau.storage import chain
 from reporters import layout, wire
@@ -84,6 +85,7 @@ def _write(tmp_path: Path, name: str, data: bytes | dict[str, Any]) -> str:
     return str(path)
 
 
+@pytest.mark.slow  # bureau-check in a process of its own
 async def test_a_bundle_verifies_offline_with_the_witness_quorum(
         sealed: Sealed, tmp_path: Path) -> None:
     s = sealed
@@ -111,6 +113,7 @@ async def test_a_bundle_verifies_offline_with_the_witness_quorum(
     assert any("witness" in u for u in doc["unchecked"])
 
 
+@pytest.mark.slow  # bureau-check in a process of its own
 async def test_a_card_is_small_and_verifies_offline(sealed: Sealed, tmp_path: Path) -> None:
     s = sealed
     body, card = await _document(s, "card")
@@ -130,6 +133,7 @@ async def test_a_card_is_small_and_verifies_offline(sealed: Sealed, tmp_path: Pa
     assert again == body
 
 
+@pytest.mark.slow  # bureau-check in a process of its own
 async def test_forged_or_misdirected_cards_fail_in_one_line(sealed: Sealed,
                                                              tmp_path: Path) -> None:
     s = sealed
@@ -161,6 +165,7 @@ async def test_forged_or_misdirected_cards_fail_in_one_line(sealed: Sealed,
         assert "not JSON" in ran.out and "truncated" in ran.out
 
 
+@pytest.mark.slow  # bureau-check in a process of its own
 async def test_a_cosignature_of_another_log_fails(sealed: Sealed, tmp_path: Path) -> None:
     """The witness's cosignature line of another log's checkpoint (same size, root and
     witness key) pasted into the bundle: the signed message names the origin, so it
@@ -183,6 +188,7 @@ async def test_a_cosignature_of_another_log_fails(sealed: Sealed, tmp_path: Path
     assert "BAD_SIGNATURE" in ran.out
 
 
+@pytest.mark.slow  # bureau-check in a process of its own
 async def test_a_bundle_whose_log_proof_is_another_tree_fails(sealed: Sealed,
                                                               tmp_path: Path) -> None:
     """The log proof's note replaced by a stale one (a true head of this log, signed by
@@ -230,6 +236,7 @@ async def test_bundles_and_cards_never_wait_for_the_ledger_lock(sealed: Sealed) 
         await conn.close()
 
 
+@pytest.mark.slow  # bureau-check in a process of its own
 async def test_the_mirror_writes_an_epochs_cards_again_once_witnesses_cosign(
         witnessed: tuple[BureauUnderTest, TestWitness], tmp_path: Path) -> None:
     """Mirrored before any witness cosigned a head of the epoch, its cards carry none;
@@ -257,6 +264,38 @@ async def test_the_mirror_writes_an_epochs_cards_again_once_witnesses_cosign(
         latest = tmp_path / "mirror" / layout.agent_read(kid(agent), "card")
         assert latest.read_bytes() == card_file.read_bytes()
         assert (await mirror.sync(conn)).refreshed == []
+    finally:
+        mirror.close()
+        await conn.close()
+
+
+@pytest.mark.slow  # bureau-check in a process of its own
+async def test_a_pass_that_ends_before_its_state_still_refreshes_the_epoch_later(
+        witnessed: tuple[BureauUnderTest, TestWitness], tmp_path: Path) -> None:
+    """A pass that wrote an epoch but ended (a kill, a full disk) before the state that
+    names the epochs to refresh: once a witness cosigns, the epoch's cards are written
+    again all the same (the state was written last, after ``v1/checkpoints/latest``, so
+    the epoch counted as mirrored and was never refreshed)."""
+    bureau, witness = witnessed
+    world = await World.make(bureau)
+    agent = await world.agent("alpha")
+    await world.fact(agent)
+    [epoch] = await next_epoch(bureau)
+    root = tmp_path / "mirror"
+    mirror = Mirror(root, Site(bureau.log_key.origin, EPOCH_SECONDS, None, None))
+    (root / ".mirror/state.json").mkdir(parents=True)  # where the state goes: it fails
+    card_file = root / layout.agent_read(kid(agent), "card", epoch)
+    conn = await asyncpg.connect(bureau.database_url)
+    try:
+        with pytest.raises(CannotWrite):
+            await mirror.sync(conn)
+        (root / ".mirror/state.json").rmdir()
+        await bureau.app[PUBLISHER].tick()
+        await until("the witness's cosignature", lambda: witness.latest)
+        await mirror.sync(conn)
+        ran = await bureau_check("card", str(card_file), "--key", bureau.log_key.vkey,
+                                 "--witness", witness.vkey, "--quorum", "1")
+        assert ran.status == 0, ran.out
     finally:
         mirror.close()
         await conn.close()

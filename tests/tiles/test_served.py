@@ -48,7 +48,9 @@ async def test_what_the_published_tree_does_not_have_is_404(bureau: BureauUnderT
     for path in (f"tile/0/001.p/{width + 1}", "tile/0/001", "tile/0/002.p/1",
                  "tile/1/000", "tile/1/000.p/2", "tile/2/000.p/1",
                  f"tile/entries/001.p/{width + 1}", "tile/0/x000/001", "tile/0/1",
-                 "tile/0/001.p/256", "tile/00/000", "tile/64/000", "tile/0/000.p/0"):
+                 "tile/0/001.p/256", "tile/00/000", "tile/64/000", "tile/0/000.p/0",
+                 "tile/0/x036/x028/x797/x018/x963/967", "tile/entries/x999/x999/x999/999",
+                 "tile/63/000.p/1"):
         status, body, _ = await fetch(bureau.session, f"{bureau.url}/{path}")
         assert status == 404, (path, status, body[:200])
         assert b'"NOT_FOUND"' in body

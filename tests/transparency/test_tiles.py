@@ -40,7 +40,8 @@ def test_index_groups_of_three(n: int, text: str) -> None:
 
 def test_paths_round_trip() -> None:
     for tile in (Tile(0, 0, 256), Tile(3, 1234067, 17), Tile(ENTRIES, 5, 255),
-                 Tile(63, 0, 1), Tile(ENTRIES, 1000, 256)):
+                 Tile(63, 0, 1), Tile(ENTRIES, 1000, 256),
+                 Tile(0, 2**55 - 2, 256), Tile(5, 2**55 - 1, 255)):
         assert parse_path(tile.path) == tile
     assert Tile(2, 1234067, 8).path == "tile/2/x001/x234/067.p/8"
     assert Tile(ENTRIES, 3, 256).path == "tile/entries/003"
@@ -50,7 +51,10 @@ def test_paths_round_trip() -> None:
     "tile/00/000", "tile/01/000", "tile/64/000", "tile/0/0000", "tile/0/00", "tile/0/x000/001",
     "tile/0/x1/001", "tile/0/001/x002", "tile/0/x001", "tile/0/001.p/0", "tile/0/001.p/256",
     "tile/0/001.p/05", "tile/0/001.p/", "tile/entry/001", "tile/-1/001", "tile/0/001/",
-    "/tile/0/001", "tile/0/001.p/1/", "tile/0/001\n", "tile/0/٠٠١", "tile/8/0/001"])
+    "/tile/0/001", "tile/0/001.p/1/", "tile/0/001\n", "tile/0/٠٠١", "tile/8/0/001",
+    # indices past 2**63 - 1 (PostgreSQL's bigint refused them: a 500, before)
+    "tile/0/x036/x028/x797/x018/x963/967", "tile/entries/x036/x028/x797/x018/x963/968",
+    "tile/5/x036/x028/x797/x018/x963/968.p/1", "tile/0/x999/x999/x999/x999/x999/x999/999"])
 def test_anything_but_a_tile_path_is_refused(path: str) -> None:
     assert parse_path(path) is None
 

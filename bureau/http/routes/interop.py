@@ -210,9 +210,10 @@ async def _cards(request: web.Request, epoch: int, entries: list[mcp_view.Entry]
                  ) -> dict[str, dict[str, Any]]:
     """The cards of the sole claimants of a page's ``entries`` (bureau.reads.portable):
     one epoch proof and one query, whatever the epoch holds."""
-    agents = sorted({a for e in entries if (a := mcp_view.sole_claimant(e)) is not None})
+    budgets = {a: mcp_view.card_budget(a) for e in entries
+               if (a := mcp_view.sole_claimant(e)) is not None}
     origin = request.app[LOG_KEY].origin
-    return await request.app[READS].run(lambda conn: cards_of(conn, agents, epoch, origin))
+    return await request.app[READS].run(lambda conn: cards_of(conn, budgets, epoch, origin))
 
 
 @routes.get("/v0/servers/{name:.+}")
