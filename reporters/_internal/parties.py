@@ -17,7 +17,7 @@ from reporters._internal import payloads
 from reporters._internal.backoff import Backoff
 from reporters._internal.errors import BureauClientError, Rejected, Unavailable
 from reporters._internal.transport import Transport
-from reporters.files import FilePage, file_page, file_pages
+from reporters.files import FilePage, PartyFile
 from reporters.identity_links import A2aLink, Erc8004Link, McpLink
 from reporters.models import (
     AmendmentPayload,
@@ -297,15 +297,15 @@ class Agent(_Party):
         refusals after ref ``refusals_after``, decoded (an RFC 9421-signed
         ``GET /v1/agents/{key id}/entries``). Check the entries with
         :func:`reporters.verify_chain`; ``entry.raw`` is each one as served."""
-        return await file_page(self._transport, self._key, f"/v1/agents/{self.key_id}",
-                               after, limit, refusals_after)
+        own = PartyFile(self._transport, self._key, f"/v1/agents/{self.key_id}")
+        return await own.page(after, limit, refusals_after)
 
     def pages(self, after: int = 0, limit: int = 100,
               refusals_after: int = 0) -> AsyncIterator[FilePage]:
         """Every page of this agent's file from the cursors given, following
         ``next_after``/``next_refusals_after`` until the file is read to its end."""
-        return file_pages(self._transport, self._key, f"/v1/agents/{self.key_id}", after,
-                          limit, refusals_after)
+        own = PartyFile(self._transport, self._key, f"/v1/agents/{self.key_id}")
+        return own.pages(after, limit, refusals_after)
 
     async def explain(self, epoch: int | None = None) -> Any:
         """How this agent's score was made, interaction by interaction: the bureau's
