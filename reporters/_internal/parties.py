@@ -7,7 +7,7 @@ import logging
 from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import aiohttp
 import nacl.signing
@@ -82,6 +82,16 @@ def _units(units: UnitsLike) -> list[Any]:
     if isinstance(units, Mapping):
         return [{"unit": u, "quantity": q} for u, q in units.items()]
     return list(units)
+
+
+class _Patience(NamedTuple):
+    """How long the ``*_when_witnessed`` methods keep trying, and how they space their
+    attempts (:meth:`Agent.attest_when_witnessed` says what each is)."""
+
+    deadline: float
+    wait_first: float
+    first_delay: float
+    max_delay: float
 
 
 class _Party:
@@ -241,8 +251,8 @@ class Agent(_Party):
         payload = payloads.build(AttestationPayload, {
             "reporter": reporter, "interaction": interaction, "subject": subject,
             "outcome": outcome, "corrections": corrections})
-        return await self._until_witnessed(payload, ("UNWITNESSED",), deadline, wait_first,
-                                           first_delay, max_delay)
+        return await self._until_witnessed(payload, ("UNWITNESSED",), _Patience(
+            deadline, wait_first, first_delay, max_delay))
 
     async def value_judgment_when_witnessed(
             self, reporter: str, engagement: str, subject: str,
@@ -258,12 +268,12 @@ class Agent(_Party):
             "reporter": reporter, "engagement": engagement, "subject": subject,
             "judgment": judgment, "spent": spent, "currency": currency,
             "units": _units(units)})
-        return await self._until_witnessed(payload, retry_on, deadline, wait_first,
-                                           first_delay, max_delay)
+        return await self._until_witnessed(payload, retry_on, _Patience(
+            deadline, wait_first, first_delay, max_delay))
 
     async def _until_witnessed(self, payload: Payload, retry_on: Collection[str],
-                               deadline: float, wait_first: float, first_delay: float,
-                               max_delay: float) -> Receipt:
+                               patience: _Patience) -> Receipt:
+        deadline, wait_first, first_delay, max_delay = patience
         if not (deadline >= 0 and wait_first >= 0 and 0 < first_delay <= max_delay):
             raise ValueError("need deadline >= 0, wait_first >= 0, 0 < first_delay <= "
                              "max_delay")
