@@ -19,6 +19,7 @@ error, ``PROTOCOL``.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import nacl.signing
@@ -230,28 +231,35 @@ class FilePage(_Read):
             raise BureauClientError("PROTOCOL", "", f"not a file page: {exc}") from None
 
 
-async def file_page(transport: Transport, key: nacl.signing.SigningKey, party_path: str,
-                    after: int, limit: int, refusals_after: int) -> FilePage:
-    """One signed read of ``{party_path}/entries``, as a :class:`FilePage`."""
-    return FilePage.from_raw(await transport.signed_get_json(
-        key, f"{party_path}/entries?after={int(after)}&limit={int(limit)}"
-             f"&refusals_after={int(refusals_after)}", cap=file_page_cap(int(limit))))
+@dataclass(frozen=True)
+class PartyFile:
+    """A party's own file as the party reads it: RFC 9421-signed with its ``key``, at
+    ``{party_path}/entries``."""
 
+    transport: Transport
+    key: nacl.signing.SigningKey
+    party_path: str
 
-async def file_pages(transport: Transport, key: nacl.signing.SigningKey, party_path: str,
-                     after: int, limit: int, refusals_after: int) -> AsyncIterator[FilePage]:
-    """Pages of a file until both cursors run out; a list that is finished keeps its
-    last cursor (docs/reading.md, "Pagination")."""
-    while True:
-        page = await file_page(transport, key, party_path, after, limit, refusals_after)
-        yield page
-        if page.complete:
-            return
-        if page.next_after is not None:
-            after = page.next_after
-        elif page.entries:
-            after = page.entries[-1].seq
-        if page.next_refusals_after is not None:
-            refusals_after = page.next_refusals_after
-        elif page.refusals:
-            refusals_after = page.refusals[-1].ref
+    async def page(self, after: int, limit: int, refusals_after: int) -> FilePage:
+        """One signed read of the file, as a :class:`FilePage`."""
+        return FilePage.from_raw(await self.transport.signed_get_json(
+            self.key, f"{self.party_path}/entries?after={int(after)}&limit={int(limit)}"
+                      f"&refusals_after={int(refusals_after)}", cap=file_page_cap(int(limit))))
+
+    async def pages(self, after: int, limit: int,
+                    refusals_after: int) -> AsyncIterator[FilePage]:
+        """Pages of the file until both cursors run out; a list that is finished keeps
+        its last cursor (docs/reading.md, "Pagination")."""
+        while True:
+            page = await self.page(after, limit, refusals_after)
+            yield page
+            if page.complete:
+                return
+            if page.next_after is not None:
+                after = page.next_after
+            elif page.entries:
+                after = page.entries[-1].seq
+            if page.next_refusals_after is not None:
+                refusals_after = page.next_refusals_after
+            elif page.refusals:
+                refusals_after = page.refusals[-1].ref

@@ -43,6 +43,7 @@ from http_message_signatures import (
     HTTPSignatureAlgorithm,
     HTTPSignatureKeyResolver,
     MappingKeyResolver,
+    VerifyResult,
     algorithms,
 )
 
@@ -311,6 +312,11 @@ class _ClockedVerifier(HTTPMessageVerifier):
         self._max_age = max_age
         self._max_skew = max_skew
 
+    @property
+    def max_age(self) -> datetime.timedelta:
+        """``max_age`` as the library's ``verify`` takes it."""
+        return datetime.timedelta(seconds=self._max_age)
+
     def validate_created_and_expires(self, sig_input: Any, max_age: Any = None) -> None:
         # The library passes its own max_age (a timedelta equal to ours); the exact
         # limits used are the ones this verifier was built with.
@@ -369,12 +375,26 @@ def verify_request(
     for name in ("signature-input", "signature"):
         if not _header(headers, name):
             raise HttpSignatureError(f"request has no {name} header")
-    message = _Message(method, _absolute_url(url), headers)
     verifier = _ClockedVerifier(now=now, max_age=max_age, max_skew=max_skew)
+    result = _the_signature(verifier, _Message(method, _absolute_url(url), headers))
+    kid = result.parameters["keyid"]
+    created = result.parameters["created"]
+    if not isinstance(kid, str) or not isinstance(created, int):  # pragma: no cover
+        raise HttpSignatureError("keyid and created are required")
+    if result.nonce is not None:
+        if not 0 < len(result.nonce) <= MAX_NONCE_LENGTH:
+            raise HttpSignatureError(f"nonce must be 1 to {MAX_NONCE_LENGTH} characters")
+        nonces.use(kid, result.nonce, expires_at=created + max_age, now=now)
+    return kid
+
+
+def _the_signature(verifier: _ClockedVerifier, message: _Message) -> VerifyResult:
+    """The one signature on ``message``, verified (by the library, with our clock, key
+    check and Ed25519) and covering every required component."""
     try:
         # The coverage is checked below, on the result: asked of the library, it
         # parses the required components afresh on every call (~15 % of the check).
-        results = verifier.verify(message, max_age=datetime.timedelta(seconds=max_age))
+        results = verifier.verify(message, max_age=verifier.max_age)
     except HttpSignatureError:
         raise
     except (HTTPMessageSignaturesException, ValueError, TypeError, KeyError) as exc:
@@ -388,12 +408,4 @@ def verify_request(
     for component in REQUIRED_COMPONENTS:  # each exactly, without parameters
         if f'"{component}"' not in result.covered_components:
             raise HttpSignatureError(f'signature refused: "{component}" is not covered')
-    kid = result.parameters["keyid"]
-    created = result.parameters["created"]
-    if not isinstance(kid, str) or not isinstance(created, int):  # pragma: no cover
-        raise HttpSignatureError("keyid and created are required")
-    if result.nonce is not None:
-        if not 0 < len(result.nonce) <= MAX_NONCE_LENGTH:
-            raise HttpSignatureError(f"nonce must be 1 to {MAX_NONCE_LENGTH} characters")
-        nonces.use(kid, result.nonce, expires_at=created + max_age, now=now)
-    return kid
+    return result

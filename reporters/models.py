@@ -17,10 +17,8 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
-from collections.abc import Iterator
 from typing import Annotated, Any, Literal, TypeVar
 
-import idna
 import pydantic
 from pydantic import (
     AfterValidator,
@@ -32,14 +30,22 @@ from pydantic import (
     model_validator,
 )
 
+# Anchors and paths are rooms of their own; they were defined here first and are
+# re-exported (``__all__`` below), so ``from reporters.models import ...`` still finds them.
+from reporters.anchors import MAX_DOMAIN, MAX_EMAIL, check_anchor, domain_to_ascii
+from reporters.pointers import (
+    CONTROL_CHARACTERS,
+    MAX_POINTER_SEGMENT,
+    control_character_at,
+    document_path,
+    json_pointer,
+    pointer_segment,
+)
+
 _IDENT = r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$"
 _KEY_ID = r"^ed25519:[A-Za-z0-9_-]{43}$"
 _HEX64 = r"^[0-9a-f]{64}$"
 _TIMESTAMP_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$")
-#: C0 controls, DEL and C1 controls: no string in a payload may hold one (SPEC §3 r2)
-CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-#: the most characters one escaped segment of a ``path`` may take (SPEC §3 r2)
-MAX_POINTER_SEGMENT = 128
 
 
 def _valid_timestamp(text: str) -> str:
@@ -64,63 +70,6 @@ def parse_timestamp(text: str) -> dt.datetime:
     Cached: a gateway's facts of one second (or millisecond) share their timestamp, and
     intake parses each twice (the schema, then the clock check under the ledger lock)."""
     return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-# --------------------------------------------------------------------------- anchors
-#
-# The forms an anchor may take (SPEC §3), checked here so that the client refuses what
-# the bureau refuses. The bureau compares anchors (bureau.intake.links) in the ASCII
-# form that :func:`domain_to_ascii` gives, so a value that has no such form is refused
-# at decode instead of being compared by some weaker rule later.
-
-#: an e-mail anchor: at most this many characters in all
-MAX_EMAIL = 254
-#: a domain anchor (and an ASCII domain name): at most this many characters, not
-#: counting one trailing dot
-MAX_DOMAIN = 253
-#: the local part of an e-mail anchor: printable ASCII without space or "@"
-_LOCAL_PART_RE = re.compile(r"[\x21-\x3f\x41-\x7e]+")
-#: one label of an ASCII host name: letters, digits, hyphens, not at either end
-_LDH_LABEL_RE = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
-
-
-def domain_to_ascii(value: str) -> str:
-    """The ASCII host name (lowercase A-labels, without the trailing dot) that IDNA
-    maps ``value`` to: UTS 46 non-transitional processing with CheckHyphens, CheckBidi,
-    CheckJoiners and UseSTD3ASCIIRules (``idna``), at most 253 characters.
-    ``ValueError`` when it has none, whatever the reason."""
-    if len(value.removesuffix(".")) > MAX_DOMAIN:
-        raise ValueError(f"a domain name is at most {MAX_DOMAIN} characters")
-    try:
-        # idna.encode applies UTS 46 mapping, then IDNA 2008 validity per label: the
-        # hyphen rules, the Bidi rule, the joiner contexts and the STD3 ASCII rules.
-        ascii_name = idna.encode(value, uts46=True, std3_rules=True,
-                                 transitional=False).decode("ascii")
-    except (UnicodeError, ValueError):  # idna.IDNAError and its kin are UnicodeErrors
-        raise ValueError("not a domain name that IDNA (UTS 46) maps to a host name") from None
-    ascii_name = ascii_name.removesuffix(".")
-    labels = ascii_name.split(".")
-    if len(ascii_name) > MAX_DOMAIN or not all(_LDH_LABEL_RE.fullmatch(x) for x in labels):
-        raise ValueError("not a host name of letters, digits and hyphens in dot-separated "
-                         f"labels of at most 63 characters, {MAX_DOMAIN} in all")
-    return ascii_name
-
-
-def check_anchor(kind: str, value: str) -> None:
-    """``ValueError`` unless ``value`` is an anchor of this ``kind``: ``email`` is
-    ``local@domain``, at most 254 characters, the local part printable ASCII without
-    spaces or ``@``; ``domain`` is a host name (or an internationalised name that IDNA
-    maps to one), at most 253 characters and one optional trailing dot."""
-    if kind == "domain":
-        domain_to_ascii(value)
-        return
-    local, at, domain = value.rpartition("@")
-    if not at or len(value) > MAX_EMAIL:
-        raise ValueError(f"an e-mail anchor is local@domain, at most {MAX_EMAIL} characters")
-    if not _LOCAL_PART_RE.fullmatch(local):
-        raise ValueError("the local part of an e-mail anchor is printable ASCII without "
-                         "spaces or '@'")
-    domain_to_ascii(domain)
 
 
 Identifier = Annotated[str, Field(pattern=_IDENT)]
@@ -408,85 +357,6 @@ class PayloadInvalid(ValueError):
         self.detail = detail
 
 
-def _escaped_units(segment: str) -> Iterator[str]:
-    """The escapes of one pointer segment, a token each, so that a cut never splits one."""
-    for char in segment:
-        if char == "~":
-            yield "~0"
-        elif char == "/":
-            yield "~1"
-        elif char == "\\":
-            yield "\\\\"
-        elif " " <= char <= "~":
-            yield char
-        else:
-            encoded = char.encode("utf-16-be", "surrogatepass")
-            for i in range(0, len(encoded), 2):
-                yield "\\u" + encoded[i:i + 2].hex()
-
-
-def pointer_segment(segment: str | int) -> str:
-    """One segment of a ``path`` as SPEC §3 r2 writes it: JSON-Pointer escaped (``~0``,
-    ``~1``), then ``\\`` as ``\\\\`` and every UTF-16 code unit outside U+0020–U+007E
-    as ``\\u`` and four lowercase hex digits, cut to at most 128 characters, never
-    inside an escape. Printable ASCII names (every field the protocol knows) are
-    unchanged; only the names of unknown keys ever need it."""
-    if isinstance(segment, int):
-        return str(segment)
-    out: list[str] = []
-    size = 0
-    for token in _escaped_units(segment):
-        size += len(token)
-        if size > MAX_POINTER_SEGMENT:
-            break
-        out.append(token)
-    return "".join(out)
-
-
-def json_pointer(*parts: str | int) -> str:
-    """A ``path``: a JSON Pointer (RFC 6901) whose segments are escaped for display and
-    storage by :func:`pointer_segment`."""
-    return "".join("/" + pointer_segment(p) for p in parts)
-
-
-def control_character_at(doc: Any) -> tuple[str | int, ...] | None:
-    """Where the first string (in document order) holding a control character is: the
-    path to that value, or to the object key that holds one; ``None`` when there is none."""
-    if isinstance(doc, str):
-        return () if CONTROL_CHARACTERS.search(doc) else None
-    if isinstance(doc, dict):
-        for key, value in doc.items():
-            if CONTROL_CHARACTERS.search(key):
-                return (key,)
-            found = control_character_at(value)
-            if found is not None:
-                return (key, *found)
-    elif isinstance(doc, list):
-        for i, value in enumerate(doc):
-            found = control_character_at(value)
-            if found is not None:
-                return (i, *found)
-    return None
-
-
-def _document_path(doc: Any, loc: tuple[str | int, ...], missing: bool) -> tuple[str | int, ...]:
-    """The parts of a pydantic error location that are keys or indexes of ``doc`` (and,
-    for a missing field, its name): pydantic adds names of its own
-    (``function-after[...]``, union members) that are not in the document and must not
-    reach a ``path``."""
-    out: list[str | int] = []
-    here = doc
-    for i, part in enumerate(loc):
-        in_dict = isinstance(here, dict) and isinstance(part, str) and part in here
-        in_list = isinstance(here, list) and isinstance(part, int) and 0 <= part < len(here)
-        if in_dict or in_list:
-            here = here[part]
-        elif not (missing and i == len(loc) - 1 and isinstance(here, dict)):
-            continue
-        out.append(part)
-    return tuple(out)
-
-
 P = TypeVar("P", bound=Payload)
 
 
@@ -506,8 +376,22 @@ def validate_payload(model: type[P], doc: dict[str, Any], *,
         return model.model_validate(doc)
     except pydantic.ValidationError as exc:
         first = exc.errors(include_url=False)[0]
-        path = _document_path(doc, tuple(first["loc"]), first["type"] == "missing")
+        path = document_path(doc, tuple(first["loc"]), first["type"] == "missing")
         broken = first.get("ctx", {}).get("error")
         if isinstance(broken, FieldRuleError | ItemRuleError):  # the field the rule is about
             path = (*path, *broken.field.split("/"))
         raise PayloadInvalid(json_pointer(*path), first["msg"]) from None
+
+
+__all__ = [
+    "CONTROL_CHARACTERS", "MAX_ADMINS", "MAX_DOMAIN", "MAX_EMAIL", "MAX_POINTER_SEGMENT",
+    "PAYLOAD_MODELS", "AmendmentPayload", "Amount", "Anchor", "AttestationOutcome",
+    "AttestationPayload", "Count", "Currency", "Digest", "DisputePayload", "Engagement",
+    "EnrollmentPayload", "EntryId", "FactPayload", "FieldRuleError", "FreeText",
+    "Identifier", "ItemRuleError", "KeyId", "KeysPayload", "Links", "Payload",
+    "PayloadInvalid", "PolicyPayload", "PoolPayload", "ProbePayload", "PromiseDeclared",
+    "PromiseKept", "ReporterPayload", "ResolutionPayload", "Role", "SealPayload",
+    "Timestamp", "Unit", "ValueJudgmentPayload", "WithdrawalPayload", "check_anchor",
+    "control_character_at", "domain_to_ascii", "json_pointer", "parse_timestamp",
+    "pointer_segment", "validate_payload",
+]

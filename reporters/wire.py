@@ -16,7 +16,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 import blake3
 import nacl.bindings
@@ -365,12 +365,24 @@ def envelope_canonical(ptype: str, payload_b64: str, keyid: str, sig_b64: str) -
                            "signatures": [{"keyid": keyid, "sig": sig_b64}]})
 
 
-def envelope_entry_bytes(seq: int, prev: str, kind: str, recorded_at: str, epoch: int,
-                         envelope_canonical: bytes) -> bytes:
+class EntryHeader(NamedTuple):
+    """What every entry records beside what it carries: where it stands in the chain
+    (``seq``, ``prev``), its ``kind``, and when it was recorded (``recorded_at``,
+    ``epoch``)."""
+
+    seq: int
+    prev: str
+    kind: str
+    recorded_at: str
+    epoch: int
+
+
+def envelope_entry_bytes(header: EntryHeader, envelope_canonical: bytes) -> bytes:
     """``canonical_json`` of an entry that carries an envelope, without re-encoding the
     envelope: the ledger writes thousands of these a second. Equal to
-    ``canonical_json({"seq", "prev", "kind", "recorded_at", "epoch", "envelope"})`` (a
-    test holds the two equal); the keys are written in their sorted order."""
+    ``canonical_json({**header._asdict(), "envelope": envelope})`` (a test holds the two
+    equal); the keys are written in their sorted order."""
+    seq, prev, kind, recorded_at, epoch = header
     for text in (prev, kind, recorded_at):
         if not _PLAIN_RE.fullmatch(text):  # anything that JSON would escape takes the slow path
             raise WireError("entry", f"{text!r} is not a plain ASCII token")

@@ -39,8 +39,8 @@ class GroupTx:
         canonical JSON of the envelope as submitted; ``body`` what the bureau writes."""
         seq = self.seq + 1
         if envelope is not None:
-            raw = wire.envelope_entry_bytes(seq, self.head, kind, self.recorded_text,
-                                            self.epoch, envelope)
+            raw = wire.envelope_entry_bytes(wire.EntryHeader(
+                seq, self.head, kind, self.recorded_text, self.epoch), envelope)
         else:
             assert body is not None
             raw = wire.canonical_json({"seq": seq, "prev": self.head, "kind": kind,

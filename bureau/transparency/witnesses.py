@@ -36,6 +36,7 @@ from reporters.tlog.errors import TlogError
 from reporters.tlog.note import open_note
 from reporters.tlog.witness import (
     Cosigned,
+    Offer,
     Refused,
     SizeMismatch,
     Witness,
@@ -137,9 +138,9 @@ class WitnessPusher:
                 return await consistency_proof(conn, old, head.size)
 
         try:
-            answer = await push_checkpoint(self.session, self.witness, checkpoint,
-                                           head.note, self.known, proof_from,
-                                           timeout=self.timeout)
+            answer = await push_checkpoint(self.session,
+                                           Offer(self.witness, checkpoint, head.note),
+                                           self.known, proof_from, timeout=self.timeout)
         except TlogError as exc:
             # A cosignature line by the witness's key that is not over our checkpoint:
             # if the witness cosigned another root at a size we published, a fork.

@@ -7,7 +7,7 @@ import logging
 from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import aiohttp
 import nacl.signing
@@ -17,7 +17,7 @@ from reporters._internal import payloads
 from reporters._internal.backoff import Backoff
 from reporters._internal.errors import BureauClientError, Rejected, Unavailable
 from reporters._internal.transport import Transport
-from reporters.files import FilePage, file_page, file_pages
+from reporters.files import FilePage, PartyFile
 from reporters.identity_links import A2aLink, Erc8004Link, McpLink
 from reporters.models import (
     AmendmentPayload,
@@ -82,6 +82,16 @@ def _units(units: UnitsLike) -> list[Any]:
     if isinstance(units, Mapping):
         return [{"unit": u, "quantity": q} for u, q in units.items()]
     return list(units)
+
+
+class _Patience(NamedTuple):
+    """How long the ``*_when_witnessed`` methods keep trying, and how they space their
+    attempts (:meth:`Agent.attest_when_witnessed` says what each is)."""
+
+    deadline: float
+    wait_first: float
+    first_delay: float
+    max_delay: float
 
 
 class _Party:
@@ -241,8 +251,8 @@ class Agent(_Party):
         payload = payloads.build(AttestationPayload, {
             "reporter": reporter, "interaction": interaction, "subject": subject,
             "outcome": outcome, "corrections": corrections})
-        return await self._until_witnessed(payload, ("UNWITNESSED",), deadline, wait_first,
-                                           first_delay, max_delay)
+        return await self._until_witnessed(payload, ("UNWITNESSED",), _Patience(
+            deadline, wait_first, first_delay, max_delay))
 
     async def value_judgment_when_witnessed(
             self, reporter: str, engagement: str, subject: str,
@@ -258,12 +268,12 @@ class Agent(_Party):
             "reporter": reporter, "engagement": engagement, "subject": subject,
             "judgment": judgment, "spent": spent, "currency": currency,
             "units": _units(units)})
-        return await self._until_witnessed(payload, retry_on, deadline, wait_first,
-                                           first_delay, max_delay)
+        return await self._until_witnessed(payload, retry_on, _Patience(
+            deadline, wait_first, first_delay, max_delay))
 
     async def _until_witnessed(self, payload: Payload, retry_on: Collection[str],
-                               deadline: float, wait_first: float, first_delay: float,
-                               max_delay: float) -> Receipt:
+                               patience: _Patience) -> Receipt:
+        deadline, wait_first, first_delay, max_delay = patience
         if not (deadline >= 0 and wait_first >= 0 and 0 < first_delay <= max_delay):
             raise ValueError("need deadline >= 0, wait_first >= 0, 0 < first_delay <= "
                              "max_delay")
@@ -297,15 +307,15 @@ class Agent(_Party):
         refusals after ref ``refusals_after``, decoded (an RFC 9421-signed
         ``GET /v1/agents/{key id}/entries``). Check the entries with
         :func:`reporters.verify_chain`; ``entry.raw`` is each one as served."""
-        return await file_page(self._transport, self._key, f"/v1/agents/{self.key_id}",
-                               after, limit, refusals_after)
+        own = PartyFile(self._transport, self._key, f"/v1/agents/{self.key_id}")
+        return await own.page(after, limit, refusals_after)
 
     def pages(self, after: int = 0, limit: int = 100,
               refusals_after: int = 0) -> AsyncIterator[FilePage]:
         """Every page of this agent's file from the cursors given, following
         ``next_after``/``next_refusals_after`` until the file is read to its end."""
-        return file_pages(self._transport, self._key, f"/v1/agents/{self.key_id}", after,
-                          limit, refusals_after)
+        own = PartyFile(self._transport, self._key, f"/v1/agents/{self.key_id}")
+        return own.pages(after, limit, refusals_after)
 
     async def explain(self, epoch: int | None = None) -> Any:
         """How this agent's score was made, interaction by interaction: the bureau's

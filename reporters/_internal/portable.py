@@ -84,8 +84,11 @@ def _document(doc: Any, form: str, fields: dict[str, type]) -> Mapping[str, Any]
     return doc
 
 
-def _claims(out: Carried, agent: Any, epoch: Any, want_agent: str | None,
+def _claims(out: Carried, doc: Mapping[str, Any], want_agent: str | None,
             want_epoch: int | None, what: str) -> None:
+    """``doc`` (a report, a card's statement) is about ``want_agent`` and of
+    ``want_epoch``, each when given."""
+    agent, epoch = doc.get("agent"), doc.get("epoch")
     if want_agent is not None and agent != want_agent:
         raise VerificationError("BAD_BUNDLE", "/agent", f"the {what} is about "
                                 f"{str(agent)[:80]}, not {want_agent}")
@@ -118,6 +121,51 @@ def _log(text: Any, seq: int, head: str, tree_of: Any, path: str
     return proof, tree
 
 
+def _ledger_position(ledger: Any) -> tuple[int, str] | None:
+    """The ``seq`` and ``head`` a report's ``ledger`` names; ``None`` when it names no
+    such pair."""
+    seq = ledger.get("seq") if isinstance(ledger, Mapping) else None
+    head = ledger.get("head") if isinstance(ledger, Mapping) else None
+    if type(seq) is not int or seq < 1 or not isinstance(head, str) \
+            or not _HEX64.fullmatch(head):
+        return None
+    return seq, head
+
+
+def _history(keys: Any, trusted: list[Verifier]) -> KeyHistory:
+    """A bundle's key history, holding at least one of the keys the caller gave."""
+    history = KeyHistory.from_json(keys)
+    if not any(history.with_vkey(v.vkey) for v in trusted):
+        raise VerificationError("BAD_KEY", "/keys", "the bundle's key history holds none of "
+                                "the keys given (--key): " + history.describe())
+    return history
+
+
+def _epoch_checkpoint(doc: Any, history: KeyHistory, report: Mapping[str, Any], seq: int,
+                      head: str) -> Mapping[str, Any]:
+    """The bundle's checkpoint, signed, naming the report's epoch, seq and head."""
+    cp = verify_checkpoint(doc, history)
+    if (cp.get("epoch"), cp.get("seq"), cp.get("head"), cp.get("entries")) != (
+            report.get("epoch"), seq, head, seq) or not isinstance(cp.get("root"), str) \
+            or not _HEX64.fullmatch(cp["root"]):
+        raise _bad("/checkpoint", "the checkpoint is not of the report's epoch, seq and head")
+    return cp
+
+
+def _note_signed(tree: VerifiedCheckpoint) -> str:
+    """The step that says who signed and cosigned a log proof's note."""
+    cosigned = [c.witness for c in tree.cosignatures]
+    return (f"the note of tree size {tree.size} is signed by {tree.origin}"
+            + (f" and cosigned by {', '.join(cosigned)}" if cosigned else ""))
+
+
+def _offline(out: Carried, witnesses: Sequence[str]) -> None:
+    """What a check with no network leaves unchecked."""
+    if not witnesses:
+        out.unchecked.append("any witness's cosignature (give --witness and --quorum)")
+    out.unchecked.append(NETWORK)
+
+
 def _given(history: KeyHistory, trusted: list[Verifier], what: str, position: int,
            path: str) -> None:
     """The key in force at ``position`` by the bundle's history is one the caller gave:
@@ -148,26 +196,17 @@ def verify_bundle(doc: Any, vkeys: Sequence[str], *, witnesses: Sequence[str] = 
     trusted = _trusted(vkeys)
     d = _document(doc, BUNDLE_FORMAT, {"report": Mapping, "checkpoint": Mapping, "log": str,
                                         "consistency": list, "keys": list})
-    history = KeyHistory.from_json(d["keys"])
-    if not any(history.with_vkey(v.vkey) for v in trusted):
-        raise VerificationError("BAD_KEY", "/keys", "the bundle's key history holds none of "
-                                "the keys given (--key): " + history.describe())
+    history = _history(d["keys"], trusted)
     report = verify_report(d["report"], history)
-    ledger = report.get("ledger")
-    seq = ledger.get("seq") if isinstance(ledger, Mapping) else None
-    head = ledger.get("head") if isinstance(ledger, Mapping) else None
-    if type(seq) is not int or seq < 1 or not isinstance(head, str) \
-            or not _HEX64.fullmatch(head):
+    position = _ledger_position(report.get("ledger"))
+    if position is None:
         raise _bad("/report", "the report names no ledger seq and head")
-    _claims(out, report.get("agent"), report.get("epoch"), agent, epoch, "report")
+    seq, head = position
+    _claims(out, report, agent, epoch, "report")
     _given(history, trusted, "the report", seq, "/report")
     out.steps.append(f"the report of {report.get('agent')} at epoch {report.get('epoch')} "
                      f"is signed by {history.at(seq).key_id}, the key in force at seq {seq}")
-    cp = verify_checkpoint(d["checkpoint"], history)
-    if (cp.get("epoch"), cp.get("seq"), cp.get("head"), cp.get("entries")) != (
-            report.get("epoch"), seq, head, seq) or not isinstance(cp.get("root"), str) \
-            or not _HEX64.fullmatch(cp["root"]):
-        raise _bad("/checkpoint", "the checkpoint is not of the report's epoch, seq and head")
+    cp = _epoch_checkpoint(d["checkpoint"], history, report, seq, head)
     out.steps.append(f"the checkpoint of epoch {cp['epoch']} is signed and names the same "
                      f"seq {seq} and head {head}: tree size {seq}, root {cp['root']}")
 
@@ -185,15 +224,12 @@ def verify_bundle(doc: Any, vkeys: Sequence[str], *, witnesses: Sequence[str] = 
     except VerificationError as exc:
         raise VerificationError(exc.code, "/consistency", exc.detail) from None
     cosigned = [c.witness for c in tree.cosignatures]
-    out.steps.append(f"the note of tree size {tree.size} is signed by {tree.origin}"
-                     + (f" and cosigned by {', '.join(cosigned)}" if cosigned else "")
+    out.steps.append(_note_signed(tree)
                      + (f", and the epoch's tree (size {seq}) is a prefix of it"
                         if tree.size > seq else ": the epoch's tree, root and all"))
     out.steps.append(f"entry {seq} ({head}), the seal of epoch {cp['epoch']}, is leaf "
                      f"{seq - 1} of that tree")
-    if not witnesses:
-        out.unchecked.append("any witness's cosignature (give --witness and --quorum)")
-    out.unchecked.append(NETWORK)
+    _offline(out, witnesses)
     out.facts.update(agent=report.get("agent"), epoch=report.get("epoch"),
                      ledger={"seq": seq, "head": head}, score=report.get("score"),
                      policy=report.get("policy"), tree={"size": tree.size,
@@ -235,15 +271,14 @@ def verify_card(doc: Any, vkeys: Sequence[str], *, witnesses: Sequence[str] = ()
     if sorted(stmt) != sorted(STATEMENT_KEYS):
         raise _bad("/statement/payload", f"a card statement has {', '.join(STATEMENT_KEYS)}")
     ledger, score = stmt["ledger"], stmt["score"]
-    seq = ledger.get("seq") if isinstance(ledger, Mapping) else None
-    head = ledger.get("head") if isinstance(ledger, Mapping) else None
-    if type(seq) is not int or seq < 1 or not isinstance(head, str) \
-            or not _HEX64.fullmatch(head) or not isinstance(stmt["report"], str) \
+    position = _ledger_position(ledger)
+    if position is None or not isinstance(stmt["report"], str) \
             or not _HEX64.fullmatch(stmt["report"]) \
             or not (score is None or isinstance(score, Mapping)):
         raise _bad("/statement/payload", "the statement's ledger, report hash or score "
                                          "is not of its shape")
-    _claims(out, stmt["agent"], stmt["epoch"], agent, epoch, "card")
+    seq, head = position
+    _claims(out, stmt, agent, epoch, "card")
     signer = d["statement"]["signatures"][0]["keyid"]
     shown = "no score" if score is None else (
         f"score {score.get('value')} in [{score.get('low')}, {score.get('high')}]")
@@ -265,14 +300,11 @@ def verify_card(doc: Any, vkeys: Sequence[str], *, witnesses: Sequence[str] = ()
 
     _, tree = _log(d["log"], seq, head, tree_of, "/log")
     cosigned = [c.witness for c in tree.cosignatures]
-    out.steps.append(f"the note of tree size {tree.size} is signed by {tree.origin}"
-                     + (f" and cosigned by {', '.join(cosigned)}" if cosigned else "")
+    out.steps.append(_note_signed(tree)
                      + f", and entry {seq} ({head}) is leaf {seq - 1} of that tree")
     out.unchecked.append(f"the report itself: the card carries the BLAKE3 of its payload "
                          f"({stmt['report']}); the bundle carries the report")
-    if not witnesses:
-        out.unchecked.append("any witness's cosignature (give --witness and --quorum)")
-    out.unchecked.append(NETWORK)
+    _offline(out, witnesses)
     out.facts.update(agent=stmt["agent"], epoch=stmt["epoch"], ledger=dict(ledger),
                      score=score, policy=stmt["policy"], report=stmt["report"],
                      tree={"size": tree.size, "root": tree.root_hex}, cosigned_by=cosigned)

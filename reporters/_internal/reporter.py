@@ -22,7 +22,7 @@ from reporters._internal.errors import BureauClientError, Rejected, Unavailable
 from reporters._internal.outcomes import Delivery, Rejection, Retry, exc_result
 from reporters._internal.spool import Spool
 from reporters._internal.transport import Transport
-from reporters.files import FilePage, file_page, file_pages
+from reporters.files import FilePage, PartyFile
 from reporters.models import Engagement, FactPayload, ProbePayload, PromiseKept
 from reporters.wire import signing_key_id
 
@@ -294,14 +294,14 @@ class Reporter:
                       refusals_after: int = 0) -> FilePage:
         """One page of what this reporter submitted, and its refusals, decoded (an RFC
         9421-signed ``GET /v1/reporters/{key id}/entries``)."""
-        return await file_page(self._transport, self._key, f"/v1/reporters/{self.key_id}",
-                               after, limit, refusals_after)
+        own = PartyFile(self._transport, self._key, f"/v1/reporters/{self.key_id}")
+        return await own.page(after, limit, refusals_after)
 
     def pages(self, after: int = 0, limit: int = 100,
               refusals_after: int = 0) -> AsyncIterator[FilePage]:
         """Every page of this reporter's file from the cursors given, to its end."""
-        return file_pages(self._transport, self._key, f"/v1/reporters/{self.key_id}", after,
-                          limit, refusals_after)
+        own = PartyFile(self._transport, self._key, f"/v1/reporters/{self.key_id}")
+        return own.pages(after, limit, refusals_after)
 
     # ------------------------------------------------------------------ the sender
 

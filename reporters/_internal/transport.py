@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import email.utils
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,9 @@ READ_CAP = 64 * 1024 * 1024
 #: One entry or refusal of a file page: an envelope is at most 64 KiB (SPEC §3), and
 #: its JSON as served may grow in escaping.
 FILE_ITEM_CAP = 128 * 1024
+
+#: a request under way: ``async with`` it for the answer
+_Exchange = AbstractAsyncContextManager[aiohttp.ClientResponse]
 
 
 def file_page_cap(limit: int) -> int:
@@ -142,21 +146,28 @@ class Transport:
             await self._session.close()
         self._session = None
 
-    async def _request(self, method: str, path: str, *, body: bytes | None = None,
-                       content_type: str | None = None,
-                       key: nacl.signing.SigningKey | None = None,
-                       cap: int = RESULT_CAP) -> Answer:
-        session = self._session_now()
+    async def _post(self, path: str, body: bytes, content_type: str, cap: int) -> Answer:
         url = self.base_url + path
+
+        def post(session: aiohttp.ClientSession) -> _Exchange:
+            return session.request("POST", url, data=body,
+                                   headers={"Content-Type": content_type},
+                                   timeout=self._timeout)
+
+        return await self._exchange(post, cap)
+
+    async def _signed_get(self, key: nacl.signing.SigningKey, path: str, cap: int) -> Answer:
+        url = self.base_url + path
+        return await self._exchange(lambda session: httpsig.signed_get(session, key, url), cap)
+
+    async def _exchange(self, start: Callable[[aiohttp.ClientSession], _Exchange],
+                        cap: int) -> Answer:
+        """One request and its answer, read whole (at most ``cap`` bytes) within the
+        timeout; what fails on the way is :class:`Unavailable`."""
+        session = self._session_now()
         try:
             async with asyncio.timeout(self._seconds):  # the whole exchange, body and all
-                if key is not None:
-                    ctx = httpsig.signed_get(session, key, url)
-                else:
-                    headers = {"Content-Type": content_type} if content_type else {}
-                    ctx = session.request(method, url, data=body, headers=headers,
-                                          timeout=self._timeout)
-                async with ctx as resp:
+                async with start(session) as resp:
                     data = await read_capped(resp, cap)
                     return Answer(resp.status, data,
                                   parse_retry_after(resp.headers.get("Retry-After")))
@@ -167,7 +178,7 @@ class Transport:
 
     async def post_envelope(self, line: bytes) -> dict[str, Any]:
         """``POST /v1/evidence``; the accepted/duplicate result, or raises."""
-        answer = await self._request("POST", "/v1/evidence", body=line, content_type=JSON)
+        answer = await self._post("/v1/evidence", line, JSON, RESULT_CAP)
         if answer.status not in (200, 201):
             raise error_of(answer)
         doc = _json_object(answer.body)
@@ -178,9 +189,8 @@ class Transport:
     async def post_batch(self, lines: Sequence[bytes]) -> list[dict[str, Any]]:
         """``POST /v1/evidence/batch``; one result per line, in input order, or raises."""
         body = b"".join(line + b"\n" for line in lines)
-        answer = await self._request("POST", "/v1/evidence/batch", body=body,
-                                     content_type=NDJSON,
-                                     cap=RESULT_CAP + RESULT_LINE_CAP * len(lines))
+        answer = await self._post("/v1/evidence/batch", body, NDJSON,
+                                  RESULT_CAP + RESULT_LINE_CAP * len(lines))
         if answer.status != 200:
             raise error_of(answer)
         results: list[dict[str, Any] | None] = [None] * len(lines)
@@ -201,7 +211,7 @@ class Transport:
                               cap: int = READ_CAP) -> Any:
         """An RFC 9421-signed ``GET`` of ``path`` (already encoded); its JSON body,
         at most ``cap`` bytes."""
-        answer = await self._request("GET", path, key=key, cap=cap)
+        answer = await self._signed_get(key, path, cap)
         if answer.status != 200:
             raise error_of(answer)
         try:

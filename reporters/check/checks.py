@@ -85,10 +85,31 @@ class Witnessing:
 NO_WITNESSES = Witnessing()
 
 
-async def _consistent_with_latest(bureau: Bureau, out: Outcome, older: VerifiedCheckpoint,
-                                  w: Witnessing) -> VerifiedCheckpoint:
+@dataclass(frozen=True)
+class Checking:
+    """What every check stands on: the bureau it reads (its routes), the keys it trusts,
+    and the witnesses a note must carry."""
+
+    bureau: Bureau
+    trust: Trust
+    witnessing: Witnessing = NO_WITNESSES
+
+    def open_note(self, note: str, what: str) -> VerifiedCheckpoint:
+        """``note`` verified against the trusted key and the witnesses asked for."""
+        w = self.witnessing
+        return open_note(note, self.trust, w.witnesses, w.threshold, what)
+
+    async def latest_note(self) -> VerifiedCheckpoint:
+        """The latest checkpoint note the bureau publishes, verified the same way."""
+        w = self.witnessing
+        return await self.bureau.checkpoint(self.trust, w.witnesses, w.threshold)
+
+
+async def _consistent_with_latest(checking: Checking, out: Outcome,
+                                  older: VerifiedCheckpoint) -> VerifiedCheckpoint:
     """Step: ``older`` is a prefix of what the bureau publishes now."""
-    latest = await bureau.checkpoint(out.trust, w.witnesses, w.threshold)
+    bureau = checking.bureau
+    latest = await checking.latest_note()
     if latest.size < older.size:
         raise CheckFailed(f"the bureau's latest checkpoint has size {latest.size}, smaller "
                           f"than the size {older.size} it signed before: it rewound its tree")
@@ -206,10 +227,11 @@ async def _the_report(bureau: Bureau, trust: Trust, agent: str, epoch: int | Non
                       f"is {latest.epoch} (/v1/checkpoints/latest): not the latest report")
 
 
-async def check_report(bureau: Bureau, trust: Trust, agent: str, *, epoch: int | None = None,
-                       envelope: bytes | None = None, witnessing: Witnessing = NO_WITNESSES,
+async def check_report(checking: Checking, agent: str, *, epoch: int | None = None,
+                       envelope: bytes | None = None,
                        command: str = "report") -> tuple[Outcome, dict[str, Any]]:
     """Steps 1-5 above; the outcome and the verified report payload."""
+    bureau, trust = checking.bureau, checking.trust
     out = Outcome(command, trust)
     report, latest = await _the_report(bureau, trust, agent, epoch, envelope)
     seq, head = report.seq, report.head
@@ -231,8 +253,7 @@ async def check_report(bureau: Bureau, trust: Trust, agent: str, *, epoch: int |
              f"{seq} and head {head}")
 
     note = await bureau.get_text(await bureau.epoch_note_path(report.epoch), "note")
-    tree = open_note(note, trust, witnessing.witnesses, witnessing.threshold,
-                     f"the note of epoch {report.epoch}")
+    tree = checking.open_note(note, f"the note of epoch {report.epoch}")
     if (tree.size, tree.root_hex) != (checkpoint.entries, checkpoint.root) or tree.size != seq:
         raise CheckFailed(f"the note of epoch {report.epoch} (size {tree.size}, root "
                           f"{tree.root_hex}) is not the checkpoint's tree (entries "
@@ -250,25 +271,24 @@ async def check_report(bureau: Bureau, trust: Trust, agent: str, *, epoch: int |
         raise _failed(f"the report's head {head} is not entry {seq} of that tree",
                       exc) from None
     out.step(f"entry {seq} ({head}) is the last leaf of that tree")
-    await _consistent_with_latest(bureau, out, tree, witnessing)
+    await _consistent_with_latest(checking, out, tree)
     return out, report.payload
 
 
-async def check_inclusion(bureau: Bureau, trust: Trust, entry_id: str, *,
-                          note: str | None = None, seq: int | None = None,
-                          witnessing: Witnessing = NO_WITNESSES) -> Outcome:
+async def check_inclusion(checking: Checking, entry_id: str, *, note: str | None = None,
+                          seq: int | None = None) -> Outcome:
     """An entry is in the tree of a checkpoint note (given, or the latest published),
     at seq ``seq`` when given (the seq a receipt names)."""
     if not _ENTRY_ID.fullmatch(entry_id):
         raise CannotCheck(f"{entry_id!r} is not an entry id (64 lowercase hex digits)")
+    bureau, trust = checking.bureau, checking.trust
     out = Outcome("inclusion", trust)
     if note is None:
-        tree = await bureau.checkpoint(trust, witnessing.witnesses, witnessing.threshold)
+        tree = await checking.latest_note()
         out.step(f"the latest checkpoint is signed by {trust.origin}: size {tree.size}, "
                  f"root {tree.root_hex}")
     else:
-        tree = open_note(note, trust, witnessing.witnesses, witnessing.threshold,
-                         "the note given")
+        tree = checking.open_note(note, "the note given")
         out.step(f"the note given is signed by {trust.origin}: size {tree.size}, root "
                  f"{tree.root_hex}")
     if seq is not None and not 1 <= seq <= tree.size:
@@ -283,32 +303,30 @@ async def check_inclusion(bureau: Bureau, trust: Trust, entry_id: str, *,
     out.step(f"entry {entry_id} is leaf {index} (seq {index + 1}) of that tree")
     out.facts.update(entry=entry_id, leaf_index=index, size=tree.size, root=tree.root_hex)
     if note is not None:
-        await _consistent_with_latest(bureau, out, tree, witnessing)
+        await _consistent_with_latest(checking, out, tree)
     return out
 
 
-async def check_consistency(bureau: Bureau, trust: Trust, old_note: str,
-                            new_note: str | None = None, *,
-                            witnessing: Witnessing = NO_WITNESSES) -> Outcome:
+async def check_consistency(checking: Checking, old_note: str,
+                            new_note: str | None = None) -> Outcome:
     """The tree of ``old_note`` is a prefix of the tree of ``new_note`` (default: the
     latest published)."""
+    trust = checking.trust
     out = Outcome("consistency", trust)
-    old = open_note(old_note, trust, witnessing.witnesses, witnessing.threshold,
-                    "the older note")
+    old = checking.open_note(old_note, "the older note")
     out.step(f"the older note is signed by {trust.origin}: size {old.size}, root "
              f"{old.root_hex}")
     out.facts["old"] = {"size": old.size, "root": old.root_hex}
     if new_note is None:
-        await _consistent_with_latest(bureau, out, old, witnessing)
+        await _consistent_with_latest(checking, out, old)
         return out
-    new = open_note(new_note, trust, witnessing.witnesses, witnessing.threshold,
-                    "the newer note")
+    new = checking.open_note(new_note, "the newer note")
     out.step(f"the newer note is signed by {trust.origin}: size {new.size}, root "
              f"{new.root_hex}")
     out.facts["new"] = {"size": new.size, "root": new.root_hex}
     if new.size < old.size:
         old, new = new, old  # either order: the smaller must be a prefix of the larger
-    proof = await bureau.consistency(old.size, new)
+    proof = await checking.bureau.consistency(old.size, new)
     try:
         verify_consistency(proof, old, new)
     except VerificationError as exc:
@@ -318,13 +336,12 @@ async def check_consistency(bureau: Bureau, trust: Trust, old_note: str,
     return out
 
 
-async def check_file(bureau: Bureau, trust: Trust, key: nacl.signing.SigningKey, *,
-                     epoch: int | None = None, witnessing: Witnessing = NO_WITNESSES,
-                     ) -> Outcome:
+async def check_file(checking: Checking, key: nacl.signing.SigningKey, *,
+                     epoch: int | None = None) -> Outcome:
     """Steps 1-6: the agent's report, and its own file read with its key."""
     agent = key_id(key)
-    out, report = await check_report(bureau, trust, agent, epoch=epoch,
-                                      witnessing=witnessing, command="file")
+    bureau = checking.bureau
+    out, report = await check_report(checking, agent, epoch=epoch, command="file")
     seq = report["ledger"]["seq"]
     claimed = report.get("evidence")
     if not isinstance(claimed, Mapping) or not isinstance(claimed.get("root"), str):
@@ -355,7 +372,7 @@ async def check_file(bureau: Bureau, trust: Trust, key: nacl.signing.SigningKey,
     return out
 
 
-async def check_settlement(bureau: Bureau, trust: Trust, epoch: int, *,
+async def check_settlement(checking: Checking, epoch: int, *,
                            key: nacl.signing.SigningKey | None = None) -> Outcome:
     """An epoch's settlement of the evaluators' pool (SPEC §8.2):
 
@@ -365,6 +382,7 @@ async def check_settlement(bureau: Bureau, trust: Trust, epoch: int, *,
        document's root in a tree of as many leaves as the document says were paid, and
        its units fit within what was paid.
     """
+    bureau, trust = checking.bureau, checking.trust
     out = Outcome("settlement", trust)
     path = f"/v1/settlements/{epoch}"
     doc_bytes = await bureau.get(path, "settlement")

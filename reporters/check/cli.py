@@ -37,6 +37,7 @@ from reporters import BureauClientError, load_key
 from reporters._internal import wording
 from reporters.check.bureau import CAPS, Bureau, CannotCheck, CheckFailed, Trust
 from reporters.check.checks import (
+    Checking,
     Outcome,
     Witnessing,
     check_consistency,
@@ -113,7 +114,7 @@ async def _run(args: argparse.Namespace, printer: Printer) -> int:
         trust: Trust | None = None
         try:
             trust = await bureau.trust(args.bureau_key, args.vkey)
-            out = await _one(args, bureau, trust, witnessing)
+            out = await _one(args, Checking(bureau, trust, witnessing))
         except CheckFailed as exc:
             printer.failed(args.command, "failed", str(exc), trust)
             return FAILED
@@ -131,37 +132,32 @@ def _unexpected(exc: BaseException) -> str:
     return f"unexpected error in bureau-check (a bug): {type(exc).__name__}: {exc}"
 
 
-async def _one(args: argparse.Namespace, bureau: Bureau, trust: Trust,
-               witnessing: Witnessing) -> Outcome:
+async def _one(args: argparse.Namespace, checking: Checking) -> Outcome:
     if args.command == "report":
         envelope = _read(args.envelope, "the report", "report") if args.envelope else None
-        out, _ = await check_report(bureau, trust, args.agent, epoch=args.epoch,
-                                    envelope=envelope, witnessing=witnessing)
+        out, _ = await check_report(checking, args.agent, epoch=args.epoch, envelope=envelope)
         return out
     if args.command == "inclusion":
         note = _text(args.note, "the note") if args.note else None
-        return await check_inclusion(bureau, trust, args.entry, note=note, seq=args.seq,
-                                     witnessing=witnessing)
+        return await check_inclusion(checking, args.entry, note=note, seq=args.seq)
     if args.command == "links":
         try:
             context = ssl.create_default_context(cafile=args.cafile) if args.cafile else None
         except (OSError, ssl.SSLError) as exc:
             raise CannotCheck(f"--cafile {args.cafile}: {exc}") from None
         how = Fetching(args.mcp_registry, context, args.timeout)
-        return await check_links(bureau, trust, args.agent, how, epoch=args.epoch,
-                                 witnessing=witnessing)
+        return await check_links(checking, args.agent, how, epoch=args.epoch)
     if args.command == "consistency":
         new = _text(args.new_note, "the note") if args.new_note else None
-        return await check_consistency(bureau, trust, _text(args.old_note, "the note"), new,
-                                       witnessing=witnessing)
+        return await check_consistency(checking, _text(args.old_note, "the note"), new)
     try:
         key = load_key(args.key) if args.key is not None else None
     except BureauClientError as exc:
         raise CannotCheck(f"--key {args.key}: {exc.detail}") from None
     if args.command == "settlement":
-        return await check_settlement(bureau, trust, args.epoch, key=key)
+        return await check_settlement(checking, args.epoch, key=key)
     assert key is not None  # file's --key is required
-    return await check_file(bureau, trust, key, epoch=args.epoch, witnessing=witnessing)
+    return await check_file(checking, key, epoch=args.epoch)
 
 
 async def _monitor(args: argparse.Namespace, bureau: Bureau, witnessing: Witnessing,
@@ -213,6 +209,19 @@ def _positive_float(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    common = _common_options()
+    parser = argparse.ArgumentParser(prog="bureau-check", description=wording.plain(__doc__),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_log_checks(sub, common)
+    _add_party_checks(sub, common)
+    add_commands(sub)
+    return parser
+
+
+def _common_options() -> argparse.ArgumentParser:
+    """The options every online check takes: which keys to trust, the witnesses, the
+    timeout, the output."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--bureau-key", metavar="KEYID",
                         help="pin the bureau's key id (ed25519:...)")
@@ -226,10 +235,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seconds for each HTTP request, its whole answer read "
                         "(default 30)")
     common.add_argument("--json", action="store_true", help="one JSON object a result")
+    return common
 
-    parser = argparse.ArgumentParser(prog="bureau-check", description=wording.plain(__doc__),
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
+
+def _add_log_checks(sub: Any, common: argparse.ArgumentParser) -> None:
+    """``report``, ``inclusion``, ``consistency``, ``monitor``: what the bureau publishes
+    and its log."""
     report = sub.add_parser("report", parents=[common],
                             help="verify an agent's report, its checkpoint and tree")
     report.add_argument("url", help="the bureau's base URL")
@@ -261,6 +272,11 @@ def build_parser() -> argparse.ArgumentParser:
     how_long = monitor.add_mutually_exclusive_group()
     how_long.add_argument("--once", action="store_true", help="check once and exit")
     how_long.add_argument("--count", type=_nonnegative, help="check this many times")
+
+
+def _add_party_checks(sub: Any, common: argparse.ArgumentParser) -> None:
+    """``file``, ``settlement``, ``links``: what one party can check of its own (with its
+    key) or of an agent's claims."""
     file = sub.add_parser("file", parents=[common],
                           help="as an agent: check your report against your own file")
     file.add_argument("url", help="the bureau's base URL")
@@ -284,8 +300,6 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"the MCP registry to look servers up in (default {MCP_REGISTRY})")
     links.add_argument("--cafile", metavar="FILE", help="trust these CA certificates (PEM) "
                        "when fetching agent cards and registry entries")
-    add_commands(sub)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -24,8 +24,8 @@ import aiohttp
 
 from reporters import strictjson
 from reporters._internal.capped import TooLarge, read_capped
-from reporters.check.bureau import Bureau, CannotCheck, CheckFailed, Trust
-from reporters.check.checks import NO_WITNESSES, Outcome, Witnessing, check_report
+from reporters.check.bureau import CannotCheck, CheckFailed
+from reporters.check.checks import Checking, Outcome, check_report
 from reporters.interop import card_names_key, erc8004_lookup, meta_names_key
 
 #: the official MCP registry, where an ``mcp`` link's server is looked up by default
@@ -93,12 +93,10 @@ async def _one_link(session: aiohttp.ClientSession, link: Mapping[str, Any], age
     return {"result": "cannot_check", "detail": f"a link of unknown kind {kind!r}"}
 
 
-async def check_links(bureau: Bureau, trust: Trust, agent: str, how: Fetching, *,
-                      epoch: int | None = None,
-                      witnessing: Witnessing = NO_WITNESSES) -> Outcome:
+async def check_links(checking: Checking, agent: str, how: Fetching, *,
+                      epoch: int | None = None) -> Outcome:
     """Steps 1-4 above."""
-    out, report = await check_report(bureau, trust, agent, epoch=epoch,
-                                     witnessing=witnessing, command="links")
+    out, report = await check_report(checking, agent, epoch=epoch, command="links")
     links = report.get("links")
     if not isinstance(links, list):
         raise CheckFailed("the report carries no links list")
@@ -106,7 +104,7 @@ async def check_links(bureau: Bureau, trust: Trust, agent: str, how: Fetching, *
     for link in links:
         if isinstance(link, Mapping):
             results.append({"link": dict(link),
-                            **await _one_link(bureau.session, link, agent, how)})
+                            **await _one_link(checking.bureau.session, link, agent, how)})
     out.facts["links"] = results
     if not results:
         out.step("the report carries no links: nothing to confirm")

@@ -3,8 +3,9 @@
 (A2A ``message/send``, or plain HTTP by a request template), checks the answers and
 reports ``probe`` entries, with the fact of each call, through a durable spool.
 
-``Prober`` is imported when first used (PEP 562): ``bureau-reporter`` imports this
-package to list its subcommands, and must do so without the ``proxy`` extra."""
+``Prober`` (and ``Pace``, when it asks) is imported when first used (PEP 562):
+``bureau-reporter`` imports this package to list its subcommands, and must do so without
+the ``proxy`` extra."""
 
 from __future__ import annotations
 
@@ -13,15 +14,15 @@ from typing import TYPE_CHECKING, Any
 from reporters.prober.config import ProbeConfig, Request, Response, Route, from_mapping
 
 if TYPE_CHECKING:
-    from reporters.prober.runner import Prober
+    from reporters.prober.runner import Pace, Prober
 
 
 def __getattr__(name: str) -> Any:
-    if name != "Prober":
+    if name not in ("Pace", "Prober"):
         raise AttributeError(f"module 'reporters.prober' has no attribute {name!r}")
-    from reporters.prober.runner import Prober
+    from reporters.prober import runner
 
-    return Prober
+    return getattr(runner, name)
 
 
-__all__ = ["ProbeConfig", "Prober", "Request", "Response", "Route", "from_mapping"]
+__all__ = ["Pace", "ProbeConfig", "Prober", "Request", "Response", "Route", "from_mapping"]

@@ -120,7 +120,7 @@ async def serve(prober: Prober, config: ProbeConfig) -> None:
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    from reporters.prober.runner import Prober
+    from reporters.prober.runner import Pace, Prober
 
     try:
         config = from_mapping(build_config(args), Path(args.config).parent)
@@ -128,7 +128,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
             raise ConfigError("--limit: at least 1")
         key = load_key(config.key_file)
         seed = read_or_make_seed(config.seed_path)
-        prober = Prober(config, key, seed, limit=args.limit)
+        prober = Prober(config, key, seed, Pace(limit=args.limit))
     except (ConfigError, OSError, ValueError, BureauClientError) as exc:
         print(f"bureau-reporter probe: {exc}", file=sys.stderr)
         return 2

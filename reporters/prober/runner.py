@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import aiohttp
 import nacl.signing
@@ -127,16 +127,34 @@ def _timestamp(wall: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(wall))
 
 
-class Prober:
-    """One running prober. ``wall`` is Unix seconds (the epoch and ``observed_at``);
+@dataclass(frozen=True, slots=True)
+class Pace:
+    """When a prober asks. ``wall`` is Unix seconds (the epoch and ``observed_at``);
     ``gaps`` draws the seconds between two tasks for a mean (default: exponential, from
     the operating system's randomness); ``limit`` stops each route after that many
     tasks (``bureau-reporter probe --limit``)."""
 
-    def __init__(self, config: ProbeConfig, key: nacl.signing.SigningKey, seed: bytes, *,
-                 wall: Callable[[], float] = time.time,
-                 gaps: Callable[[float], float] | None = None,
-                 limit: int | None = None) -> None:
+    wall: Callable[[], float] = time.time
+    gaps: Callable[[float], float] | None = None
+    limit: int | None = None
+
+
+class Probed(NamedTuple):
+    """One task as it was asked and judged."""
+
+    interaction: str
+    observed_at: str
+    agent: str
+    task: ProbeTask
+    asked: Asked
+    result: Result
+
+
+class Prober:
+    """One running prober, asking at its :class:`Pace`."""
+
+    def __init__(self, config: ProbeConfig, key: nacl.signing.SigningKey, seed: bytes,
+                 pace: Pace = Pace()) -> None:
         self.config = config
         self.metrics = ProbeMetrics()
         self.reporter = Reporter(key, config.bureau_url, config.spool_dir,
@@ -145,10 +163,10 @@ class Prober:
         self.prober_id = config.prober_id or "pb-" + hashlib.sha256(
             key_id(key).encode()).hexdigest()[:10]
         self._seed = seed
-        self._wall = wall
+        self._wall = pace.wall
         system = random.SystemRandom()
-        self._gap = gaps or (lambda mean: system.expovariate(1 / mean))
-        self._limit = limit
+        self._gap = pace.gaps or (lambda mean: system.expovariate(1 / mean))
+        self._limit = pace.limit
         self._ids: InteractionIds | None = None
         self._session: aiohttp.ClientSession | None = None
         self._senders: dict[str, Sender] = {}
@@ -338,8 +356,9 @@ class Prober:
         self._count(agent, result, asked)
         log.info("%s to %s as %s (%s): %s, %s", probe_task.probe_id, agent, interaction,
                  probe_task.kind, result, asked.note or "-")
-        await self._audit(interaction, observed_at, agent, probe_task, asked, result,
-                          fact is not None, probe is not None)
+        sent = [name for name, entry in (("fact", fact), ("probe", probe)) if entry is not None]
+        await self._audit(Probed(interaction, observed_at, agent, probe_task, asked, result),
+                          sent)
         await self._spool(fact, probe)  # step 3
         progress.asking = progress.answered = None
         await self.reporter.hold({progress.name: progress.dump()})
@@ -356,20 +375,21 @@ class Prober:
         if asked.answered and asked.latency_ms is not None:
             self.metrics.latency.labels(agent).observe(asked.latency_ms / 1000)
 
-    async def _audit(self, interaction: str, observed_at: str, agent: str,
-                     probe_task: ProbeTask, asked: Asked, result: Result, fact: bool,
-                     probe: bool) -> None:
-        """One line of the audit log: everything about this probe, the reply included."""
+    async def _audit(self, probed: Probed, entries: list[str]) -> None:
+        """One line of the audit log: everything about this probe, the reply included,
+        and the names of the ``entries`` it made."""
         path = self.config.audit_log
         if path is None:
             return
+        probe_task, asked = probed.task, probed.asked
         line = json.dumps({
-            "observed_at": observed_at,
-            "interaction": interaction, "agent": agent, "probe": probe_task.probe_id,
+            "observed_at": probed.observed_at,
+            "interaction": probed.interaction, "agent": probed.agent,
+            "probe": probe_task.probe_id,
             "kind": probe_task.kind, "task": probe_task.text, "answer": probe_task.answer.text,
             "reply": None if asked.reply is None else asked.reply[:AUDIT_REPLY_CHARS],
-            "result": result, "latency_ms": asked.latency_ms, "note": asked.note,
-            "entries": [name for name, sent in (("fact", fact), ("probe", probe)) if sent],
+            "result": probed.result, "latency_ms": asked.latency_ms, "note": asked.note,
+            "entries": entries,
         }, ensure_ascii=False, sort_keys=True) + "\n"
         await asyncio.to_thread(_append, path, line)
 

@@ -55,7 +55,15 @@ from reporters.proxy.protocol_call import (
     failure_kind,
     failure_response,
 )
-from reporters.proxy.relay import Buffered, OnEvent, OnStart, Streamed, forwardable
+from reporters.proxy.relay import (
+    Buffered,
+    OnEvent,
+    OnStart,
+    Relaying,
+    Streamed,
+    Upstream,
+    forwardable,
+)
 from reporters.proxy.relay import forward as relay_forward
 from reporters.proxy.run_report import RunReport
 from reporters.proxy.tracker import DerivedOutcomes
@@ -308,10 +316,10 @@ class Proxy:
         target = route.upstream + call.sub_path + ("?" + call.query if call.query else "")
         try:
             got = await relay_forward(
-                self.session, call.request, target, self.upstream_headers(call.request),
-                call.body, timeout=route.timeout_seconds, max_body=self.config.max_body,
-                clock=self._clock, drop=frozenset({"content-encoding"}), on_start=on_start,
-                on_event=on_event)
+                Relaying(self.session, self._clock, route.timeout_seconds,
+                         self.config.max_body, drop=frozenset({"content-encoding"})),
+                Upstream(call.request, target, self.upstream_headers(call.request), call.body),
+                on_start=on_start, on_event=on_event)
         except FORWARD_FAILURES as exc:
             self.metrics.calls.labels(route.prefix, failure_kind(exc)).inc()
             raise

@@ -21,7 +21,13 @@ class ProxyMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        r = self.registry
+        # Registered in this order, which is the order of the exposition.
+        self._count_calls(self.registry)
+        self._count_facts(self.registry)
+        self._count_reading(self.registry)
+
+    def _count_calls(self, r: CollectorRegistry) -> None:
+        """The calls forwarded, or not."""
         self.calls = Counter(
             "bureau_proxy_calls_forwarded", "Calls forwarded to an agent, by route prefix and "
             "result: answered (any HTTP status), timeout, unreachable, too_large.",
@@ -33,6 +39,9 @@ class ProxyMetrics:
             "bureau_proxy_upstream_latency_seconds", "Time from forwarding a call to the last "
             "byte of the agent's answer, answered calls only, by route prefix.",
             ["route"], buckets=_LATENCY_BUCKETS, registry=r)
+
+    def _count_facts(self, r: CollectorRegistry) -> None:
+        """The facts: held, spooled, delivered."""
         self.held = Gauge(
             "bureau_proxy_facts_held", "Facts held on disk, waiting for their derived outcome "
             "(what the caller does next) or for room in the spool.", registry=r)
@@ -61,6 +70,9 @@ class ProxyMetrics:
             "bureau_proxy_delivery_retries", "Facts to be sent again: the lines of failed "
             "batches, and lines the bureau answered UNAVAILABLE.", registry=r)
 
+    def _count_reading(self, r: CollectorRegistry) -> None:
+        """What the proxy made of the protocols it reads, and the bounds it held on a
+        stranger's bytes."""
         self.protocol_calls = Counter(
             "bureau_proxy_protocol_calls", "Calls of a protocol, by route prefix and "
             "protocol (a2a, mcp) and what they made: fact (a call of an interaction), "

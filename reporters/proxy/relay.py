@@ -68,68 +68,110 @@ class Streamed:
     too_large: bool = False
 
 
-async def forward(session: aiohttp.ClientSession, request: web.Request, target: str,
-                  headers: CIMultiDict[str], body: bytes, *, timeout: float, max_body: int,
-                  clock: Callable[[], float], drop: frozenset[str],
-                  on_start: OnStart | None = None,
+@dataclass(frozen=True, slots=True)
+class Relaying:
+    """How the proxy relays a call: its upstream session and clock, and the bounds on the
+    agent's answer."""
+
+    session: aiohttp.ClientSession
+    clock: Callable[[], float]
+    #: bounds a JSON answer as a whole, and a stream's wait for each chunk
+    timeout: float
+    max_body: int
+    #: header fields of the agent's answer not relayed (beyond the hop-by-hop ones)
+    drop: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Upstream:
+    """One call as it goes to the agent: the caller's request (a stream is answered on
+    it), the agent's URL, and the headers and body sent."""
+
+    request: web.Request
+    target: str
+    headers: CIMultiDict[str]
+    body: bytes
+
+
+async def forward(relaying: Relaying, call: Upstream, *, on_start: OnStart | None = None,
                   on_event: OnEvent | None = None) -> Buffered | Streamed:
-    """Send the call upstream; a stream is relayed when ``on_event`` is given.
-    ``timeout`` bounds a JSON answer as a whole, and a stream's wait for each chunk."""
-    started = clock()
-    async with session.request(
-            request.method, yarl.URL(target, encoded=True), headers=headers, data=body,
-            allow_redirects=False,
+    """Send the call upstream; a stream is relayed when ``on_event`` is given."""
+    started = relaying.clock()
+    timeout = relaying.timeout
+    async with relaying.session.request(
+            call.request.method, yarl.URL(call.target, encoded=True), headers=call.headers,
+            data=call.body, allow_redirects=False,
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeout,
                                           sock_read=timeout)) as resp:
         streaming = resp.headers.get("Content-Type", "").startswith("text/event-stream")
         if not (streaming and on_event is not None):
-            return await _buffered(resp, started, clock, timeout, max_body)
-        out_headers = forwardable(resp.headers, drop)
+            return await _buffered(resp, started, relaying)
+        out_headers = forwardable(resp.headers, relaying.drop)
         if on_start is not None:
             out_headers.update(await on_start())
         out = web.StreamResponse(status=resp.status, headers=out_headers)
-        await out.prepare(request)
-        reader: EventReader | None = EventReader(max_body)
-        events, clean, caller_left, too_large = 0, True, False, False
+        await out.prepare(call.request)
+        relay = _StreamRelay(relaying, started, on_event, out)
+        await relay.run(resp)
+        return Streamed(resp.status, out, relay.events, relay.clean, relay.too_large)
+
+
+class _StreamRelay:
+    """An event stream relayed to the caller chunk by chunk: written first, read after."""
+
+    def __init__(self, relaying: Relaying, started: float, on_event: OnEvent,
+                 out: web.StreamResponse) -> None:
+        self._relaying, self._started, self._on_event, self._out = \
+            relaying, started, on_event, out
+        self._reader: EventReader | None = EventReader(relaying.max_body)
+        self.events, self.clean, self.caller_left, self.too_large = 0, True, False, False
+
+    async def run(self, resp: aiohttp.ClientResponse) -> None:
         try:
             async for chunk in resp.content.iter_any():
-                if not caller_left:
-                    try:
-                        await out.write(chunk)
-                    except (ConnectionError, aiohttp.ClientConnectionResetError):
-                        # The caller hung up: what the agent does next is still the
-                        # agent's to be judged on (SPEC §4, r4), so the stream is read
-                        # on to its end (each chunk still within ``timeout``).
-                        caller_left = True
-                if reader is None:
-                    if caller_left:
+                await self._write(chunk)
+                if self._reader is None:
+                    if self.caller_left:
                         break  # nothing more can be read of it, nor sent
                     continue
-                try:
-                    got = reader.feed(chunk)
-                except EventTooLarge:
-                    reader, clean, too_large = None, False, True  # relayed, no longer read
-                    continue
-                for event in got:
-                    events += 1
-                    await on_event(event, round((clock() - started) * 1000))
+                await self._read(self._reader, chunk)
         except (aiohttp.ClientError, TimeoutError):
-            clean = False  # the agent's stream was cut or went silent
-        if not caller_left:
+            self.clean = False  # the agent's stream was cut or went silent
+        if not self.caller_left:
             with contextlib.suppress(ConnectionError, aiohttp.ClientConnectionResetError):
-                await out.write_eof()
-        return Streamed(resp.status, out, events, clean, too_large)
+                await self._out.write_eof()
+
+    async def _write(self, chunk: bytes) -> None:
+        if self.caller_left:
+            return
+        try:
+            await self._out.write(chunk)
+        except (ConnectionError, aiohttp.ClientConnectionResetError):
+            # The caller hung up: what the agent does next is still the agent's to be
+            # judged on (SPEC §4, r4), so the stream is read on to its end (each chunk
+            # still within ``timeout``).
+            self.caller_left = True
+
+    async def _read(self, reader: EventReader, chunk: bytes) -> None:
+        try:
+            got = reader.feed(chunk)
+        except EventTooLarge:
+            self._reader, self.clean, self.too_large = None, False, True  # relayed, no longer read
+            return
+        for event in got:
+            self.events += 1
+            await self._on_event(event, round((self._relaying.clock() - self._started) * 1000))
 
 
 async def _buffered(resp: aiohttp.ClientResponse, started: float,
-                    clock: Callable[[], float], timeout: float, max_body: int) -> Buffered:
+                    relaying: Relaying) -> Buffered:
     chunks: list[bytes] = []
     size = 0
-    async with asyncio.timeout(timeout):
+    async with asyncio.timeout(relaying.timeout):
         async for chunk in resp.content.iter_chunked(64 * 1024):
             size += len(chunk)
-            if size > max_body:
+            if size > relaying.max_body:
                 raise TooLarge
             chunks.append(chunk)
     return Buffered(resp.status, CIMultiDict(resp.headers), b"".join(chunks),
-                    round((clock() - started) * 1000))
+                    round((relaying.clock() - started) * 1000))

@@ -156,40 +156,49 @@ def read_answer(status: int, content_type: str | None, body: bytes, *, witness: 
     return Refused(status, "".join(c if c.isprintable() else "?" for c in detail))
 
 
-async def add_checkpoint(session: aiohttp.ClientSession, witness: Witness,
-                         checkpoint: Checkpoint, note: str, old_size: int,
+@dataclass(frozen=True)
+class Offer:
+    """A checkpoint offered to one witness: the checkpoint, and its note as signed by the
+    log (the text sent)."""
+
+    witness: Witness
+    checkpoint: Checkpoint
+    note: str
+
+
+async def add_checkpoint(session: aiohttp.ClientSession, offer: Offer, old_size: int,
                          proof: Sequence[bytes], *, timeout: float = 10.0) -> Answer:
     """One ``add-checkpoint`` request."""
-    body = add_checkpoint_body(old_size, proof, note)
-    async with session.post(witness.add_checkpoint_url, data=body,
+    body = add_checkpoint_body(old_size, proof, offer.note)
+    async with session.post(offer.witness.add_checkpoint_url, data=body,
                             timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
         try:  # the whole answer (``content.read(n)`` returns what has arrived so far)
             answer = await read_capped(resp, MAX_ANSWER_BYTES)
         except TooLarge:
             raise TlogError("WITNESS_PROTOCOL", "the answer is too long") from None
         return read_answer(resp.status, resp.headers.get("Content-Type"), answer,
-                           witness=witness, checkpoint=checkpoint)
+                           witness=offer.witness, checkpoint=offer.checkpoint)
 
 
 ProofFrom = Callable[[int], Awaitable[Sequence[bytes]]]
 
 
-async def push_checkpoint(session: aiohttp.ClientSession, witness: Witness,
-                          checkpoint: Checkpoint, note: str, known_size: int,
+async def push_checkpoint(session: aiohttp.ClientSession, offer: Offer, known_size: int,
                           proof_from: ProofFrom, *, timeout: float = 10.0) -> Answer:
-    """Send ``checkpoint`` to ``witness`` from the size it is believed to have
-    (``known_size``, 0 when unknown). ``proof_from(m)`` gives the consistency proof from
-    size ``m`` to ``checkpoint.size``. On a ``409`` naming a size no larger than the
-    checkpoint's, the request is made once more from that size; the answer returned is
-    the last one (a :class:`SizeMismatch` then names the witness's size, which may be
-    larger than ours if a newer checkpoint reached it first). A witness already known to
-    be past this checkpoint is not asked at all: the answer is that :class:`SizeMismatch`."""
-    if known_size > checkpoint.size:
+    """Send the offered checkpoint to its witness from the size the witness is believed
+    to have (``known_size``, 0 when unknown). ``proof_from(m)`` gives the consistency
+    proof from size ``m`` to the checkpoint's size. On a ``409`` naming a size no larger
+    than the checkpoint's, the request is made once more from that size; the answer
+    returned is the last one (a :class:`SizeMismatch` then names the witness's size,
+    which may be larger than ours if a newer checkpoint reached it first). A witness
+    already known to be past this checkpoint is not asked at all: the answer is that
+    :class:`SizeMismatch`."""
+    if known_size > offer.checkpoint.size:
         return SizeMismatch(known_size)
-    answer = await add_checkpoint(session, witness, checkpoint, note, known_size,
-                                  await proof_from(known_size), timeout=timeout)
+    answer = await add_checkpoint(session, offer, known_size, await proof_from(known_size),
+                                  timeout=timeout)
     if (isinstance(answer, SizeMismatch) and answer.size != known_size
-            and answer.size <= checkpoint.size):
-        answer = await add_checkpoint(session, witness, checkpoint, note, answer.size,
+            and answer.size <= offer.checkpoint.size):
+        answer = await add_checkpoint(session, offer, answer.size,
                                       await proof_from(answer.size), timeout=timeout)
     return answer

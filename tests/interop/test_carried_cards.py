@@ -97,10 +97,10 @@ def test_a_card_as_full_as_it_may_be_still_fits_the_registrys_cap() -> None:
 
     witnesses = [f"w{i}.example" for i in range(20)]
     whole = 10 * MAX_CARD_BYTES  # a budget no card here reaches: nothing trimmed
-    short = len(shared_with(witnesses + ["w.example"]).card_bytes(statement, whole))
+    short = len(shared_with([*witnesses, "w.example"]).card_bytes(statement, whole))
     assert short < MAX_CARD_BYTES
     # the last witness's name padded so the whole card is exactly as full as it may be
-    shared = shared_with(witnesses + ["w" + "x" * (MAX_CARD_BYTES - short) + ".example"])
+    shared = shared_with([*witnesses, "w" + "x" * (MAX_CARD_BYTES - short) + ".example"])
     assert len(shared.card_bytes(statement)) == MAX_CARD_BYTES
     assert mcp_view.card_budget(agent) < MAX_CARD_BYTES
     card = shared.card(statement, mcp_view.card_budget(agent))

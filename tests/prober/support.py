@@ -16,7 +16,7 @@ import nacl.signing
 from aiohttp import web
 
 from reporters import wire
-from reporters.prober import Prober, from_mapping
+from reporters.prober import Pace, Prober, from_mapping
 from tests.probing.solver import solve
 from tests.support import BureauUnderTest, kid
 from tests.views.support import bureau_key, get, open_envelope, settle
@@ -84,7 +84,7 @@ async def prober(bureau: BureauUnderTest, tmp: Path, routes: list[dict[str, Any]
     config = from_mapping({"bureau_url": bureau.url, "key_file": "unused.key",
                            "spool_dir": str(tmp / "spool"), "ops_listen": "off",
                            "routes": routes, **settings}, tmp)
-    p = Prober(config, key, SEED, gaps=lambda mean: 0.0, limit=limit)
+    p = Prober(config, key, SEED, Pace(gaps=lambda mean: 0.0, limit=limit))
     await p.start()
     try:
         yield p

@@ -26,6 +26,7 @@ from reporters.tlog.errors import TlogError
 from reporters.tlog.note import COSIGNATURE_V1, Signer
 from reporters.tlog.witness import (
     Cosigned,
+    Offer,
     ProofFrom,
     Refused,
     SizeMismatch,
@@ -81,7 +82,7 @@ async def push(session: aiohttp.ClientSession, client: Witness, log: Log, size: 
                known: int) -> Cosigned | SizeMismatch | Refused:
     checkpoint, note = log.checkpoint(size)
     proof = log.proof_from(size)
-    return await push_checkpoint(session, client, checkpoint, note, known, proof)
+    return await push_checkpoint(session, Offer(client, checkpoint, note), known, proof)
 
 
 async def test_the_round_trip(witness: tuple[TestWitness, Witness, aiohttp.ClientSession]
@@ -137,7 +138,7 @@ async def test_a_409_is_retried_from_the_size_the_witness_names(
     assert state.requests == 3 and state.latest[ORIGIN].size == 60
     # One request alone reports the witness's size.
     checkpoint, note = log.checkpoint(60)
-    assert await add_checkpoint(session, client, checkpoint, note, 25,
+    assert await add_checkpoint(session, Offer(client, checkpoint, note), 25,
                                 proofs.consistency_proof(25, 60, log.nodes.__getitem__)) == \
         SizeMismatch(60)
 
@@ -182,7 +183,7 @@ async def test_concurrent_checkpoints_cannot_roll_the_witness_back(
 
     async def one(size: int) -> object:
         checkpoint, note = log.checkpoint(size)
-        return await add_checkpoint(session, client, checkpoint, note, 50,
+        return await add_checkpoint(session, Offer(client, checkpoint, note), 50,
                                     proofs.consistency_proof(50, size, log.nodes.__getitem__))
 
     answers = await asyncio.gather(one(60), one(70))

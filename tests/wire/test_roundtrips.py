@@ -78,7 +78,7 @@ def test_fast_entry_bytes_equal_canonical_json(seq: int, epoch: int, body: bytes
                                                kind: str) -> None:
     env = wire.sign_envelope(wire.generate_key(), wire.payload_type("fact"), body)
     prev, recorded = wire.blake3_hex(body), "2026-11-30T00:00:00.123456Z"
-    fast = wire.envelope_entry_bytes(seq, prev, kind, recorded, epoch,
+    fast = wire.envelope_entry_bytes(wire.EntryHeader(seq, prev, kind, recorded, epoch),
                                      wire.canonical_json(env))
     assert fast == wire.canonical_json({"seq": seq, "prev": prev, "kind": kind,
                                         "recorded_at": recorded, "epoch": epoch,
