@@ -44,16 +44,46 @@ AGENT, OTHER, CALLER = new_agent(), new_agent(), new_agent()
 UNRESOLVABLE = "http://no-such-host.invalid"  # RFC 6761: never resolves
 
 
+class EarlyRecorder(Recorder):
+    """A recorder before the plugin in LiteLLM's callbacks (a class of its own: LiteLLM
+    keeps one logger per class in some of its lists)."""
+
+
 @dataclass
 class Running:
     provider: str  # the provider's base URL
-    recorder: Recorder
+    recorder: Recorder  # after the plugin
+    early: EarlyRecorder  # before it
     logger: BureauLogger
 
     async def logged(self, n: int) -> None:
-        """Both loggers have the ``n`` attempts (LiteLLM runs its success hooks in the
-        background)."""
-        await reported(lambda: len(self.recorder.payloads) == n and self.logger.attempts == n)
+        """The plugin has the ``n`` attempts, and the recorder after it every event the
+        one before it had (LiteLLM runs its success hooks in the background)."""
+        await reported(lambda: self.logger.attempts == n and
+                       0 < self.early.events == self.recorder.events)
+
+    def started(self, fact: dict[str, Any]) -> float:
+        """When LiteLLM started the fact's attempt."""
+        name = fact["interaction"]
+        if name in self.recorder.hooked:
+            return self.recorder.hooked[name][0]
+        return float(self.recorder.payloads[name]["startTime"])
+
+    def check_latency(self, fact: dict[str, Any]) -> None:
+        """The fact's latency is the attempt's own time as LiteLLM measured it: for a
+        success or a stream that broke, its logging payload's start to end; for a
+        failure the per-attempt hook took, LiteLLM's start of the attempt to the hook's
+        call, which came after the recorder before the plugin, before the one after."""
+        name = fact["interaction"]
+        if name in self.recorder.hooked:
+            started, latest = self.recorder.hooked[name]
+            earliest = self.early.hooked[name][1]
+            low, high = (round((t - started) * 1000) for t in (earliest, latest))
+            assert low <= fact["latency_ms"] <= high, (low, fact["latency_ms"], high)
+        else:
+            payload = self.recorder.payloads[name]
+            assert fact["latency_ms"] == \
+                max(0, round((payload["endTime"] - payload["startTime"]) * 1000))
 
 
 @asynccontextmanager
@@ -67,13 +97,14 @@ async def plugin(tmp: Path) -> AsyncIterator[Running]:
         "bureau_url": DEAD_URL, "key_file": "r.key", "spool_dir": "spool",
         "settle_seconds": 300, "callers": {KEY_HASH: CALLER},
         "deployments": {**{f"openai/{m}": AGENT for m in models}, "backup": OTHER}}, tmp))
-    recorder = Recorder()
+    recorder, early = Recorder(), EarlyRecorder()
     async with AsyncExitStack() as stack:
         url = await stack.enter_async_context(serving(provider_app()))
         stack.push_async_callback(logger.close)
+        await stack.enter_async_context(in_callbacks(early))
         await stack.enter_async_context(in_callbacks(logger))
         await stack.enter_async_context(in_callbacks(recorder))
-        yield Running(url + "/v1", recorder, logger)
+        yield Running(url + "/v1", recorder, early, logger)
 
 
 async def call(base: str, model: str = "ok", **more: Any) -> None:
@@ -130,11 +161,12 @@ async def test_what_an_attempt_says(tmp_path: Path, row: list[str]) -> None:
     facts = worker_facts(tmp_path / "spool")
     assert len(facts) == len(cases)  # one fact per attempt
     for fact in facts:
-        payload = running.recorder.payloads[fact["interaction"]]
         assert (fact["subject"], fact["answered"], fact["claimed"], fact["well_formed"]) == \
-            (AGENT, answered, claimed, well_formed), payload["error_information"]
-        own = max(0, round((payload["endTime"] - payload["startTime"]) * 1000))
-        assert fact["latency_ms"] == (None if latency is None else own)
+            (AGENT, answered, claimed, well_formed), fact
+        if latency is None:
+            assert fact["latency_ms"] is None
+        else:
+            running.check_latency(fact)
 
 
 async def _fell_back(provider: str, backup: str = "ok") -> None:
@@ -183,8 +215,7 @@ async def test_what_litellm_did_next(tmp_path: Path, row: list[str], case: int) 
         await running.logged(attempts)
     facts = worker_facts(tmp_path / "spool")
     assert len(facts) == attempts
-    first = min((f for f in facts if f["subject"] == AGENT),
-                key=lambda f: running.recorder.payloads[f["interaction"]]["startTime"])
+    first = min((f for f in facts if f["subject"] == AGENT), key=running.started)
     assert first["derived"] == _cell(row[1])
     assert all(f["derived"] is None for f in facts if f is not first)
 
