@@ -92,11 +92,16 @@ def _key(details: Mapping[str, Any]) -> _AttemptKey:
 
 class BureauLogger(CustomLogger):
     """The LiteLLM ``CustomLogger``. ``config``: the plugin's config, or ``None`` to read
-    the file named by ``BUREAU_LITELLM_CONFIG`` at the first event."""
+    the file named by ``BUREAU_LITELLM_CONFIG`` at the first event. ``attempt_hook``:
+    whether failures come from LiteLLM's per-attempt hook (by default, where this
+    LiteLLM calls it); False reads them from the failure event alone, as on a LiteLLM
+    before 1.100 (the tests run both ways on one LiteLLM)."""
 
-    def __init__(self, config: LiteLLMConfig | None = None) -> None:
+    def __init__(self, config: LiteLLMConfig | None = None, *,
+                 attempt_hook: bool = ATTEMPT_HOOK) -> None:
         super().__init__()
         self._config = config
+        self.attempt_hook = attempt_hook
         self._writer = FactWriter(lambda: self.config)
         self._hooked: collections.OrderedDict[_AttemptKey, None] = collections.OrderedDict()
         self._logged: set[str] = set()
@@ -156,6 +161,8 @@ class BureauLogger(CustomLogger):
         """One failed attempt at a deployment (LiteLLM 1.100 and later): each retry and
         each fallback hop. LiteLLM awaits it on the request's error path, right after
         the attempt failed: read, queue, return."""
+        if not self.attempt_hook:
+            return
         try:
             if _internal_call():
                 return  # LiteLLM logs neither its successes nor its failures: no fact
@@ -186,7 +193,7 @@ class BureauLogger(CustomLogger):
         try:
             trace = kwargs.get("litellm_trace_id")
             if isinstance(trace, str):
-                last = None if ATTEMPT_HOOK else fallback_attempt(kwargs, self.config)
+                last = None if self.attempt_hook else fallback_attempt(kwargs, self.config)
                 self._writer.submit(Event(trace, last))
         except Exception:
             self._writer.warn("event", "could not report a LiteLLM request", exc_info=True)

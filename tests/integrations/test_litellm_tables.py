@@ -4,7 +4,9 @@ provider on loopback (an OpenAI-compatible server answering as the row says, a p
 nothing listens on, a name that cannot resolve, a server that never answers), with the
 plugin in LiteLLM's callbacks; the fact it writes is held to the row, read from the
 table itself. A second logger beside it records LiteLLM's own logging payload, against
-which the latency is checked."""
+which the latency is checked. The attempts and what LiteLLM did next are shown both
+ways the plugin reads a failure: from LiteLLM's per-attempt hook (LiteLLM 1.100 and
+later) and from its failure event alone (as on an older LiteLLM)."""
 
 from __future__ import annotations
 
@@ -22,7 +24,12 @@ import openai
 import pytest
 
 from reporters import save_key, wire
-from reporters.integrations.litellm import BureauLogger, LiteLLMConfig, config_from_mapping
+from reporters.integrations.litellm import (
+    ATTEMPT_HOOK,
+    BureauLogger,
+    LiteLLMConfig,
+    config_from_mapping,
+)
 from reporters.integrations.litellm_metrics import METRICS
 from tests.client.helpers import DEAD_URL
 from tests.docs.test_docs import _table_rows
@@ -30,7 +37,7 @@ from tests.integrations.support import MESSAGES, in_callbacks, provider_app, rep
 from tests.integrations.test_litellm import KEY_HASH, Recorder, virtual_key_metadata
 from tests.proxy.support import new_agent
 from tests.proxy.test_docs import check_metrics_table
-from tests.support import serving
+from tests.support import missing, serving
 
 pytestmark = pytest.mark.filterwarnings("ignore")  # LiteLLM's own (test_litellm.py)
 
@@ -62,10 +69,14 @@ class Running:
         await reported(lambda: self.logger.attempts == n and
                        0 < self.early.events == self.recorder.events)
 
+    def hooked(self, fact: dict[str, Any]) -> bool:
+        """Whether the fact comes from LiteLLM's per-attempt hook."""
+        return self.logger.attempt_hook and fact["interaction"] in self.recorder.hooked
+
     def started(self, fact: dict[str, Any]) -> float:
         """When LiteLLM started the fact's attempt."""
         name = fact["interaction"]
-        if name in self.recorder.hooked:
+        if self.hooked(fact):
             return self.recorder.hooked[name][0]
         return float(self.recorder.payloads[name]["startTime"])
 
@@ -75,7 +86,7 @@ class Running:
         failure the per-attempt hook took, LiteLLM's start of the attempt to the hook's
         call, which came after the recorder before the plugin, before the one after."""
         name = fact["interaction"]
-        if name in self.recorder.hooked:
+        if self.hooked(fact):
             started, latest = self.recorder.hooked[name]
             earliest = self.early.hooked[name][1]
             low, high = (round((t - started) * 1000) for t in (earliest, latest))
@@ -86,8 +97,16 @@ class Running:
                 max(0, round((payload["endTime"] - payload["startTime"]) * 1000))
 
 
+@pytest.fixture(params=[True, False], ids=["per-attempt hook", "failure events only"])
+def attempt_hook(request: pytest.FixtureRequest) -> bool:
+    """Whether the plugin reads failures from LiteLLM's per-attempt hook."""
+    if request.param and not ATTEMPT_HOOK:
+        missing("this LiteLLM has no per-attempt failure hook (LiteLLM 1.100 and later)")
+    return bool(request.param)
+
+
 @asynccontextmanager
-async def plugin(tmp: Path) -> AsyncIterator[Running]:
+async def plugin(tmp: Path, attempt_hook: bool = ATTEMPT_HOOK) -> AsyncIterator[Running]:
     """The provider, the recorder and the plugin; the plugin is closed (every request
     settled) when the block ends."""
     save_key(wire.generate_key(), tmp / "r.key")
@@ -96,7 +115,8 @@ async def plugin(tmp: Path) -> AsyncIterator[Running]:
     logger = BureauLogger(config_from_mapping({
         "bureau_url": DEAD_URL, "key_file": "r.key", "spool_dir": "spool",
         "settle_seconds": 300, "callers": {KEY_HASH: CALLER},
-        "deployments": {**{f"openai/{m}": AGENT for m in models}, "backup": OTHER}}, tmp))
+        "deployments": {**{f"openai/{m}": AGENT for m in models}, "backup": OTHER}}, tmp),
+        attempt_hook=attempt_hook)
     recorder, early = Recorder(), EarlyRecorder()
     async with AsyncExitStack() as stack:
         url = await stack.enter_async_context(serving(provider_app()))
@@ -151,10 +171,11 @@ def test_every_row_has_its_case_and_every_case_its_row() -> None:
 
 
 @pytest.mark.parametrize("row", ATTEMPTS, ids=[r[0][:40] for r in ATTEMPTS])
-async def test_what_an_attempt_says(tmp_path: Path, row: list[str]) -> None:
+async def test_what_an_attempt_says(tmp_path: Path, row: list[str],
+                                    attempt_hook: bool) -> None:
     answered, latency, claimed, well_formed = (_cell(c) for c in row[1:])
     cases = ATTEMPT_CASES[row[0]]
-    async with plugin(tmp_path) as running:
+    async with plugin(tmp_path, attempt_hook) as running:
         for url, model, more in cases:
             await call(url or running.provider, model, **more)
         await running.logged(len(cases))
@@ -208,9 +229,10 @@ DERIVED_CASES = {
 @pytest.mark.parametrize(("row", "case"), [(row, n) for row in DERIVED
                                            for n in range(len(DERIVED_CASES[row[0]]))],
                          ids=lambda x: x[0] if isinstance(x, list) else str(x))
-async def test_what_litellm_did_next(tmp_path: Path, row: list[str], case: int) -> None:
+async def test_what_litellm_did_next(tmp_path: Path, row: list[str], case: int,
+                                     attempt_hook: bool) -> None:
     how, attempts = DERIVED_CASES[row[0]][case]
-    async with plugin(tmp_path) as running:
+    async with plugin(tmp_path, attempt_hook) as running:
         await how(running.provider)
         await running.logged(attempts)
     facts = worker_facts(tmp_path / "spool")
