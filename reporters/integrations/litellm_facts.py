@@ -287,8 +287,10 @@ def hook_attempt(request_data: Mapping[str, Any], exception: BaseException, star
         "latency_ms": max(0, round((now - started) * 1000)) if answered else None,
         "well_formed": None, "claimed": claimed(status) if answered else None}
     call_id = str(request_data.get("litellm_call_id"))
-    trace = getattr(request_data.get("litellm_logging_obj"), "litellm_trace_id", None) or \
-        request_data.get("litellm_trace_id") or call_id
+    # the request's trace id, as the logging payload gives it (a proxy's logging object
+    # holds one of its own); a call without one: the logging object's, as in its payload
+    trace = request_data.get("litellm_trace_id") or \
+        getattr(request_data.get("litellm_logging_obj"), "litellm_trace_id", None) or call_id
     return str(trace), Attempt(interaction(call_id, {**names, "startTime": started}), agent,
                                fields, False, now)
 

@@ -3,7 +3,7 @@ providers; the hooks that call the plugin are LiteLLM's own): the facts land in 
 worker's spool with LiteLLM's retries and fallbacks as derived outcomes, held failures
 survive a restart, and the config refuses what cannot name a caller. Each case of the
 docs' tables is in test_litellm_tables.py; workers and outages in
-test_litellm_workers.py; the real LiteLLM proxy in test_litellm_proxy.py."""
+test_litellm_workers.py; the real LiteLLM proxy in test_litellm_proxy*.py."""
 
 from __future__ import annotations
 

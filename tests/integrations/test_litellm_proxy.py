@@ -4,7 +4,9 @@ master key, models answering with LiteLLM's ``mock_response`` or a port nothing 
 on. Every attempt lands as exactly one fact whose fields say what happened — LiteLLM's
 retries and fallbacks included, with two worker processes each taking a spool of their
 own, in the bureau's ledger; and with the bureau stopped and the spool full, every call
-still returns and the facts it could not keep are counted."""
+still returns and the facts it could not keep are counted. Each test needs a proxy of
+its own (its workers, its bureau, its spool's size); test_litellm_proxy_attempts.py
+shares one among the tests that can."""
 
 from __future__ import annotations
 
@@ -31,7 +33,6 @@ from tests.integrations.litellm_proxy import (
     running_litellm,
 )
 from tests.integrations.support import worker_facts
-from tests.integrations.test_litellm import held_records
 from tests.proxy.support import ledger_facts, new_agent
 from tests.support import BureauUnderTest, missing, until
 
@@ -119,30 +120,6 @@ async def test_two_workers_every_attempt_lands_as_one_fact(
     assert [_fields(f) for f in by_subject[BACKUP]] == [(True, True, None, None, True)]
     assert collections.Counter(_fields(f) for f in by_subject[DOOMED]) == \
         collections.Counter([switched] + [declined] * (tries - 1))
-
-
-async def test_a_request_the_proxy_refuses_itself_is_no_fact(tmp_path: Path) -> None:
-    """LiteLLM's proxy logs a request it refuses before calling any deployment (here: a
-    key it does not know) as a failed attempt at the model group asked for. The agent
-    never saw it: no fact (it was a DECLINED fact about the agent, one per request, from
-    anyone at all)."""
-    save_key(wire.generate_key(), tmp_path / "r.key")
-    async with running_litellm(tmp_path, [model("good", mock_response="42")],
-                               plugin_config(DEAD_URL, settle_seconds=300)) as proxy:
-        stranger = openai.AsyncOpenAI(base_url=proxy.url + "/v1", api_key="sk-nobody-knows",
-                                      max_retries=0, timeout=60)
-        refusals = [await ask(stranger, "good") for _ in range(3)]
-        assert all(400 <= int(status) < 500 for status in refusals), refusals
-        llm = client(proxy)
-        assert await ask(llm, "good") == "42"
-        await stranger.close()
-        await llm.close()
-        # one worker writes its events in order, and holds a batch's failures before it
-        # spools its facts: once the call's fact is there, a refusal's would be too
-        await until("the call's fact", lambda: worker_facts(proxy.spool_dir), timeout=60)
-    (fact,) = worker_facts(proxy.spool_dir)
-    assert (fact["subject"], fact["claimed"], fact["well_formed"]) == (GOOD, None, True)
-    assert held_records(proxy.spool_dir / "worker-0") == []
 
 
 async def _count(bureau: BureauUnderTest, kid: str, expected: int) -> bool:
