@@ -8,46 +8,39 @@ A LiteLLM proxy loads it with one line of its ``config.yaml``::
 
 and reads this plugin's own config from the file named by ``BUREAU_LITELLM_CONFIG``
 (:mod:`reporters.integrations.litellm_config`). What each attempt's fact says is
-:mod:`reporters.integrations.litellm_facts`; where each worker process spools is
-:mod:`reporters.integrations.worker_spools`.
+:mod:`reporters.integrations.litellm_facts`; the writer that holds, settles, signs and
+spools the facts is :mod:`reporters.integrations.litellm_writer`.
 
-**No call waits on the bureau, nor on the disk.** LiteLLM awaits some of its logging
-hooks inline (the failure hook, the fallback-failed hook), so a hook that waits stalls
-the LLM call. Here each hook only reads the event into an attempt and appends it to an
-in-memory queue; one writer task per process holds, signs and spools them, a batch at a
-time (one fsynced transaction per :data:`SEND_SLICE` facts, the calls' turn between).
-When the worker's spool holds ``max_spooled`` facts (a long bureau outage), a new fact
-is dropped and counted (``bureau_litellm_facts_dropped_total{reason="spool_full"}``),
-and the call goes on. The price: an attempt is on disk a few milliseconds after LiteLLM
-logged it, not before the caller has its answer, so a crash in between loses it (the
-reporting proxy, ``bureau-reporter proxy``, holds each fact before answering; a logging
-plugin cannot).
+**Which hook says what.** A success comes from LiteLLM's success event. A failure comes
+from LiteLLM's per-attempt hook, ``async_post_call_failure_deployment_hook`` (LiteLLM
+1.100 and later), called for every failed attempt — each retry, each fallback hop —
+where LiteLLM's proxy logs one failure event per request (it shares one logging object
+among a request's attempts). The failure event then adds only what that hook did not
+see: a stream that broke off after the provider's answer had begun (the hook is called
+around the call that opens the stream, not while it is read). On an older LiteLLM,
+without that hook, failures come from the failure event alone: through a proxy, a
+request's first failure. The fallback-failed hook says that LiteLLM gave up on a request.
 
-**Retries and fallbacks.** LiteLLM's trace id joins the attempts of one request: a
-failed attempt is held durably until its trace settles — a success, LiteLLM's
-fallback-failed hook, or ``settle_seconds`` of quiet — and then each attempt gets its
-``derived`` (:func:`reporters.integrations.litellm_facts.derive`). A restart settles what
-an earlier run held.
+**No call waits on the bureau, nor on the disk.** LiteLLM awaits some of its hooks
+inline (the per-attempt failure hook on the request's error path, the failure and
+fallback-failed hooks), so a hook that waits stalls the LLM call. Each hook here only
+reads the event into an attempt and queues it (:meth:`FactWriter.submit
+<reporters.integrations.litellm_writer.FactWriter.submit>`): no lock, no disk, no
+signature, no bureau.
 """
 
 from __future__ import annotations
 
-import asyncio
 import collections
-import contextlib
-import json
 import logging
 import os
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from litellm.integrations.custom_logger import CustomLogger
 
-from reporters import Rejection, Reporter, load_key
-from reporters._internal.errors import BureauClientError
-from reporters._internal.outcomes import Delivery
 from reporters.integrations.litellm_config import (
     CONFIG_ENV,
     LiteLLMConfig,
@@ -56,55 +49,61 @@ from reporters.integrations.litellm_config import (
     read_config,
 )
 from reporters.integrations.litellm_facts import (
-    Attempt,
     attempt,
-    attempt_from_record,
+    call_details,
+    deployment_names,
     derive,
     fallback_attempt,
+    hook_attempt,
+    hung_up,
     refused_by_gateway,
+    started_at,
 )
 from reporters.integrations.litellm_metrics import METRICS
-from reporters.integrations.worker_spools import WorkerSpools
+from reporters.integrations.litellm_writer import Event, FactWriter
 
 log = logging.getLogger("reporters.integrations.litellm")
 
-#: events waiting for the writer; past this the writer has fallen far behind the calls
-MAX_QUEUED = 10_000
-#: how often a worker looks for slots a dead worker left, in seconds
-ADOPT_EVERY = 60.0
-#: a warning of the same kind (a full spool, a broken one) at most this often, seconds
-_WARN_EVERY = 60.0
-#: facts per group commit: the writer shares the calls' loop, and settling 5,000 at once
-#: (an outage's sweep, an adopted slot) held it 0.4 s of CPU at load 7 (signing, waking)
-SEND_SLICE = 64
+
+def _internal_call() -> bool:
+    """Whether LiteLLM is calling a model for a feature of its own (recent versions mark
+    it; LiteLLM logs neither the successes nor the failures of such calls)."""
+    try:
+        from litellm._internal_context import is_internal_call
+    except ImportError:  # an older LiteLLM: no such mark
+        return False
+    return is_internal_call.get()
 
 
-@dataclass
-class _Event:
-    trace: str
-    #: None, or a fallback LiteLLM did not log: LiteLLM gave up on the trace
-    attempt: Attempt | None
+#: Whether this LiteLLM calls the per-attempt failure hook (1.100 and later)
+ATTEMPT_HOOK = "async_post_call_failure_deployment_hook" in vars(CustomLogger)
+#: attempts the per-attempt hook took, whose failure event may follow: the event comes
+#: right after the hook, on the same request, so a few thousand cover any concurrency
+_HOOKED_MAX = 4096
+
+_AttemptKey = tuple[str, float | None]  # (LiteLLM's call id, the attempt's start)
+
+
+def _key(details: Mapping[str, Any]) -> _AttemptKey:
+    """One attempt of one call: the hook's request data and the failure event's
+    arguments both lead to the logging object's details, which say the same of it."""
+    return str(details.get("litellm_call_id")), started_at(details)
 
 
 class BureauLogger(CustomLogger):
     """The LiteLLM ``CustomLogger``. ``config``: the plugin's config, or ``None`` to read
-    the file named by ``BUREAU_LITELLM_CONFIG`` at the first event."""
+    the file named by ``BUREAU_LITELLM_CONFIG`` at the first event. ``attempt_hook``:
+    whether failures come from LiteLLM's per-attempt hook (by default, where this
+    LiteLLM calls it); False reads them from the failure event alone, as on a LiteLLM
+    before 1.100 (the tests run both ways on one LiteLLM)."""
 
-    def __init__(self, config: LiteLLMConfig | None = None) -> None:
+    def __init__(self, config: LiteLLMConfig | None = None, *,
+                 attempt_hook: bool = ATTEMPT_HOOK) -> None:
         super().__init__()
         self._config = config
-        self._queue: collections.deque[_Event] = collections.deque()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._wake: asyncio.Event | None = None
-        self._caught_up: asyncio.Event | None = None
-        self._writer: asyncio.Task[None] | None = None
-        self._spools: WorkerSpools | None = None
-        self._reporter: Reporter | None = None
-        self._adopted: list[Reporter] = []
-        self._traces: dict[str, list[Attempt]] = {}
-        self._held = 0  # records held in this process's own spool
-        self._gauges = {"pending": 0, "held": 0}  # what this logger added to the gauges
-        self._warned: dict[str, float] = {}
+        self.attempt_hook = attempt_hook
+        self._writer = FactWriter(lambda: self.config)
+        self._hooked: collections.OrderedDict[_AttemptKey, None] = collections.OrderedDict()
         self._logged: set[str] = set()
         #: attempts at mapped deployments read from LiteLLM's events
         self.attempts = 0
@@ -112,10 +111,8 @@ class BureauLogger(CustomLogger):
         self.unmapped = 0
         #: requests LiteLLM's proxy refused before calling a deployment: no attempt
         self.refused_by_gateway = 0
-        #: facts not written, by reason (as ``bureau_litellm_facts_dropped_total``)
-        self.dropped: collections.Counter[str] = collections.Counter()
-        #: facts signed and spooled
-        self.spooled = 0
+        #: streams whose caller hung up before the provider's first chunk: no attempt
+        self.hung_up_unanswered = 0
 
     # ------------------------------------------------------------------ configuration
 
@@ -131,7 +128,17 @@ class BureauLogger(CustomLogger):
     @property
     def slot(self) -> Path | None:
         """This process's spool directory, once the first event claimed it."""
-        return None if self._spools is None else self._spools.slot
+        return self._writer.slot
+
+    @property
+    def dropped(self) -> collections.Counter[str]:
+        """Facts not written, by reason (as ``bureau_litellm_facts_dropped_total``)."""
+        return self._writer.dropped
+
+    @property
+    def spooled(self) -> int:
+        """Facts signed and spooled."""
+        return self._writer.spooled
 
     # ------------------------------------------------------------------ LiteLLM's hooks
 
@@ -141,21 +148,55 @@ class BureauLogger(CustomLogger):
 
     async def async_log_failure_event(self, kwargs: dict[str, Any], response_obj: Any,
                                       start_time: Any, end_time: Any) -> None:
+        """Through a proxy, once per request; the per-attempt hook has already taken
+        the attempt it is about, unless the failure came after that hook's turn (a
+        stream that broke off) or this LiteLLM has no such hook."""
+        if _key(kwargs) in self._hooked:
+            return
         self._take(kwargs, success=False)
+
+    async def async_post_call_failure_deployment_hook(
+            self, request_data: Mapping[str, Any], exception: Exception, call_type: Any,
+            fallback_depth: int | None = None) -> None:
+        """One failed attempt at a deployment (LiteLLM 1.100 and later): each retry and
+        each fallback hop. LiteLLM awaits it on the request's error path, right after
+        the attempt failed: read, queue, return."""
+        if not self.attempt_hook:
+            return
+        try:
+            if _internal_call():
+                return  # LiteLLM logs neither its successes nor its failures: no fact
+            details = call_details(request_data)
+            key = _key(details)
+            started = key[1]
+            if started is None or key in self._hooked:  # a start LiteLLM did not set anew
+                started = time.time()
+            self._hooked[key] = None
+            while len(self._hooked) > _HOOKED_MAX:
+                self._hooked.popitem(last=False)
+            taken = hook_attempt(request_data, exception, started, self.config)
+            if taken is None:
+                self._unmapped(deployment_names(request_data))
+                return
+            self.attempts += 1
+            self._writer.submit(Event(*taken))
+        except Exception:
+            self._writer.warn("event", "could not report a LiteLLM attempt", exc_info=True)
 
     async def log_failure_fallback_event(self, original_model_group: str,
                                          kwargs: dict[str, Any],
                                          original_exception: Exception) -> None:
-        """LiteLLM tried every fallback and gave up: the trace is over. LiteLLM's proxy
-        logs one failure per request (1.108), never the last fallback's: it makes no
-        fact — nothing says how it failed — but it was a switch to another agent, which
-        the request's earlier attempts' ``derived`` must say."""
+        """LiteLLM tried every fallback and gave up: the trace is over. With the
+        per-attempt hook, the last fallback's failures are attempts of their own; without
+        it (LiteLLM before 1.100), a proxy logs none of them, and the last fallback is
+        noted for the request's ``derived`` only — nothing says how it failed."""
         try:
             trace = kwargs.get("litellm_trace_id")
             if isinstance(trace, str):
-                self._enqueue(_Event(trace, fallback_attempt(kwargs, self.config)))
+                last = None if self.attempt_hook else fallback_attempt(kwargs, self.config)
+                self._writer.submit(Event(trace, last))
         except Exception:
-            self._warn("event", "could not report a LiteLLM request", exc_info=True)
+            self._writer.warn("event", "could not report a LiteLLM request", exc_info=True)
 
     # ------------------------------------------------------------------ the call's side
 
@@ -166,40 +207,21 @@ class BureauLogger(CustomLogger):
             if not success and refused_by_gateway(kwargs):  # the agent never saw it
                 self.refused_by_gateway += 1
                 return
+            payload = kwargs.get("standard_logging_object") or {}
+            if success and kwargs.get("completion_start_time") is None and \
+                    hung_up(kwargs, payload):  # nothing came from the agent: nothing to say
+                self.hung_up_unanswered += 1
+                return
             taken = attempt(kwargs, success, self.config)
             if taken is None:
-                self._unmapped(kwargs.get("standard_logging_object") or {})
+                self._unmapped(payload)
                 return
             self.attempts += 1
-            self._enqueue(_Event(*taken))
+            self._writer.submit(Event(*taken))
         except Exception:
-            self._warn("event", "could not report a LiteLLM request", exc_info=True)
+            self._writer.warn("event", "could not report a LiteLLM request", exc_info=True)
 
-    def _enqueue(self, event: _Event) -> None:
-        loop = asyncio.get_running_loop()
-        if self._loop is None or self._loop.is_closed():
-            self._start(loop)
-        if loop is self._loop:
-            self._put(event)
-        else:  # a hook run on another loop (a thread of LiteLLM's): hand it over
-            assert self._loop is not None
-            self._loop.call_soon_threadsafe(self._put, event)
-
-    def _start(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._wake, self._caught_up = asyncio.Event(), asyncio.Event()
-        self._writer = loop.create_task(self._run(), name="bureau-litellm-writer")
-
-    def _put(self, event: _Event) -> None:
-        assert self._wake is not None and self._caught_up is not None
-        if len(self._queue) >= MAX_QUEUED:
-            self._drop("queue_full")
-            return
-        self._queue.append(event)
-        self._caught_up.clear()
-        self._wake.set()
-
-    def _unmapped(self, payload: dict[str, Any]) -> None:
+    def _unmapped(self, payload: Mapping[str, Any]) -> None:
         self.unmapped += 1
         METRICS.unmapped.inc()
         names = f"{payload.get('model_id')!r}/{payload.get('model_group')!r}/" \
@@ -209,239 +231,30 @@ class BureauLogger(CustomLogger):
             log.warning("a call to a deployment the config does not map (deployment id/"
                         "model group/model %s): not reported; add it to [deployments]", names)
 
-    def _drop(self, reason: str, n: int = 1) -> None:
-        self.dropped[reason] += n
-        METRICS.dropped.labels(reason).inc(n)
-        self._warn(reason, "facts dropped (%s; %d so far in this worker): the calls go on, "
-                   "the bureau will not see them", reason, self.dropped[reason])
-
-    # ------------------------------------------------------------------ the writer
-
-    async def _run(self) -> None:
-        assert self._wake is not None and self._caught_up is not None
-        every = min(self.config.settle_seconds / 2, 5.0)
-        next_sweep = time.monotonic() + every
-        next_adopt = 0.0  # at the first batch
-        while True:
-            with contextlib.suppress(TimeoutError):  # the sweep's turn
-                await asyncio.wait_for(self._wake.wait(), max(0.0, next_sweep - time.monotonic()))
-            self._wake.clear()
-            batch = list(self._queue)
-            self._queue.clear()
-            try:
-                reporter = await self._own_reporter() if batch or self._reporter else None
-                if reporter is not None:
-                    await self._write(reporter, batch, quiet=time.monotonic() >= next_sweep)
-                    if time.monotonic() >= next_adopt:
-                        next_adopt = time.monotonic() + ADOPT_EVERY
-                        await self._adopt()
-            except Exception as exc:
-                self._drop("spool_error", sum(e.attempt is not None and not e.attempt.dropped
-                                              for e in batch))
-                self._warn("spool", "the spool cannot be used (%s): facts are dropped", exc)
-            if time.monotonic() >= next_sweep:
-                next_sweep = time.monotonic() + every
-            if not self._queue:
-                self._caught_up.set()
-
-    def _warn(self, kind: str, message: str, *args: object, exc_info: bool = False) -> None:
-        """Once a minute per kind: what fails one call (no config, no disk) fails all."""
-        now = time.monotonic()
-        if now - self._warned.get(kind, -_WARN_EVERY) >= _WARN_EVERY:
-            self._warned[kind] = now
-            log.warning(message, *args, exc_info=exc_info)
-
-    def _new_reporter(self, slot: Path) -> Reporter:
-        config = self.config
-        return Reporter(load_key(config.key_file), config.bureau_url, slot,
-                        max_spooled=config.max_spooled, on_delivery=self._delivered,
-                        on_rejection=self._rejected)
-
-    async def _own_reporter(self) -> Reporter:
-        """This process's reporter, on its own slot, claimed at the first event; what an
-        earlier run of the slot held is taken back (and settled by the sweep)."""
-        if self._reporter is None:
-            self._spools = WorkerSpools(self.config.spool_dir, self._new_reporter)
-            reporter = await self._spools.claim()
-            for name, record in (await reporter.held()).items():
-                trace, held = attempt_from_record(name, json.loads(record))
-                self._traces.setdefault(trace, []).append(held)
-                self._held += 1
-            self._reporter = reporter
-        return self._reporter
-
-    def _room(self, reporter: Reporter) -> int:
-        return self.config.max_spooled - reporter.pending - self._held
-
-    async def _write(self, reporter: Reporter, batch: list[_Event], *, quiet: bool) -> None:
-        """Apply a batch: new attempts join their traces (or are dropped when there is
-        no room), settled traces are signed and spooled, open failures are held — all
-        in one group commit. ``quiet``: also settle traces quiet for settle_seconds."""
-        room = self._room(reporter)
-        settled: list[tuple[Attempt, str | None]] = []
-        fresh: list[tuple[str, Attempt]] = []  # failures this batch, to hold if still open
-        for event in batch:
-            if event.attempt is None or event.attempt.dropped:  # LiteLLM gave up
-                if event.attempt is not None and event.trace in self._traces:
-                    self._traces[event.trace].append(event.attempt)
-                settled += self._settle(event.trace)
-                continue
-            event.attempt.dropped = room <= 0
-            if event.attempt.dropped:
-                self._drop("spool_full")
-            room -= 1
-            self._traces.setdefault(event.trace, []).append(event.attempt)
-            if event.attempt.satisfactory:
-                settled += self._settle(event.trace)
-            elif not event.attempt.dropped:
-                fresh.append((event.trace, event.attempt))
-        if quiet:
-            now = time.time()
-            for trace, attempts in list(self._traces.items()):
-                if now - attempts[-1].at >= self.config.settle_seconds:
-                    settled += self._settle(trace)
-        sent = {a.name for a, _ in settled}
-        await self._spool(reporter, settled, [(t, a) for t, a in fresh if a.name not in sent])
-
-    def _settle(self, trace: str) -> list[tuple[Attempt, str | None]]:
-        attempts = self._traces.pop(trace, [])
-        return [(a, d) for a, d in zip(attempts, derive(attempts), strict=True)
-                if not a.dropped]
-
-    async def _spool(self, reporter: Reporter, settled: list[tuple[Attempt, str | None]],
-                     holds: list[tuple[str, Attempt]]) -> None:
-        """Hold the open failures ``(trace, attempt)`` and send the settled attempts at
-        once, so that the spool commits them together."""
-        records = {a.name: json.dumps(a.record(trace)).encode() for trace, a in holds}
-        hold, released = await asyncio.gather(
-            reporter.hold(records), self._send(reporter, settled), return_exceptions=True)
-        if isinstance(hold, BaseException):  # they stay in memory, sent at settling
-            self._warn("hold", "could not hold failed attempts (%s)", hold)
-        else:
-            for _, a in holds:
-                a.held = True
-            self._held += len(holds)
-        if isinstance(released, BaseException):
-            raise released
-        self._held -= released
-        self._update_gauges()
-
-    async def _send(self, reporter: Reporter, settled: list[tuple[Attempt, str | None]]) -> int:
-        """Sign and spool settled attempts, :data:`SEND_SLICE` at a time (one group commit
-        each); returns how many held records that released."""
-        released = 0
-        for start in range(0, len(settled), SEND_SLICE):
-            released += await self._send_slice(reporter, settled[start:start + SEND_SLICE])
-        return released
-
-    async def _send_slice(self, reporter: Reporter,
-                          settled: list[tuple[Attempt, str | None]]) -> int:
-        attempts, sends = [], []
-        for a, derived in settled:
-            try:
-                fact = reporter.fact(a.name, derived=derived, **a.fields)  # type: ignore[arg-type]
-            except BureauClientError as exc:  # built valid: a bug, said once a minute
-                self._drop("spool_error")
-                self._warn("fact", "could not build a fact (%s)", exc)
-                continue
-            attempts.append(a)
-            sends.append(reporter.send(fact, releasing=a.name if a.held else None))
-        released = 0
-        for a, result in zip(attempts, await asyncio.gather(*sends, return_exceptions=True),
-                             strict=True):
-            if isinstance(result, BaseException):
-                self._drop("spool_error")
-                self._warn("send", "could not spool a fact (%s)", result)
-                continue
-            self.spooled += 1
-            METRICS.spooled.inc()
-            released += a.held
-        return released
-
-    async def _adopt(self) -> None:
-        """Take over the slots dead workers left: settle all they held (their requests
-        died with them) and deliver; close each once the bureau has answered for it."""
-        assert self._spools is not None
-        for reporter in [r for r in self._adopted if not r.pending]:
-            self._adopted.remove(reporter)
-            await reporter.close()
-        async for slot, reporter in self._spools.orphans():
-            traces: dict[str, list[Attempt]] = {}
-            for name, record in (await reporter.held()).items():
-                trace, held = attempt_from_record(name, json.loads(record))
-                traces.setdefault(trace, []).append(held)
-            settled = [(a, d) for attempts in traces.values()
-                       for a, d in zip(attempts, derive(attempts), strict=True)]
-            await self._send(reporter, settled)
-            if settled or reporter.pending:
-                log.info("took over %s, left by a worker that stopped: %d held attempts "
-                         "settled, %d facts to deliver", slot, len(settled), reporter.pending)
-            if reporter.pending:
-                self._adopted.append(reporter)
-            else:
-                await reporter.close()
-        self._update_gauges()
-
-    # ------------------------------------------------------------------ reporting
-
-    def _update_gauges(self) -> None:
-        reporters = [r for r in (self._reporter, *self._adopted) if r is not None]
-        now = {"pending": sum(r.pending for r in reporters), "held": self._held}
-        METRICS.pending.inc(now["pending"] - self._gauges["pending"])
-        METRICS.held.inc(now["held"] - self._gauges["held"])
-        self._gauges = now
-
-    def _delivered(self, d: Delivery) -> None:
-        if d.failure is None:
-            METRICS.delivered.labels("accepted").inc(d.accepted)
-            METRICS.delivered.labels("duplicate").inc(d.duplicate)
-        self._update_gauges()
-
-    def _rejected(self, rejection: Rejection) -> None:
-        METRICS.rejected.labels(rejection.code).inc()
-
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
         """Claim this process's spool now (the first event does it otherwise): what an
         earlier run of the slot held is taken back, to be settled by the sweep."""
-        self._enqueue(_Event("", None))  # settles no trace: the writer claims and is done
+        self._writer.submit(Event("", None))  # settles no trace: the writer claims, done
         await self.caught_up()
 
     async def caught_up(self) -> None:
         """Return once every event queued so far is written (held, spooled or dropped)."""
-        if self._caught_up is not None:
-            await self._caught_up.wait()
+        await self._writer.caught_up()
 
     async def flush(self) -> None:
         """Wait until everything queued is written and the bureau has answered for
         every spooled fact (as long as it takes: bound it with ``asyncio.timeout``)."""
-        await self.caught_up()
-        if self._reporter is not None:
-            await self._reporter.flush()
-        for reporter in self._adopted:
-            await reporter.flush()
+        await self._writer.flush()
 
     async def close(self, *, release: bool = True) -> None:
         """Write what is queued, settle every open trace (``release``), and close."""
-        await self.caught_up()
-        if self._writer is not None:
-            self._writer.cancel()
-            await asyncio.gather(self._writer, return_exceptions=True)
-            self._writer = None
-        reporter = self._reporter
-        if reporter is not None and release:
-            settled = [pair for trace in list(self._traces) for pair in self._settle(trace)]
-            await self._spool(reporter, settled, [])
-        for r in [*self._adopted, *([reporter] if reporter else [])]:
-            await r.close()
-        self._adopted, self._reporter, self._loop = [], None, None
-        self._held = 0
-        self._update_gauges()
+        await self._writer.close(release=release)
 
 
 #: The instance a LiteLLM proxy's ``callbacks:`` names.
 handler = BureauLogger()
 
-__all__ = ["CONFIG_ENV", "BureauLogger", "LiteLLMConfig", "LiteLLMConfigError",
+__all__ = ["ATTEMPT_HOOK", "CONFIG_ENV", "BureauLogger", "LiteLLMConfig", "LiteLLMConfigError",
            "config_from_mapping", "derive", "handler", "read_config"]

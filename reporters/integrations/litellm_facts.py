@@ -24,10 +24,16 @@ reads them row by row. In short, for an attempt LiteLLM logged:
   as a failure of the model group asked for, but the agent never saw it
   (:func:`refused_by_gateway`).
 * **Derived** — from LiteLLM's trace id, across retries and fallbacks (:func:`derive`).
+
+Two sources: LiteLLM's logging payload (its success and failure events, :func:`attempt`)
+and, for a failure, LiteLLM's per-attempt hook where it has one (LiteLLM 1.100 and
+later: :func:`hook_attempt`), which a proxy calls for every failed attempt while it logs
+one failure event per request.
 """
 
 from __future__ import annotations
 
+import datetime
 import re
 import socket
 import time
@@ -61,6 +67,10 @@ _NO_UPSTREAM_CALL = "litellm_no_upstream_llm_call"
 _REJECTED_BEFORE_ROUTING = "proxy_rejected_before_routing"
 _GATEWAY_ERRORS = frozenset({"ProxyException", "GuardrailRaisedException", "HTTPException"})
 _GATEWAY_MODULES = ("litellm", "fastapi", "starlette")
+#: How LiteLLM's proxy marks a success whose caller hung up before the end (1.108: in
+#: the request's metadata, and as the payload's error class)
+_HUNG_UP = "client_disconnected"
+_HUNG_UP_CLASS = "ClientDisconnected"
 
 
 @dataclass
@@ -101,12 +111,22 @@ def _status(text: Any) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def reached(exception: BaseException | None, error: Mapping[str, Any]) -> tuple[bool, int | None]:
+def reached(exception: BaseException | None,
+            error: Mapping[str, Any] | None = None) -> tuple[bool, int | None]:
     """``(answered, status)`` of a failed attempt: whether the provider answered, and
-    the HTTP status it answered with when known."""
+    the HTTP status it answered with when known. ``error``: LiteLLM's error information
+    from its logging payload; without it, the class and status of LiteLLM's exception
+    itself, which is what LiteLLM writes there."""
+    if error is None:
+        error = {"error_class": type(exception).__name__,
+                 "error_code": str(getattr(exception, "status_code", "") or "")}
+    below = False  # past LiteLLM's wrappers, among the provider SDK's errors
     for exc in _chain(exception):
         if type(exc).__module__.split(".")[0] == "litellm":
+            if below:  # an earlier attempt's error, in whose handling this one was raised
+                break
             continue  # LiteLLM's wrappers carry a status of LiteLLM's choosing
+        below = True
         names = {cls.__name__ for cls in type(exc).__mro__}
         if names & _UNREACHED_NAMES or isinstance(exc, _UNREACHED_TYPES):
             return False, None
@@ -146,6 +166,18 @@ def refused_by_gateway(kwargs: Mapping[str, Any]) -> bool:
     error = type(kwargs.get("exception"))
     return error.__name__ in _GATEWAY_ERRORS and \
         error.__module__.split(".")[0] in _GATEWAY_MODULES
+
+
+def hung_up(kwargs: Mapping[str, Any], payload: Mapping[str, Any]) -> bool:
+    """Whether the caller hung up before the answer was whole: LiteLLM's proxy logs
+    such a stream as a success, marked ``client_disconnected`` (1.108)."""
+    params = kwargs.get("litellm_params")
+    for metadata in (kwargs.get("metadata"), payload.get("metadata"),
+                     params.get("metadata") if isinstance(params, Mapping) else None):
+        if isinstance(metadata, Mapping) and metadata.get(_HUNG_UP):
+            return True
+    error = payload.get("error_information")
+    return isinstance(error, Mapping) and error.get("error_class") == _HUNG_UP_CLASS
 
 
 def claimed(status: int | None) -> str | None:
@@ -188,14 +220,79 @@ def attempt(kwargs: Mapping[str, Any], success: bool,
         return None
     answered, said = (True, None) if success else failure(kwargs, payload)
     start, end = float(payload.get("startTime") or 0), float(payload.get("endTime") or 0)
+    whole = success and not hung_up(kwargs, payload)
+    if success and not whole:  # the caller hung up: the provider had answered, so far
+        end = float(payload.get("completionStartTime") or end)
     fields: dict[str, Any] = {
         "subject": agent, "caller": caller(payload.get("metadata") or {}, config.callers),
         "observed_at": _timestamp(end or time.time()), "answered": answered,
         "latency_ms": max(0, round((end - start) * 1000)) if answered else None,
-        "well_formed": True if success else None, "claimed": said}
+        "well_formed": True if whole else None, "claimed": said}
     call_id = str(kwargs.get("litellm_call_id") or payload.get("id"))
     trace = str(payload.get("trace_id") or call_id)
-    return trace, Attempt(interaction(call_id, payload), agent, fields, success, time.time())
+    return trace, Attempt(interaction(call_id, payload), agent, fields, whole, time.time())
+
+
+def started_at(details: Mapping[str, Any]) -> float | None:
+    """When LiteLLM handed an attempt to the provider (its ``api_call_start_time``, in
+    the logging object's ``model_call_details``; a naive local datetime), else when it
+    began the call: epoch seconds. A proxy shares one logging object among a request's
+    attempts and sets this anew for each, before the provider is called."""
+    for name in ("api_call_start_time", "start_time"):
+        value = details.get(name)
+        if isinstance(value, datetime.datetime):
+            return value.timestamp()
+    return None
+
+
+def call_details(request_data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The ``model_call_details`` of the logging object of the attempt the per-attempt
+    hook is called for."""
+    details = getattr(request_data.get("litellm_logging_obj"), "model_call_details", None)
+    return details if isinstance(details, Mapping) else {}
+
+
+def deployment_names(request_data: Mapping[str, Any]) -> dict[str, Any]:
+    """The names of the deployment an attempt called, as the logging payload gives them
+    (for :func:`subject` and :func:`interaction`): its id, model group, the model
+    without its provider, the provider."""
+    metadata = request_data.get("metadata") or request_data.get("litellm_metadata") or {}
+    info = metadata.get("model_info") or request_data.get("model_info") or {}
+    model, provider = str(request_data.get("model") or ""), request_data.get("custom_llm_provider")
+    if isinstance(provider, str) and model.startswith(provider + "/"):
+        model = model.removeprefix(provider + "/")
+    elif provider is None and "/" in model:  # "openai/gpt-4o", as config.yaml names it
+        provider, model = model.split("/", 1)
+    return {"model_id": info.get("id") if isinstance(info, Mapping) else None,
+            "model_group": metadata.get("model_group"), "model": model,
+            "custom_llm_provider": provider, "metadata": metadata}
+
+
+def hook_attempt(request_data: Mapping[str, Any], exception: BaseException, started: float,
+                 config: LiteLLMConfig) -> tuple[str, Attempt] | None:
+    """``(trace, attempt)`` for a failed attempt LiteLLM's per-attempt hook
+    (``async_post_call_failure_deployment_hook``) was called for, or None when the
+    config maps no agent to its deployment. ``started``: the attempt's start
+    (:func:`started_at`); it ends now, as LiteLLM calls the hook right after the attempt
+    failed. The exception (with its cause chain) decides :func:`reached`."""
+    names = deployment_names(request_data)
+    agent = subject(names, config.deployments)
+    if agent is None:
+        return None
+    now = time.time()
+    answered, status = reached(exception)
+    fields: dict[str, Any] = {
+        "subject": agent, "caller": caller(names["metadata"], config.callers),
+        "observed_at": _timestamp(now), "answered": answered,
+        "latency_ms": max(0, round((now - started) * 1000)) if answered else None,
+        "well_formed": None, "claimed": claimed(status) if answered else None}
+    call_id = str(request_data.get("litellm_call_id"))
+    # the request's trace id, as the logging payload gives it (a proxy's logging object
+    # holds one of its own); a call without one: the logging object's, as in its payload
+    trace = request_data.get("litellm_trace_id") or \
+        getattr(request_data.get("litellm_logging_obj"), "litellm_trace_id", None) or call_id
+    return str(trace), Attempt(interaction(call_id, {**names, "startTime": started}), agent,
+                               fields, False, now)
 
 
 def fallback_attempt(kwargs: Mapping[str, Any], config: LiteLLMConfig) -> Attempt | None:
@@ -247,5 +344,6 @@ def derive(attempts: list[Attempt]) -> list[str | None]:
     return out
 
 
-__all__ = ["Attempt", "attempt", "attempt_from_record", "caller", "claimed", "derive",
-           "failure", "fallback_attempt", "interaction", "reached", "refused_by_gateway", "subject"]
+__all__ = ["Attempt", "attempt", "attempt_from_record", "call_details", "caller", "claimed",
+           "deployment_names", "derive", "failure", "fallback_attempt", "hook_attempt",
+           "hung_up", "interaction", "reached", "refused_by_gateway", "started_at", "subject"]

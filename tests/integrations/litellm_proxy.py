@@ -1,6 +1,6 @@
 """The real LiteLLM proxy on loopback, started by its own command line (``litellm
 --config config.yaml --num_workers N``) with the plugin loaded from its config, as an
-operator runs it: for tests/integrations/test_litellm_proxy.py and
+operator runs it: for tests/integrations/test_litellm_proxy*.py and
 bench/litellm_bench.py."""
 
 from __future__ import annotations
@@ -13,14 +13,16 @@ import subprocess
 import sys
 import time
 import warnings
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import openai
 
+from tests.integrations.support import MESSAGES
 from tests.processes import free_port
 
 #: how long a LiteLLM proxy may take to start: its imports alone are seconds, and a
@@ -28,6 +30,11 @@ from tests.processes import free_port
 START_TIMEOUT = 240.0
 MASTER_KEY = "sk-bureau-master-0001"
 PLUGIN = "reporters.integrations.litellm.handler"
+#: LiteLLM's backoff between a request's retries (its own settings, read from the
+#: environment): from 0.5 s, doubling, plus up to 0.75 s of jitter, cut to 0.1 s and
+#: 0.1 s — the providers here are on loopback, and the plugin's settle_seconds must
+#: outlast a request's retries
+RETRY_BACKOFF = {"INITIAL_RETRY_DELAY": "0.1", "JITTER": "0.1"}
 
 
 class NoLiteLLM(Exception):
@@ -72,6 +79,15 @@ class RunningLiteLLM:
             return await r.text()
 
 
+async def ask(llm: openai.AsyncOpenAI, group: str) -> str:
+    """One call; what it came to ("42", or the error's status)."""
+    try:
+        answer = await llm.chat.completions.create(model=group, messages=MESSAGES)
+    except openai.APIStatusError as exc:
+        return str(exc.status_code)
+    return str(answer.choices[0].message.content)
+
+
 def model(name: str, **params: Any) -> dict[str, Any]:
     """A ``model_list`` entry: model group ``name``, provider ``openai``."""
     return {"model_name": name, "litellm_params": {"model": f"openai/{name}",
@@ -82,16 +98,19 @@ def model(name: str, **params: Any) -> dict[str, Any]:
 async def running_litellm(tmp: Path, models: list[dict[str, Any]],
                           plugin: Mapping[str, Any] | None, *, workers: int = 1,
                           router: Mapping[str, Any] | None = None,
-                          prometheus: bool = False) -> AsyncIterator[RunningLiteLLM]:
+                          callbacks: Sequence[str] = ()) -> AsyncIterator[RunningLiteLLM]:
     """A LiteLLM proxy with ``models``, the master key, the plugin configured by
     ``plugin`` (its TOML fields, as a mapping; written as JSON; None: no plugin) and
-    ``workers`` worker processes; stopped (SIGTERM, then SIGKILL) at the end."""
+    ``workers`` worker processes; no retries unless ``router`` says; more ``callbacks``
+    after the plugin, as config.yaml names them (``"prometheus"``: LiteLLM's /metrics,
+    open to a scraper on loopback, as ``bureau status --spool`` reads it); stopped
+    (SIGTERM, then SIGKILL) at the end."""
     command = litellm_command()
-    callbacks = [PLUGIN] if plugin is not None else []
-    settings: dict[str, Any] = {"callbacks": callbacks}
-    if prometheus:  # /metrics, open to a scraper on loopback (bureau status --spool)
-        settings.update(callbacks=[*callbacks, "prometheus"],
-                        require_auth_for_metrics_endpoint=False)
+    settings: dict[str, Any] = {"callbacks": [*([PLUGIN] if plugin is not None else []),
+                                              *callbacks]}
+    prometheus = "prometheus" in callbacks
+    if prometheus:
+        settings["require_auth_for_metrics_endpoint"] = False
     config = {"model_list": models, "litellm_settings": settings,
               "router_settings": {"num_retries": 0, **(router or {})},
               "general_settings": {"master_key": MASTER_KEY}}
@@ -99,7 +118,7 @@ async def running_litellm(tmp: Path, models: list[dict[str, Any]],
     (tmp / "bureau.json").write_text(json.dumps(plugin or {}))
     port, log = free_port(), tmp / "litellm.log"
     env = {**os.environ, "BUREAU_LITELLM_CONFIG": str(tmp / "bureau.json"),
-           "LITELLM_LOCAL_MODEL_COST_MAP": "True", "NO_DOCS": "True"}
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True", "NO_DOCS": "True", **RETRY_BACKOFF}
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     if prometheus and workers > 1:  # LiteLLM adds up its workers' metrics from here
         (tmp / "prometheus").mkdir()

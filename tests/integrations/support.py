@@ -5,14 +5,18 @@ in LiteLLM's callbacks, and the facts in the workers' spools."""
 from __future__ import annotations
 
 import asyncio
+import json
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
+from reporters._internal.spool import DB_FILE
 from tests.otlp.support import spooled_facts
 from tests.support import until
 
@@ -46,51 +50,82 @@ def chunk(model: str, content: str) -> bytes:
     return b"data: " + data.model_dump_json(exclude_none=True).encode() + b"\n\n"
 
 
-async def _stream(request: web.Request, model: str) -> web.StreamResponse:
+@dataclass
+class Hit:
+    """One request the provider had: its model, when it came and when the provider had
+    answered it (or, for a stream, written its first chunk), epoch seconds."""
+
+    model: str
+    came: float
+    answered: float = 0.0
+
+
+async def _stream(request: web.Request, model: str, hit: Hit) -> web.StreamResponse:
     """A streamed answer, "4" then "2"; ``breaks-mid-stream`` drops the connection after
-    its first chunk, as a provider that fails mid-answer does."""
+    its first chunk, as a provider that fails mid-answer does; ``stalls-mid-stream``
+    writes nothing more until ``app[RESUME]`` is set (by the test, or as the server
+    stops): its caller hangs up first."""
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await response.prepare(request)
     await response.write(chunk(model, "4"))
+    hit.answered = time.time()
     if model == "breaks-mid-stream":
         assert request.transport is not None
         request.transport.abort()
         return response
+    if model == "stalls-mid-stream":
+        await request.app[RESUME].wait()
     await response.write(chunk(model, "2"))
     await response.write(b"data: [DONE]\n\n")
     return response
 
 
+def _error(status: int) -> web.Response:
+    return web.json_response({"error": {"message": f"the provider says {status}",
+                                        "type": "provider_error", "code": str(status)}},
+                             status=status)
+
+
 async def _chat(request: web.Request) -> web.StreamResponse:
     """``/v1/chat/completions`` by model name: ``status-NNN`` answers that status with
-    an OpenAI error body, ``hang`` never answers, any other model answers "42" (streamed
-    when asked: :func:`_stream`)."""
+    an OpenAI error body, ``flaky`` answers 503 and 200 by turns (503 first), ``hang``
+    never answers, any other model answers "42" (streamed when asked: :func:`_stream`).
+    Each request is a :class:`Hit` in ``app[HITS]``."""
     body = await request.json()
     model = str(body["model"])
+    hits = request.app[HITS]
+    hit = Hit(model, time.time())
+    hits.append(hit)
     if body.get("stream") and not model.startswith("status-"):
-        return await _stream(request, model)
-    if model.startswith("status-"):
-        status = int(model.removeprefix("status-"))
-        return web.json_response({"error": {"message": f"the provider says {status}",
-                                            "type": "provider_error", "code": str(status)}},
-                                 status=status)
+        return await _stream(request, model, hit)
     if model == "hang":  # until the server stops (the caller has long given up)
         await request.app[STOPPING].wait()
         raise web.HTTPServiceUnavailable()
-    return web.json_response(completion(model))
+    if model.startswith("status-"):
+        response = _error(int(model.removeprefix("status-")))
+    elif model == "flaky" and sum(h.model == model for h in hits) % 2:
+        response = _error(503)
+    else:
+        response = web.json_response(completion(model))
+    hit.answered = time.time()
+    return response
 
 
 STOPPING = web.AppKey("stopping", asyncio.Event)
+RESUME = web.AppKey("resume", asyncio.Event)  # the stalled streams go on
+HITS = web.AppKey("hits", list[Hit])
 
 
 async def _stopping(app: web.Application) -> None:
+    app[RESUME].set()
     app[STOPPING].set()
 
 
 def provider_app() -> web.Application:
     """A model provider speaking the OpenAI chat API, under ``/v1``."""
     app = web.Application()
-    app[STOPPING] = asyncio.Event()
+    app[STOPPING], app[RESUME] = asyncio.Event(), asyncio.Event()
+    app[HITS] = []
     app.on_shutdown.append(_stopping)
     app.router.add_post("/v1/chat/completions", _chat)
     return app
@@ -100,6 +135,23 @@ def worker_facts(spool_dir: Path) -> list[dict[str, Any]]:
     """Every fact waiting in the workers' spools under ``spool_dir`` (``worker-0``, …)."""
     return [fact for slot in sorted(spool_dir.glob("worker-*"))
             for fact in spooled_facts(slot)]
+
+
+def held_attempts(spool_dir: Path) -> list[dict[str, Any]]:
+    """Every failed attempt the workers hold under ``spool_dir`` until its request
+    settles, as the plugin wrote it (``deployment``: the agent's key id)."""
+    held = []
+    for slot in sorted(spool_dir.glob("worker-*")):
+        if not (slot / DB_FILE).exists():
+            continue
+        db = sqlite3.connect(f"file:{slot / DB_FILE}?mode=ro", uri=True)
+        try:
+            held += [json.loads(record) for (record,) in db.execute("SELECT record FROM held")]
+        except sqlite3.OperationalError:  # being created: its tables are not there yet
+            pass
+        finally:
+            db.close()
+    return held
 
 
 @asynccontextmanager

@@ -3,13 +3,14 @@ providers; the hooks that call the plugin are LiteLLM's own): the facts land in 
 worker's spool with LiteLLM's retries and fallbacks as derived outcomes, held failures
 survive a restart, and the config refuses what cannot name a caller. Each case of the
 docs' tables is in test_litellm_tables.py; workers and outages in
-test_litellm_workers.py; the real LiteLLM proxy in test_litellm_proxy.py."""
+test_litellm_workers.py; the real LiteLLM proxy in test_litellm_proxy*.py."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import sqlite3
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -27,7 +28,12 @@ from reporters.integrations.litellm import (
     LiteLLMConfigError,
     config_from_mapping,
 )
-from reporters.integrations.litellm_facts import interaction
+from reporters.integrations.litellm_facts import (
+    call_details,
+    deployment_names,
+    interaction,
+    started_at,
+)
 from tests.client.helpers import DEAD_URL
 from tests.integrations.support import MESSAGES, in_callbacks, reported, worker_facts
 from tests.proxy.support import new_agent
@@ -65,11 +71,27 @@ async def installed(tmp: Path, **more: Any) -> AsyncIterator[BureauLogger]:
 class Recorder(CustomLogger):
     """LiteLLM's logging payload of every attempt, by the interaction id it gets: a
     logger beside the plugin, after it in LiteLLM's callbacks (so once the recorder has
-    an event, the plugin has had it)."""
+    an event, the plugin has had it). With LiteLLM's per-attempt failure hook, also each
+    failed attempt's start (LiteLLM's) and the moment the hook reached the recorder."""
 
     def __init__(self) -> None:
         super().__init__()
         self.payloads: dict[str, dict[str, Any]] = {}
+        #: interaction id -> (the attempt's start, when the hook came), epoch seconds
+        self.hooked: dict[str, tuple[float, float]] = {}
+        #: LiteLLM's events and hook calls so far
+        self.events = 0
+
+    async def async_post_call_failure_deployment_hook(
+            self, request_data: Any, exception: Exception, call_type: Any,
+            fallback_depth: int | None = None) -> None:
+        came = time.time()
+        started = started_at(call_details(request_data))
+        assert started is not None
+        name = interaction(str(request_data["litellm_call_id"]),
+                           {**deployment_names(request_data), "startTime": started})
+        self.hooked[name] = (started, came)
+        self.events += 1
 
     async def async_log_success_event(self, kwargs: Any, response_obj: Any, start_time: Any,
                                       end_time: Any) -> None:
@@ -82,6 +104,7 @@ class Recorder(CustomLogger):
     def _keep(self, kwargs: Any) -> None:
         payload = kwargs["standard_logging_object"]
         self.payloads[interaction(kwargs["litellm_call_id"], payload)] = payload
+        self.events += 1
 
 
 def held_records(slot: Path) -> list[str]:

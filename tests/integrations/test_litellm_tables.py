@@ -4,7 +4,9 @@ provider on loopback (an OpenAI-compatible server answering as the row says, a p
 nothing listens on, a name that cannot resolve, a server that never answers), with the
 plugin in LiteLLM's callbacks; the fact it writes is held to the row, read from the
 table itself. A second logger beside it records LiteLLM's own logging payload, against
-which the latency is checked."""
+which the latency is checked. The attempts and what LiteLLM did next are shown both
+ways the plugin reads a failure: from LiteLLM's per-attempt hook (LiteLLM 1.100 and
+later) and from its failure event alone (as on an older LiteLLM)."""
 
 from __future__ import annotations
 
@@ -22,7 +24,12 @@ import openai
 import pytest
 
 from reporters import save_key, wire
-from reporters.integrations.litellm import BureauLogger, LiteLLMConfig, config_from_mapping
+from reporters.integrations.litellm import (
+    ATTEMPT_HOOK,
+    BureauLogger,
+    LiteLLMConfig,
+    config_from_mapping,
+)
 from reporters.integrations.litellm_metrics import METRICS
 from tests.client.helpers import DEAD_URL
 from tests.docs.test_docs import _table_rows
@@ -30,7 +37,7 @@ from tests.integrations.support import MESSAGES, in_callbacks, provider_app, rep
 from tests.integrations.test_litellm import KEY_HASH, Recorder, virtual_key_metadata
 from tests.proxy.support import new_agent
 from tests.proxy.test_docs import check_metrics_table
-from tests.support import serving
+from tests.support import missing, serving
 
 pytestmark = pytest.mark.filterwarnings("ignore")  # LiteLLM's own (test_litellm.py)
 
@@ -44,20 +51,62 @@ AGENT, OTHER, CALLER = new_agent(), new_agent(), new_agent()
 UNRESOLVABLE = "http://no-such-host.invalid"  # RFC 6761: never resolves
 
 
+class EarlyRecorder(Recorder):
+    """A recorder before the plugin in LiteLLM's callbacks (a class of its own: LiteLLM
+    keeps one logger per class in some of its lists)."""
+
+
 @dataclass
 class Running:
     provider: str  # the provider's base URL
-    recorder: Recorder
+    recorder: Recorder  # after the plugin
+    early: EarlyRecorder  # before it
     logger: BureauLogger
 
     async def logged(self, n: int) -> None:
-        """Both loggers have the ``n`` attempts (LiteLLM runs its success hooks in the
-        background)."""
-        await reported(lambda: len(self.recorder.payloads) == n and self.logger.attempts == n)
+        """The plugin has the ``n`` attempts, and the recorder after it every event the
+        one before it had (LiteLLM runs its success hooks in the background)."""
+        await reported(lambda: self.logger.attempts == n and
+                       0 < self.early.events == self.recorder.events)
+
+    def hooked(self, fact: dict[str, Any]) -> bool:
+        """Whether the fact comes from LiteLLM's per-attempt hook."""
+        return self.logger.attempt_hook and fact["interaction"] in self.recorder.hooked
+
+    def started(self, fact: dict[str, Any]) -> float:
+        """When LiteLLM started the fact's attempt."""
+        name = fact["interaction"]
+        if self.hooked(fact):
+            return self.recorder.hooked[name][0]
+        return float(self.recorder.payloads[name]["startTime"])
+
+    def check_latency(self, fact: dict[str, Any]) -> None:
+        """The fact's latency is the attempt's own time as LiteLLM measured it: for a
+        success or a stream that broke, its logging payload's start to end; for a
+        failure the per-attempt hook took, LiteLLM's start of the attempt to the hook's
+        call, which came after the recorder before the plugin, before the one after."""
+        name = fact["interaction"]
+        if self.hooked(fact):
+            started, latest = self.recorder.hooked[name]
+            earliest = self.early.hooked[name][1]
+            low, high = (round((t - started) * 1000) for t in (earliest, latest))
+            assert low <= fact["latency_ms"] <= high, (low, fact["latency_ms"], high)
+        else:
+            payload = self.recorder.payloads[name]
+            assert fact["latency_ms"] == \
+                max(0, round((payload["endTime"] - payload["startTime"]) * 1000))
+
+
+@pytest.fixture(params=[True, False], ids=["per-attempt hook", "failure events only"])
+def attempt_hook(request: pytest.FixtureRequest) -> bool:
+    """Whether the plugin reads failures from LiteLLM's per-attempt hook."""
+    if request.param and not ATTEMPT_HOOK:
+        missing("this LiteLLM has no per-attempt failure hook (LiteLLM 1.100 and later)")
+    return bool(request.param)
 
 
 @asynccontextmanager
-async def plugin(tmp: Path) -> AsyncIterator[Running]:
+async def plugin(tmp: Path, attempt_hook: bool = ATTEMPT_HOOK) -> AsyncIterator[Running]:
     """The provider, the recorder and the plugin; the plugin is closed (every request
     settled) when the block ends."""
     save_key(wire.generate_key(), tmp / "r.key")
@@ -66,14 +115,16 @@ async def plugin(tmp: Path) -> AsyncIterator[Running]:
     logger = BureauLogger(config_from_mapping({
         "bureau_url": DEAD_URL, "key_file": "r.key", "spool_dir": "spool",
         "settle_seconds": 300, "callers": {KEY_HASH: CALLER},
-        "deployments": {**{f"openai/{m}": AGENT for m in models}, "backup": OTHER}}, tmp))
-    recorder = Recorder()
+        "deployments": {**{f"openai/{m}": AGENT for m in models}, "backup": OTHER}}, tmp),
+        attempt_hook=attempt_hook)
+    recorder, early = Recorder(), EarlyRecorder()
     async with AsyncExitStack() as stack:
         url = await stack.enter_async_context(serving(provider_app()))
         stack.push_async_callback(logger.close)
+        await stack.enter_async_context(in_callbacks(early))
         await stack.enter_async_context(in_callbacks(logger))
         await stack.enter_async_context(in_callbacks(recorder))
-        yield Running(url + "/v1", recorder, logger)
+        yield Running(url + "/v1", recorder, early, logger)
 
 
 async def call(base: str, model: str = "ok", **more: Any) -> None:
@@ -120,21 +171,23 @@ def test_every_row_has_its_case_and_every_case_its_row() -> None:
 
 
 @pytest.mark.parametrize("row", ATTEMPTS, ids=[r[0][:40] for r in ATTEMPTS])
-async def test_what_an_attempt_says(tmp_path: Path, row: list[str]) -> None:
+async def test_what_an_attempt_says(tmp_path: Path, row: list[str],
+                                    attempt_hook: bool) -> None:
     answered, latency, claimed, well_formed = (_cell(c) for c in row[1:])
     cases = ATTEMPT_CASES[row[0]]
-    async with plugin(tmp_path) as running:
+    async with plugin(tmp_path, attempt_hook) as running:
         for url, model, more in cases:
             await call(url or running.provider, model, **more)
         await running.logged(len(cases))
     facts = worker_facts(tmp_path / "spool")
     assert len(facts) == len(cases)  # one fact per attempt
     for fact in facts:
-        payload = running.recorder.payloads[fact["interaction"]]
         assert (fact["subject"], fact["answered"], fact["claimed"], fact["well_formed"]) == \
-            (AGENT, answered, claimed, well_formed), payload["error_information"]
-        own = max(0, round((payload["endTime"] - payload["startTime"]) * 1000))
-        assert fact["latency_ms"] == (None if latency is None else own)
+            (AGENT, answered, claimed, well_formed), fact
+        if latency is None:
+            assert fact["latency_ms"] is None
+        else:
+            running.check_latency(fact)
 
 
 async def _fell_back(provider: str, backup: str = "ok") -> None:
@@ -176,15 +229,15 @@ DERIVED_CASES = {
 @pytest.mark.parametrize(("row", "case"), [(row, n) for row in DERIVED
                                            for n in range(len(DERIVED_CASES[row[0]]))],
                          ids=lambda x: x[0] if isinstance(x, list) else str(x))
-async def test_what_litellm_did_next(tmp_path: Path, row: list[str], case: int) -> None:
+async def test_what_litellm_did_next(tmp_path: Path, row: list[str], case: int,
+                                     attempt_hook: bool) -> None:
     how, attempts = DERIVED_CASES[row[0]][case]
-    async with plugin(tmp_path) as running:
+    async with plugin(tmp_path, attempt_hook) as running:
         await how(running.provider)
         await running.logged(attempts)
     facts = worker_facts(tmp_path / "spool")
     assert len(facts) == attempts
-    first = min((f for f in facts if f["subject"] == AGENT),
-                key=lambda f: running.recorder.payloads[f["interaction"]]["startTime"])
+    first = min((f for f in facts if f["subject"] == AGENT), key=running.started)
     assert first["derived"] == _cell(row[1])
     assert all(f["derived"] is None for f in facts if f is not first)
 

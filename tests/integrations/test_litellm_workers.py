@@ -20,7 +20,7 @@ from prometheus_client import REGISTRY
 
 from reporters import save_key, wire
 from reporters._internal import payloads
-from reporters.integrations import litellm as plugin_module
+from reporters.integrations import litellm_writer as writer_module
 from reporters.integrations.litellm import BureauLogger, config_from_mapping
 from tests.client.helpers import DEAD_URL
 from tests.integrations.support import (
@@ -88,7 +88,7 @@ async def test_two_workers_each_keep_a_spool_and_every_fact_lands(
 
 async def test_the_slot_a_dead_worker_left_is_adopted_and_delivered(
         bureau: BureauUnderTest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(plugin_module, "ADOPT_EVERY", 0.0)  # at every batch, not each minute
+    monkeypatch.setattr(writer_module, "ADOPT_EVERY", 0.0)  # at every batch, not each minute
     key = await bureau.reporter(("facts",))
     save_key(key, tmp_path / "r.key")
     alive, doomed = worker(tmp_path, bureau.url), worker(tmp_path, DEAD_URL)
@@ -116,8 +116,8 @@ async def test_settling_many_attempts_signs_a_slice_per_turn_of_the_loop(
     (here adopted from a dead worker) signs SEND_SLICE facts per turn of the loop and
     lets the calls run in between. It signed them all in one turn (5,000 adopted: a
     0.4 s stall of every call of the worker)."""
-    monkeypatch.setattr(plugin_module, "ADOPT_EVERY", 0.0)
-    n = 3 * plugin_module.SEND_SLICE
+    monkeypatch.setattr(writer_module, "ADOPT_EVERY", 0.0)
+    n = 3 * writer_module.SEND_SLICE
     alive, doomed = worker(tmp_path, DEAD_URL), worker(tmp_path, DEAD_URL)
     await alive.start()
     async with in_callbacks(doomed):
@@ -155,7 +155,7 @@ async def test_settling_many_attempts_signs_a_slice_per_turn_of_the_loop(
     finally:
         counter.cancel()
     assert alive.spooled == n + 1 and held_records(doomed.slot) == []
-    assert 0 < most <= plugin_module.SEND_SLICE
+    assert 0 < most <= writer_module.SEND_SLICE
     await alive.close()
 
 
