@@ -94,8 +94,8 @@ def seal_plan(now: dt.datetime, epoch_seconds: int, next_busy: int | None) -> di
 async def local(conn: db.Connection, config: Config,
                 now: dt.datetime | None = None) -> dict[str, Any]:
     """The status of the ledger on ``conn`` (a primary: replicas and leaders are its)."""
+    from bureau.evidence.policies import current_policy
     from bureau.intake import genesis
-    from bureau.views.policies import current_policy
 
     now = now or dt.datetime.now(dt.UTC)
     place = ledger_line.where(config)

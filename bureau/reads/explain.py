@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bureau.evidence.entries import load_evidence
+from bureau.evidence.policies import policy_of_epoch
 from bureau.scoring import (
     Evidence,
     build_explain_payload,
@@ -20,8 +22,6 @@ from bureau.scoring import (
     split_by_agent,
 )
 from bureau.storage import db, reports
-from bureau.views.evidence import load_evidence
-from bureau.views.policies import policy_of_epoch
 
 
 async def explain(conn: db.Connection, agent: str, epoch: int | None

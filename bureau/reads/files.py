@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
 
+from bureau.evidence.entries import CHUNK
 from bureau.kinds import KINDS, FileLink
 from bureau.storage import db, files
-from bureau.views.evidence import CHUNK
 from reporters.tlog.merkle import RootAccumulator, entry_leaf_hash
 
 # The caller, target and disputer links read one kind's index table each: only kinds

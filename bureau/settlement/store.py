@@ -8,12 +8,12 @@ Reading an epoch's inputs costs what can earn, not what the ledger holds: see
 
 from __future__ import annotations
 
+from bureau.evidence.entries import decode_entry
 from bureau.kinds import ATTESTATION, REPORTER
 from bureau.scoring.inputs import Attestation, Evidence, Exclusion, Fact, Probe, ReporterUpdate
 from bureau.settlement.document import Allocation
 from bureau.storage import db
 from bureau.storage import settlement as stored
-from bureau.views.evidence import decode_entry
 
 _INPUTS = stored.SettlementInputs(ATTESTATION.name, REPORTER.name)
 

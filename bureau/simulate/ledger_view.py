@@ -21,6 +21,7 @@ from typing import Any
 import aiohttp
 import nacl.signing
 
+from bureau.evidence.entries import decode_entry
 from bureau.scoring import (
     Attestation,
     EvaluatorStats,
@@ -33,7 +34,6 @@ from bureau.scoring import (
     evaluator_table,
     score_agent,
 )
-from bureau.views.evidence import decode_entry
 from reporters import BureauClientError, verify_report, wire
 from reporters.httpsig import signed_get
 
@@ -73,7 +73,7 @@ async def read_file(session: aiohttp.ClientSession, base_url: str,
 
 def evidence_of(entries: Iterable[dict[str, Any]]) -> Evidence:
     """§9 entries (any order, repeats allowed) -> scoring inputs, by the bureau's own
-    decoder (:func:`bureau.views.evidence.decode_entry`)."""
+    decoder (:func:`bureau.evidence.entries.decode_entry`)."""
     by_seq = {e["seq"]: e for e in entries}
     facts: list[Fact] = []
     probes: list[Probe] = []

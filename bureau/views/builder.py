@@ -9,7 +9,7 @@ same bytes, and ``ON CONFLICT DO NOTHING`` makes a second writer harmless. Each 
 card statement (bureau.views.cards) is signed with it and stored in the same
 transaction as the checkpoint.
 
-Each epoch is scored by its own policy (:mod:`bureau.views.policies`). The deriver is
+Each epoch is scored by its own policy (:mod:`bureau.evidence.policies`). The deriver is
 bound to one policy: when the next epoch to build has another, it starts again from
 entry 1 under the new one (a policy change is rare, and one cold derivation costs what
 the first seal of a ledger does; keeping a deriver per policy would double the memory
@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 import nacl.signing
 
 from bureau import ledger_keys, metrics
+from bureau.evidence.policies import policy_of_epoch
 from bureau.scoring.policy import Policy
 from bureau.settlement.settle import settle_epoch
 from bureau.storage import cards as card_store
@@ -36,7 +37,6 @@ from bureau.transparency.heads import LogKey
 from bureau.transparency.tree import root_at
 from bureau.views.cards import sign_cards
 from bureau.views.derive import Deriver, advance
-from bureau.views.policies import policy_of_epoch
 from bureau.views.shards import ShardPool
 from bureau.views.sign import REPORT_TYPE, sign_checkpoint, sign_many
 

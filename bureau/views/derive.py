@@ -38,6 +38,12 @@ import gc
 from collections.abc import AsyncGenerator, Iterable, Iterator
 from typing import Any
 
+from bureau.evidence.entries import (
+    LedgerEvidence,
+    load_evidence,
+    read_with_targets,
+)
+from bureau.evidence.policies import policy_of_epoch
 from bureau.reads.files import FileRoots, Membership, load_files, read_files
 from bureau.scoring import (
     build_report_payload,
@@ -78,11 +84,6 @@ from bureau.scoring.truth import (
 from bureau.storage import db
 from bureau.storage.reports import Seal
 from bureau.views.contributions import Contributions
-from bureau.views.evidence import (
-    LedgerEvidence,
-    load_evidence,
-    read_with_targets,
-)
 from bureau.views.parts import (
     AgentState,
     Chain,
@@ -95,7 +96,6 @@ from bureau.views.parts import (
     seal_part,
     shared,
 )
-from bureau.views.policies import policy_of_epoch
 from reporters import wire
 from reporters.tlog.evidence import evidence_root
 

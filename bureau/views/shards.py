@@ -3,7 +3,7 @@
 One Python process scores one core's worth. Everything a report says is a function of
 the entries about its agent, except evaluator weights, which are sums over every agent
 an evaluator attested (:class:`bureau.scoring.evaluators.EvaluatorBook`). So the agents are split
-by their key (``SHARD_OF_ENTRY`` in :mod:`bureau.views.evidence`, computed by PostgreSQL on
+by their key (``SHARD_OF_ENTRY`` in :mod:`bureau.storage.entries`, computed by PostgreSQL on
 the ``subject`` column), and each worker process:
 
 1. **advance** — reads the new entries about its agents on its own connection, applies

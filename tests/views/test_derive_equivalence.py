@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from bureau.evidence.entries import LedgerEvidence
 from bureau.kinds import (
     ATTESTATION,
     DISPUTE,
@@ -40,7 +41,6 @@ from bureau.scoring.inputs import (
 )
 from bureau.scoring.policy import KNOWN_POLICIES, Policy, policy_v2, policy_v3, policy_v4
 from bureau.views.derive import Deriver, reference_payloads
-from bureau.views.evidence import LedgerEvidence
 from reporters import wire
 
 OUTCOMES = ["ACCEPTED", "ACCEPTED_AFTER_CORRECTIONS", "FAILED_ADMITTED",

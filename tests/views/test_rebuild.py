@@ -11,10 +11,10 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from bureau.evidence.entries import decode_entry, read_items
 from bureau.scoring.inputs import ReporterUpdate
 from bureau.storage.reports import seals
 from bureau.views.derive import reference_reports
-from bureau.views.evidence import decode_entry, read_items
 from bureau.views.rebuild import rebuild
 from reporters import wire
 from tests.support import BureauUnderTest, issued, kid

@@ -13,6 +13,7 @@ import json
 from aiohttp import web
 
 from bureau.errors import BureauError, Code
+from bureau.evidence.policies import current_policy
 from bureau.http.errors import error_response
 from bureau.http.home import index_page, not_found_page
 from bureau.http.keys import CONFIG, DB_POOL, LEDGER, RANKING, READS, SIGNING_KEY
@@ -23,7 +24,6 @@ from bureau.reads.ranking import MAX_QUERY
 from bureau.replica import absent
 from bureau.storage.reports import checkpoint_envelope, report_envelope
 from bureau.storage.settlement import published_settlements
-from bureau.views.policies import current_policy
 from reporters import wire
 
 routes = web.RouteTableDef()

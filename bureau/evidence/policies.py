@@ -19,6 +19,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from bureau.evidence.entries import payload_of
 from bureau.intake.clock import epoch_of
 from bureau.kinds import GENESIS, POLICY
 from bureau.scoring.policy import (
@@ -30,7 +31,6 @@ from bureau.scoring.policy import (
 )
 from bureau.storage import db
 from bureau.storage.policies import PolicyEntries
-from bureau.views.evidence import payload_of
 
 
 @dataclass(frozen=True, slots=True)
