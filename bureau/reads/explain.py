@@ -2,7 +2,7 @@
 
 Computed on demand by the scoring library's reference path over the ledger up to the
 epoch's seal — the same definition the stored reports are tested against
-(``tests/reports/test_derive_equivalence.py``), so an explanation always adds up to the
+(``tests/views/test_derive_equivalence.py``), so an explanation always adds up to the
 report of the same epoch. Evaluators appear only as per-report pseudonyms.
 
 The cost grows with the ledger (every evaluator's record is needed to weigh one agent's

@@ -16,8 +16,8 @@ the ``subject`` column), and each worker process:
    this process writes once every worker is done.
 
 The bytes are those of one :class:`~bureau.views.derive.Deriver` over every agent;
-``tests/reports/test_derive_equivalence.py`` holds the split equal to the reference,
-and ``tests/reports/test_report_shards.py`` the processes equal to one process.
+``tests/views/test_derive_equivalence.py`` holds the split equal to the reference,
+and ``tests/views/test_report_shards.py`` the processes equal to one process.
 
 Workers live as long as the builder; if one dies, the builder fails the epoch, the
 sealer resets it (which stops the others) and the next pass starts fresh workers from

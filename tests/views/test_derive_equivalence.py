@@ -40,7 +40,8 @@ from bureau.scoring.inputs import (
     ValueJudgment,
 )
 from bureau.scoring.policy import KNOWN_POLICIES, Policy, policy_v2, policy_v3, policy_v4
-from bureau.views.derive import Deriver, reference_payloads
+from bureau.views.derive import Deriver
+from bureau.views.reference import reference_payloads
 from reporters import wire
 
 OUTCOMES = ["ACCEPTED", "ACCEPTED_AFTER_CORRECTIONS", "FAILED_ADMITTED",

@@ -13,7 +13,7 @@ from bureau.evidence.entries import load_evidence
 from bureau.reads.files import load_files
 from bureau.scoring.policy import KNOWN_POLICIES, policy_bytes, policy_hash, policy_named
 from bureau.storage.reports import seals
-from bureau.views.derive import reference_payloads
+from bureau.views.reference import reference_payloads
 from reporters import wire
 from tests.support import BureauUnderTest, current_epoch, issued, kid
 from tests.views.support import (

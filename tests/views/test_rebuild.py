@@ -14,8 +14,8 @@ import pytest
 from bureau.evidence.entries import decode_entry, read_items
 from bureau.scoring.inputs import ReporterUpdate
 from bureau.storage.reports import seals
-from bureau.views.derive import reference_reports
 from bureau.views.rebuild import rebuild
+from bureau.views.reference import reference_reports
 from reporters import wire
 from tests.support import BureauUnderTest, issued, kid
 from tests.views.support import World, get, next_epoch, now_text
