@@ -1,6 +1,6 @@
 """The settlement's inputs, read from the ledger up to a seal (through
-:mod:`bureau.storage.settlement`, which also keeps the signed document and its rows) and
-decoded into scoring inputs.
+:mod:`bureau.storage.settlement`, which also keeps the signed document and its rows:
+:func:`bureau.storage.epochs.store_epoch`) and decoded into scoring inputs.
 
 Reading an epoch's inputs costs what can earn, not what the ledger holds: see
 :class:`bureau.storage.settlement.SettlementInputs`.
@@ -11,7 +11,6 @@ from __future__ import annotations
 from bureau.evidence.entries import decode_entry
 from bureau.kinds import ATTESTATION, REPORTER
 from bureau.scoring.inputs import Attestation, Evidence, Exclusion, Fact, Probe, ReporterUpdate
-from bureau.settlement.document import Allocation
 from bureau.storage import db
 from bureau.storage import settlement as stored
 
@@ -44,10 +43,3 @@ async def epoch_inputs(conn: db.Connection, lo: int, hi: int) -> Evidence:
 def _decode(r: db.Row) -> object:
     return decode_entry(r["seq"], r["id"], r["kind"], r["signer"], bytes(r["entry"]),
                         r["epoch"])
-
-
-async def store_settlement(conn: db.Connection, allocation: Allocation,
-                           envelope: bytes) -> None:
-    """Write an epoch's signed settlement and its rows (in the caller's transaction)."""
-    await stored.store_settlement(conn, allocation.epoch, envelope, allocation.evaluators,
-                                  allocation.rows)
