@@ -41,5 +41,4 @@ async def epoch_inputs(conn: db.Connection, lo: int, hi: int) -> Evidence:
 
 
 def _decode(r: db.Row) -> object:
-    return decode_entry(r["seq"], r["id"], r["kind"], r["signer"], bytes(r["entry"]),
-                        r["epoch"])
+    return decode_entry(r, r["id"])

@@ -87,8 +87,10 @@ def evidence_of(entries: Iterable[dict[str, Any]]) -> Evidence:
             raw = {"envelope": e["envelope"]}
         else:
             signer, raw = None, {"body": e.get("body")}
-        item = decode_entry(seq, e["id"], e["kind"], signer,
-                            json.dumps(raw, sort_keys=True, separators=(",", ":")).encode())
+        # as the entries table holds it (the epoch does not matter to these scores)
+        stored = {"seq": seq, "kind": e["kind"], "signer": signer, "epoch": 0,
+                  "entry": json.dumps(raw, sort_keys=True, separators=(",", ":")).encode()}
+        item = decode_entry(stored, e["id"])
         for kind, bucket in ((Fact, facts), (Probe, probes), (Attestation, atts),
                              (ValueJudgment, vjs), (Exclusion, excl)):
             if isinstance(item, kind):

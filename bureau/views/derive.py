@@ -38,9 +38,7 @@ import contextlib
 import gc
 from collections.abc import AsyncGenerator, Iterable, Iterator
 
-from bureau.evidence.entries import (
-    read_with_targets,
-)
+from bureau.evidence.entries import EntrySpan, read_with_targets
 from bureau.reads.files import FileRoots, Membership, read_files
 from bureau.scoring.book import EvaluatorBook
 from bureau.scoring.distrust import Distrust, distrusted_ids, step
@@ -260,12 +258,12 @@ class Deriver:
             atts.extend(cl.atts)
             vjs.extend(cl.vjs)
             cl.fixed, cl.chains = (), ()
+        ev = Evidence(tuple(facts), tuple(probes), tuple(atts), tuple(vjs), ())
         aside = excluded
         if self.distrust and any(k[1] in self.distrust for k in ckeys):
-            extra = distrusted_ids(facts, probes, atts, vjs, self.distrust, excluded)
+            extra = distrusted_ids(ev, self.distrust, excluded)
             if extra:
                 aside = {**excluded, **extra}
-        ev = Evidence(tuple(facts), tuple(probes), tuple(atts), tuple(vjs), ())
         for unit in build_units(ev, aside):
             key = unit.key
             home = st.clusters[key if key[0] == "e" else self.ikey_cluster.get(
@@ -367,9 +365,10 @@ async def feed(conn: db.Connection, deriver: Deriver, upto: int, *,
     while this one is applied in a worker thread, and the event loop keeps serving."""
     count = 0
     with long_lived_objects():
-        async for rows in read_files(conn, deriver.seq, upto, shard=shard):
+        span = EntrySpan(deriver.seq, upto, shard)
+        async for rows in read_files(conn, span):
             await asyncio.to_thread(deriver.add_files, rows)
-        chunks = read_with_targets(conn, deriver.seq, upto, shard)
+        chunks = read_with_targets(conn, span)
         assert isinstance(chunks, AsyncGenerator)
         pending = asyncio.ensure_future(anext(chunks, None))
         try:
