@@ -24,6 +24,7 @@ from bureau.kinds import (
     RESOLUTION,
     VALUE_JUDGMENT,
     WITHDRAWAL,
+    EntryParties,
     in_files_of,
 )
 from bureau.scoring import evaluator_table, policy_hash, policy_v1
@@ -193,16 +194,15 @@ def files_of(rnd: random.Random, gen: Gen, seq: int, item: Item | None,
     if isinstance(item, Exclusion):
         target = by_id.get(item.target)
         parties = _parties(target[1]) if target is not None else (None, None, None)
-        return in_files_of(EXCLUSION, signer=None, subject=None, target=parties)
+        return in_files_of(EXCLUSION, EntryParties(None, None, target=parties))
     if item is not None:
         signer, subject, caller = _parties(item)
-        return in_files_of(_KIND_OF[type(item)], signer=signer, subject=subject,
-                           caller=caller)
+        return in_files_of(_KIND_OF[type(item)], EntryParties(signer, subject, caller))
     agent = rnd.choice(gen.agents + gen.evaluators)
     kind = rnd.choice([WITHDRAWAL, DISPUTE, RESOLUTION])
     if kind is RESOLUTION:
-        return in_files_of(kind, signer="ed25519:admin", subject=None, disputer=agent)
-    return in_files_of(kind, signer=agent, subject=agent)
+        return in_files_of(kind, EntryParties("ed25519:admin", None, disputer=agent))
+    return in_files_of(kind, EntryParties(agent, agent))
 
 
 def seals_of(seed: int, *, distrust: bool = False, evaluators: int = 4, length: int = 400,
