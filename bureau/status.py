@@ -230,6 +230,13 @@ def render(doc: dict[str, Any], now: dt.datetime | None = None) -> str:
     policy = doc["policy"]
     out.append(f"policy     {policy['name'] or 'unknown'} ({policy['hash']})")
     out.append(f"key        {doc['key']}")
+    out.extend(_others(doc))
+    return "\n".join(out)
+
+
+def _others(doc: dict[str, Any]) -> list[str]:
+    """The lines of what stands beside the ledger: witnesses, replicas, leaders, spools."""
+    out: list[str] = []
     if not doc["witnesses"]:
         out.append("witnesses  none (BUREAU_WITNESSES)")
     for w in doc["witnesses"]:
@@ -261,4 +268,4 @@ def render(doc: dict[str, Any], now: dt.datetime | None = None) -> str:
     for sp in doc.get("spools") or []:
         out.append(f"spool      {sp['url']}: " + (sp["error"] or
                    f"{count(sp['pending'], 'envelope')} waiting for the bureau"))
-    return "\n".join(out)
+    return out
