@@ -216,14 +216,6 @@ def add_command(sub: Any) -> None:
     admin.formatter_class = type("AdminHelp", (argparse.RawDescriptionHelpFormatter,
                                                admin.formatter_class), {})
     admin.set_defaults(func=run)
-    commands = admin.add_subparsers(dest="admin_command", required=True, metavar="COMMAND")
-    common = _common_flags()
-    _add_reporter_commands(commands, common)
-    _add_ledger_commands(commands, common)
-
-
-def _common_flags() -> argparse.ArgumentParser:
-    """The flags every admin command has: the key, the bureau, post or print."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--key", default=str(Path(os.environ.get("BUREAU_HOME", ".bureau"))
                                              / "admin.key"),
@@ -235,11 +227,8 @@ def _common_flags() -> argparse.ArgumentParser:
     common.add_argument("--print", action="store_true",
                         help="print the signed envelope on standard output instead of "
                         "posting it")
-    return common
+    commands = admin.add_subparsers(dest="admin_command", required=True, metavar="COMMAND")
 
-
-def _add_reporter_commands(commands: Any, common: argparse.ArgumentParser) -> None:
-    """``register-reporter`` and ``distrust``: a reporter's registration."""
     one = _add(commands, "register-reporter", [common], "register a reporter, or update it")
     _reporter_flags(one)
     one.add_argument("--distrusted-from", default=None,
@@ -255,9 +244,6 @@ def _add_reporter_commands(commands: Any, common: argparse.ArgumentParser) -> No
     one.add_argument("--lift", action="store_true", help="trust it again (distrusted_from null)")
     one.set_defaults(build=distrust)
 
-
-def _add_ledger_commands(commands: Any, common: argparse.ArgumentParser) -> None:
-    """``resolve``, ``seal``, ``policy``, ``pool`` and ``keys``: the ledger's own."""
     one = _add(commands, "resolve", [common],
                "decide a dispute: the entry stands, or is excluded")
     one.add_argument("dispute", help="the dispute's entry id")

@@ -224,11 +224,13 @@ class GroupState:
         parties = sorted(party_keys)
         self.reporters.update(dict.fromkeys(parties))
         self.agents.update(dict.fromkeys(parties))
+        f_reps, f_ints = _pairs(fact_keys)
+        p_reps, p_ints = _pairs(probe_keys)
         head: ChainTip | None = None
         nodes: dict[tuple[int, int], bytes] = {}
         known = (tree.size, tree.head) if tree is not None else (-1, "")
-        asked = FirstRead(content_keys, _pairs(fact_keys), _pairs(probe_keys), parties, known)
-        for r in await AdmissionStore(conn).first(asked):
+        for r in await AdmissionStore(conn).first(FirstRead(
+                content_keys, (f_reps, f_ints), (p_reps, p_ints), parties, known)):
             what = r["what"]
             if what == "fact" or what == "probe":
                 table = self.facts if what == "fact" else self.probes
