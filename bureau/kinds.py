@@ -426,15 +426,24 @@ BY_MODEL: dict[type[Payload], Kind] = {k.model: k for k in SUBMITTED.values()}
 EVIDENCE_KINDS: tuple[str, ...] = tuple(k.name for k in KINDS if k.evidence is not None)
 
 
-def in_files_of(kind: Kind, *, signer: str | None, subject: str | None,
-                caller: str | None = None, target: tuple[str | None, ...] = (),
-                disputer: str | None = None) -> set[str]:
-    """The agents whose own file holds an entry of ``kind``: its ``signer``, its
-    ``subject``, a fact's ``caller``, for an exclusion the signer, subject and caller of
-    its ``target``, for a resolution the ``disputer`` — as far as the kind's links say.
-    The one definition of a file in Python terms; ``bureau.reads.files`` is the same
-    in SQL (a test holds the two equal)."""
-    by_link = {FileLink.SIGNER: (signer,), FileLink.SUBJECT: (subject,),
-               FileLink.CALLER: (caller,), FileLink.TARGET: target,
-               FileLink.DISPUTER: (disputer,)}
+@dataclass(frozen=True, slots=True)
+class EntryParties:
+    """The parties of one entry that may put it in agents' own files: its ``signer``,
+    its ``subject``, a fact's ``caller``, for an exclusion the signer, subject and
+    caller of its ``target``, for a resolution the ``disputer``."""
+
+    signer: str | None
+    subject: str | None
+    caller: str | None = None
+    target: tuple[str | None, ...] = ()
+    disputer: str | None = None
+
+
+def in_files_of(kind: Kind, parties: EntryParties) -> set[str]:
+    """The agents whose own file holds an entry of ``kind`` with these ``parties``, as
+    far as the kind's links say. The one definition of a file in Python terms;
+    ``bureau.reads.files`` is the same in SQL (a test holds the two equal)."""
+    by_link = {FileLink.SIGNER: (parties.signer,), FileLink.SUBJECT: (parties.subject,),
+               FileLink.CALLER: (parties.caller,), FileLink.TARGET: parties.target,
+               FileLink.DISPUTER: (parties.disputer,)}
     return {agent for link in kind.files for agent in by_link[link] if agent is not None}

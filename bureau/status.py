@@ -94,8 +94,8 @@ def seal_plan(now: dt.datetime, epoch_seconds: int, next_busy: int | None) -> di
 async def local(conn: db.Connection, config: Config,
                 now: dt.datetime | None = None) -> dict[str, Any]:
     """The status of the ledger on ``conn`` (a primary: replicas and leaders are its)."""
+    from bureau.evidence.policies import current_policy
     from bureau.intake import genesis
-    from bureau.views.policies import current_policy
 
     now = now or dt.datetime.now(dt.UTC)
     place = ledger_line.where(config)
@@ -230,6 +230,13 @@ def render(doc: dict[str, Any], now: dt.datetime | None = None) -> str:
     policy = doc["policy"]
     out.append(f"policy     {policy['name'] or 'unknown'} ({policy['hash']})")
     out.append(f"key        {doc['key']}")
+    out.extend(_others(doc))
+    return "\n".join(out)
+
+
+def _others(doc: dict[str, Any]) -> list[str]:
+    """The lines of what stands beside the ledger: witnesses, replicas, leaders, spools."""
+    out: list[str] = []
     if not doc["witnesses"]:
         out.append("witnesses  none (BUREAU_WITNESSES)")
     for w in doc["witnesses"]:
@@ -261,4 +268,4 @@ def render(doc: dict[str, Any], now: dt.datetime | None = None) -> str:
     for sp in doc.get("spools") or []:
         out.append(f"spool      {sp['url']}: " + (sp["error"] or
                    f"{count(sp['pending'], 'envelope')} waiting for the bureau"))
-    return "\n".join(out)
+    return out

@@ -324,39 +324,13 @@ async def verify_database(conn: db.Connection, progress: OnProgress | None = Non
             head_rows = await audit.tree_heads(conn)
             tree = TreeCheck(frozenset(size for size, _, _ in head_rows))
             async for rows in audit.entries(conn, _BATCH):
-                checked: list[tuple[StoredRow, dict[str, Any]]] = []
-                link_failure: BadEntry | None = None
-                for row in rows:
-                    try:
-                        checked.append((row, checker.check_links(row)))
-                    except BadEntry as exc:
-                        link_failure = exc
-                        break
-                half = len(checked) // 2
-                failures = [f for part in pool.map(
-                    _envelope_failures, [checked[:half], checked[half:]]) for f in part]
-                failures += await _exclusion_failures(conn, checked)
-                if failures:  # an earlier entry's failure is the first bad entry
-                    seq, reason = min(failures)
-                    raise BadEntry(seq, reason)
-                if link_failure is not None:
-                    raise link_failure
-                for row, doc in checked:
+                for row, doc in await _checked(conn, rows, checker, pool):
                     keys.take(row, doc)
                 await tree.compare(conn, [r.id for r in rows])
                 if progress:
                     progress(checker.seq, total)
             await tree.finish(conn)
-            signed = [(f"the checkpoint of epoch {epoch}", envelope,
-                       json.loads(wire.b64decode_canonical(
-                           json.loads(envelope)["payload"]))["seq"])
-                      for epoch, envelope in await audit.checkpoints(conn)]
-            # a report names its ledger position; every report of an epoch the same
-            signed += [(f"the report of {r.agent} at epoch {r.epoch}", r.envelope,
-                        r.last_seq) for r in await audit.reports(conn)]
-            # a settlement is signed, like its epoch's reports, by the key at the seal
-            signed += [(f"the settlement of epoch {t.epoch}", t.envelope, t.last_seq)
-                       for t in await audit.settlements(conn)]
+            signed = await _signed_documents(conn)
     finally:
         pool.shutdown()
     if head_row is not None and head_row != (checker.seq, checker.head):
@@ -364,6 +338,57 @@ async def verify_database(conn: db.Connection, progress: OnProgress | None = Non
     assert tree is not None
     if tree.difference is not None:
         raise BadTree(tree.difference + " (bureau rebuild recomputes the tree)")
+    _check_signed(keys, tree, head_rows, signed)
+    settlements = await settlement_problems(conn)
+    if settlements:
+        raise BadSettlement(settlements[0] + " (bureau rebuild derives it again)")
+    return checker.seq
+
+
+async def _checked(conn: db.Connection, rows: list[StoredRow], checker: ChainVerifier,
+                   pool: ThreadPoolExecutor) -> list[tuple[StoredRow, dict[str, Any]]]:
+    """One batch of entries, in seq order: each one's links, then (on two threads) their
+    envelopes and their exclusions. Raises :class:`BadEntry` for the first bad entry;
+    otherwise each row with its document."""
+    checked: list[tuple[StoredRow, dict[str, Any]]] = []
+    link_failure: BadEntry | None = None
+    for row in rows:
+        try:
+            checked.append((row, checker.check_links(row)))
+        except BadEntry as exc:
+            link_failure = exc
+            break
+    half = len(checked) // 2
+    failures = [f for part in pool.map(
+        _envelope_failures, [checked[:half], checked[half:]]) for f in part]
+    failures += await _exclusion_failures(conn, checked)
+    if failures:  # an earlier entry's failure is the first bad entry
+        seq, reason = min(failures)
+        raise BadEntry(seq, reason)
+    if link_failure is not None:
+        raise link_failure
+    return checked
+
+
+async def _signed_documents(conn: db.Connection) -> list[tuple[str, bytes, int]]:
+    """(what, envelope, the seq whose key in force signs it) of every document the views
+    signed: the checkpoints, the reports and the settlements."""
+    signed = [(f"the checkpoint of epoch {epoch}", envelope,
+               json.loads(wire.b64decode_canonical(json.loads(envelope)["payload"]))["seq"])
+              for epoch, envelope in await audit.checkpoints(conn)]
+    # a report names its ledger position; every report of an epoch the same
+    signed += [(f"the report of {r.agent} at epoch {r.epoch}", r.envelope, r.last_seq)
+               for r in await audit.reports(conn)]
+    # a settlement is signed, like its epoch's reports, by the key at the seal
+    signed += [(f"the settlement of epoch {t.epoch}", t.envelope, t.last_seq)
+               for t in await audit.settlements(conn)]
+    return signed
+
+
+def _check_signed(keys: KeyHistory, tree: TreeCheck, head_rows: list[tuple[int, bytes, str]],
+                  signed: list[tuple[str, bytes, int]]) -> None:
+    """Every tree head against the recomputed tree and the key in force at its size,
+    every signed document against the key in force at its seq (:class:`BadTree`)."""
     for size, root, note in head_rows:
         problem = (_check_head(size, root, note, tree.roots.get(size))
                    or keys.check_note(size, note))
@@ -373,7 +398,3 @@ async def verify_database(conn: db.Connection, progress: OnProgress | None = Non
         problem = keys.check_envelope(what, raw, seq)
         if problem is not None:
             raise BadTree(problem)
-    settlements = await settlement_problems(conn)
-    if settlements:
-        raise BadSettlement(settlements[0] + " (bureau rebuild derives it again)")
-    return checker.seq

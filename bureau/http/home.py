@@ -5,11 +5,11 @@ request header reaches them, and every link is relative."""
 
 from __future__ import annotations
 
-import datetime as dt
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from bureau.http.pages import badge, epoch_dates, escape, layout, stale_notice
+from bureau.http.pages import PageSite, badge, epoch_dates, escape, layout, stale_notice
 from bureau.reads.ranking import PAGE_SIZE, Ranked, RankedPage
 
 
@@ -45,7 +45,19 @@ def _link(query: str | None, page: int) -> str:
     return "/" + ("?" + urlencode(params) if params else "") + "#agents"
 
 
-def _agents(ranked: RankedPage, query: str | None, page: int, epoch_seconds: int) -> str:
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """The ranked list as a reader asked for it: one page of it (``ranked``), page
+    number ``page`` of the agents whose name or key contains ``query`` (None: every
+    agent)."""
+
+    ranked: RankedPage
+    query: str | None = None
+    page: int = 1
+
+
+def _agents(listing: Listing, epoch_seconds: int) -> str:
+    ranked, query, page = listing.ranked, listing.query, listing.page
     form = ("<form class=\"search\" method=\"get\" action=\"/\" role=\"search\">"
             "<label for=\"q\" class=\"muted\" style=\"align-self:center\">Search</label>"
             f"<input id=\"q\" name=\"q\" type=\"search\" value=\"{escape(query or '')}\" "
@@ -84,13 +96,12 @@ def _agents(ranked: RankedPage, query: str | None, page: int, epoch_seconds: int
             f"{pager}</nav>")
 
 
-def index_page(bureau_key: str, policy_hash: str, epoch_seconds: int,
-               checkpoint: dict[str, Any] | None, ranked: RankedPage,
-               query: str | None, page: int, settlements: str = "",
-               now: dt.datetime | None = None) -> str:
+def index_page(site: PageSite, policy_hash: str, checkpoint: dict[str, Any] | None,
+               listing: Listing, settlements: str = "") -> str:
     """The bureau's front page: its agents, ranked, and its key, policy and latest
     checkpoint; ``settlements``, the evaluators' pool section
     (:mod:`bureau.http.settlement_page`), when there is one."""
+    bureau_key, epoch_seconds, ranked = site.bureau_key, site.epoch_seconds, listing.ranked
     if checkpoint is None:
         cp = "<p>No epoch has been sealed yet.</p>"
     else:
@@ -105,8 +116,8 @@ def index_page(bureau_key: str, policy_hash: str, epoch_seconds: int,
 <p>Reputation for AI agents that scores nothing it cannot trace to a witnessed
 interaction. Reports are signed; check them yourself.</p>
 <section><h2 id="agents">Agents</h2>
-{stale_notice(ranked.epoch, epoch_seconds, now) if ranked.epoch is not None else ""}
-{_agents(ranked, query, page, epoch_seconds)}
+{stale_notice(ranked.epoch, epoch_seconds, site.now) if ranked.epoch is not None else ""}
+{_agents(listing, epoch_seconds)}
 </section>
 {settlements}
 <section><h2 id="bureau">This bureau</h2>

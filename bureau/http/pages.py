@@ -10,10 +10,25 @@ from __future__ import annotations
 import datetime as dt
 import html
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from bureau.report_text import epoch_start
 from reporters._internal.wording import count
+
+
+@dataclass(frozen=True, slots=True)
+class PageSite:
+    """What a page says of the bureau beside what it shows: the key id that signs its
+    reports, its epoch length, its public URL (None: not configured; the commands to
+    check a report then say ``URL``) and the clock reading the page is made at (None:
+    not said, and no page says its report is stale)."""
+
+    bureau_key: str
+    epoch_seconds: int
+    public_url: str | None = None
+    now: dt.datetime | None = None
+
 
 _STYLE = """
 :root { color-scheme: light dark; --fg: #1b1f24; --bg: #fdfdfc; --muted: #59636e;
@@ -277,11 +292,10 @@ def _verify_snippet(agent: str, bureau_key: str, public_url: str | None) -> str:
         "print(json.loads(body)['score'])")
 
 
-def agent_page(report: dict[str, Any], envelope: bytes, bureau_key: str,
-               public_url: str | None, epoch_seconds: int,
-               now: dt.datetime | None = None) -> str:
+def agent_page(report: dict[str, Any], envelope: bytes, site: PageSite) -> str:
     """The public page of one agent's latest report: a pure function of the signed
     report and the bureau's configuration, never of the request."""
+    bureau_key, public_url, epoch_seconds = site.bureau_key, site.public_url, site.epoch_seconds
     agent = report["agent"]
     name = report.get("name") or agent
     unscored = {k: v for k, v in (report.get("unscored") or {}).items() if v}
@@ -291,7 +305,7 @@ def agent_page(report: dict[str, Any], envelope: bytes, bureau_key: str,
     body = f"""
 <p class="muted">Report for {_e(epoch_dates(report['epoch'], epoch_seconds))}, the latest
 sealed epoch</p>
-{stale_notice(report['epoch'], epoch_seconds, now)}
+{stale_notice(report['epoch'], epoch_seconds, site.now)}
 <h1 id="agent-name">{_e(name)} {badge(report.get("name") is not None)}</h1>
 <p><code>{_e(agent)}</code></p>
 <section aria-labelledby="score-h"><h2 id="score-h">Score</h2>

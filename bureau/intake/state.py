@@ -27,7 +27,7 @@ from bureau.records import (
     VerdictRecord,
 )
 from bureau.storage import db
-from bureau.storage.admission import AdmissionStore
+from bureau.storage.admission import AdmissionStore, FirstRead
 from bureau.transparency.tree import TreeTip, frontier_from
 from reporters import wire
 from reporters.models import Payload
@@ -229,8 +229,8 @@ class GroupState:
         head: ChainTip | None = None
         nodes: dict[tuple[int, int], bytes] = {}
         known = (tree.size, tree.head) if tree is not None else (-1, "")
-        for r in await AdmissionStore(conn).first(content_keys, f_reps, f_ints, p_reps,
-                                                  p_ints, parties, *known):
+        for r in await AdmissionStore(conn).first(FirstRead(
+                content_keys, (f_reps, f_ints), (p_reps, p_ints), parties, known)):
             what = r["what"]
             if what == "fact" or what == "probe":
                 table = self.facts if what == "fact" else self.probes

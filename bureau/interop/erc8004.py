@@ -151,11 +151,6 @@ def file_name(agent: str, epoch: int, registry: str, agent_id: str, tag1: str) -
     return f"{agent}.{epoch}.{registry}.{agent_id}.{tag1}.json"
 
 
-def feedback_uri(bureau_url: str, agent: str, epoch: int, registry: str, agent_id: str,
-                 tag1: str) -> str:
-    return f"{bureau_url}/v1/erc8004/{file_name(agent, epoch, registry, agent_id, tag1)}"
-
-
 def feedback_files(report: Mapping[str, Any], bureau: Bureau,
                    epoch_seconds: int) -> list[Feedback]:
     """Every feedback file of this report: for each ``erc8004`` link, each figure."""
@@ -171,7 +166,7 @@ def feedback_files(report: Mapping[str, Any], bureau: Bureau,
         registry, agent_id = link["registry"], link["agent_id"]
         chain = registry.split(":")[1]
         for tag1, value, decimals in figures(report):
-            uri = feedback_uri(bureau.url, agent, epoch, registry, agent_id, tag1)
+            uri = f"{bureau.url}/v1/erc8004/{file_name(agent, epoch, registry, agent_id, tag1)}"
             file: dict[str, Any] = {
                 "agentRegistry": registry,
                 # a number, as the ERC's example writes it, while JSON numbers hold it

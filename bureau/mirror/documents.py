@@ -14,8 +14,8 @@ import json
 from dataclasses import dataclass
 
 from bureau import ledger_keys
-from bureau.http.home import index_page
-from bureau.http.pages import agent_page, payload_of
+from bureau.http.home import Listing, index_page
+from bureau.http.pages import PageSite, agent_page, payload_of
 from bureau.http.settlement_page import SHOWN, settlements_section
 from bureau.mirror.files import MirrorDir, Writes
 from bureau.reads.portable import EpochProof
@@ -58,19 +58,22 @@ async def write_epoch_records(conn: db.Connection, mirror: MirrorDir, seal: Seal
 
 @dataclass(frozen=True)
 class AgentWrites:
-    """Which of an agent's files a pass writes."""
+    """Which of an agent's files a pass writes, and when it runs."""
 
     #: the report too, not only the proof and card (whose log proof can improve later)
     reports: bool
     #: the paths of the latest as well, and the agent's page
     latest: bool
+    #: the pass's clock reading: what the agent's page is made at
+    now: dt.datetime
 
 
 async def write_agents(conn: db.Connection, mirror: MirrorDir, shared: EpochProof,
-                       site: Site, what: AgentWrites, now: dt.datetime) -> int:
+                       site: Site, what: AgentWrites) -> int:
     """Every agent's files of ``shared``'s epoch; how many agents."""
     epoch, after, count = shared.seal.epoch, "", 0
-    bureau_key = await ledger_keys.key_at(conn, shared.seal.last_seq) or ""
+    page_site = PageSite(await ledger_keys.key_at(conn, shared.seal.last_seq) or "",
+                         site.epoch_seconds, site.public_url, what.now)
     while page := await cards.epoch_documents(conn, epoch, after, PAGE):
         # the files first, then the links to them: a link never points at nothing
         writes, links = mirror.batch(), mirror.batch()
@@ -88,9 +91,8 @@ async def write_agents(conn: db.Connection, mirror: MirrorDir, shared: EpochProo
             if what.latest and what.reports:
                 pretty = json.dumps(json.loads(doc.report), indent=2).encode()
                 kept = layout.agent_page_of(doc.agent, epoch)
-                writes.write(kept, agent_page(
-                    payload_of(doc.report), pretty, bureau_key, site.public_url,
-                    site.epoch_seconds, now=now).encode())
+                writes.write(kept, agent_page(payload_of(doc.report), pretty,
+                                              page_site).encode())
                 _link(links, layout.agent_page(doc.agent), kept)
         await writes.done()
         await links.done()
@@ -123,10 +125,10 @@ async def write_bureau(conn: db.Connection, mirror: MirrorDir, site: Site,
         ranked = await Ranking().page(conn, None, 1)
         settled = await published_settlements(conn, SHOWN)
         writes.write(layout.HOME, index_page(
-            str(doc["key"]), str(doc["policy"]), site.epoch_seconds,
-            payload_of(cp) if cp is not None else None, ranked, None, 1,
+            PageSite(str(doc["key"]), site.epoch_seconds, site.public_url, now),
+            str(doc["policy"]), payload_of(cp) if cp is not None else None, Listing(ranked),
             settlements_section([payload_of(s) for s in settled], site.epoch_seconds),
-            now=now).encode())
+        ).encode())
     await writes.done()
 
 

@@ -161,7 +161,7 @@ class Mirror:
             shared = await epoch_proof(conn, seal, self.site.origin)
             assert shared is not None, "a published epoch"
             out.agents += await write_agents(conn, self.dir, shared, self.site, AgentWrites(
-                reports=True, latest=seal is seals[-1]), now)
+                reports=True, latest=seal is seals[-1], now=now))
             logs[str(seal.epoch)] = log_digest(shared)
             out.epochs.append(seal.epoch)
 
@@ -175,7 +175,7 @@ class Mirror:
             if shared is None or log_digest(shared) == logs[str(epoch)]:
                 continue
             await write_agents(conn, self.dir, shared, self.site,
-                               AgentWrites(reports=False, latest=epoch == newest), now)
+                               AgentWrites(reports=False, latest=epoch == newest, now=now))
             logs[str(epoch)] = log_digest(shared)
             done.append(epoch)
         return done

@@ -18,10 +18,10 @@ import datetime as dt
 from typing import Any
 
 from bureau.errors import Code
+from bureau.evidence.entries import load_evidence
+from bureau.evidence.policies import policy_of_epoch
 from bureau.scoring.evaluators import default_weighing, evaluator_table
 from bureau.storage import db, files, reports
-from bureau.views.evidence import load_evidence
-from bureau.views.policies import policy_of_epoch
 
 _EPOCH_ZERO = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 

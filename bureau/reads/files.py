@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
 
+from bureau.evidence.entries import EntrySpan
 from bureau.kinds import KINDS, FileLink
 from bureau.storage import db, files
-from bureau.views.evidence import CHUNK
 from reporters.tlog.merkle import RootAccumulator, entry_leaf_hash
 
 # The caller, target and disputer links read one kind's index table each: only kinds
@@ -43,21 +43,19 @@ QUERIES = files.FileQueries(
 Membership = tuple[str, int, str]
 
 
-async def read_files(conn: db.Connection, after: int, upto: int, *,
-                     shard: tuple[int, int] | None = None, chunk: int = CHUNK,
+async def read_files(conn: db.Connection, span: EntrySpan,
                      ) -> AsyncIterator[list[Membership]]:
-    """Every entry with ``after < seq <= upto`` in every agent's file (or only the
-    agents of shard ``(i, n)``), in seq order, a chunk of seqs at a time."""
-    for low in range(after, upto, chunk):
-        high = min(upto, low + chunk)
-        yield await QUERIES.memberships(conn, low, high, shard)
+    """Every entry of ``span`` in every agent's file (with a shard, the files of its
+    agents), in seq order, a chunk of seqs at a time."""
+    for low, high in span.chunks():
+        yield await QUERIES.memberships(conn, low, high, span.shard)
 
 
 async def load_files(conn: db.Connection, upto: int) -> dict[str, list[tuple[int, str]]]:
     """Every agent's file up to ``upto``, whole: (seq, entry id) in seq order (the
     reference path)."""
     files: dict[str, list[tuple[int, str]]] = {}
-    async for rows in read_files(conn, 0, upto):
+    async for rows in read_files(conn, EntrySpan(0, upto)):
         for agent, seq, entry_id in rows:
             files.setdefault(agent, []).append((seq, entry_id))
     return files

@@ -9,8 +9,8 @@ import datetime as dt
 from typing import Any
 
 from bureau import ledger_keys
+from bureau.evidence.policies import current_policy
 from bureau.storage import db
-from bureau.views.policies import current_policy
 
 
 async def bureau_document(conn: db.Connection, *, origin: str, epoch_seconds: int,

@@ -3,10 +3,10 @@
 No I/O, no clock, no randomness. Typical use, once per sealed epoch::
 
     policy = policy_v1()
-    evaluators = evaluator_table(evidence, policy)
+    scoring = EpochScoring(epoch, seq, head, policy, policy_hash(),
+                           evaluator_table(evidence, policy))
     for agent, mine in split_by_agent(evidence).items():
-        payload = build_report_payload(agent, name, epoch, seq, head, policy,
-                                       policy_hash(), mine, evaluators)
+        payload = build_report_payload(ReportInputs(agent, mine, scoring, name=name))
 """
 
 from bureau.scoring.evaluators import EvaluatorStats, evaluator_table, evaluator_weight
@@ -34,6 +34,8 @@ from bureau.scoring.policy import (
 )
 from bureau.scoring.report import (
     AgentScore,
+    EpochScoring,
+    ReportInputs,
     build_explain_payload,
     build_report_payload,
     explain_rows,
@@ -48,6 +50,7 @@ __all__ = [
     "AgentScore",
     "Attestation",
     "Engagement",
+    "EpochScoring",
     "EvaluatorStats",
     "Evidence",
     "Exclusion",
@@ -55,6 +58,7 @@ __all__ = [
     "Policy",
     "Probe",
     "Promise",
+    "ReportInputs",
     "Resolution",
     "Score",
     "ValueJudgment",

@@ -33,11 +33,10 @@ from dataclasses import dataclass
 
 from bureau.scoring.inputs import (
     DISTRUSTED,
-    Attestation,
+    Evidence,
     Fact,
     Probe,
     ReporterUpdate,
-    ValueJudgment,
 )
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -79,17 +78,16 @@ def is_distrusted(entry: Fact | Probe, distrust: Mapping[str, Distrust]) -> bool
     return d is not None and (entry.seq > d.after_seq or instant(entry.observed_at) >= d.since)
 
 
-def distrusted_ids(facts: Iterable[Fact], probes: Iterable[Probe],
-                   attestations: Iterable[Attestation], value_judgments: Iterable[ValueJudgment],
-                   distrust: Mapping[str, Distrust], excluded: Mapping[str, str],
-                   ) -> dict[str, str]:
-    """Entry id -> ``distrusted`` for every entry distrust sets aside that no exclusion
-    entry already does. Empty (and cheap) when no reporter of these facts and probes is
+def distrusted_ids(evidence: Evidence, distrust: Mapping[str, Distrust],
+                   excluded: Mapping[str, str]) -> dict[str, str]:
+    """Entry id -> ``distrusted`` for every entry of ``evidence`` (its facts, probes,
+    attestations and value judgments) distrust sets aside that no exclusion entry
+    already does. Empty (and cheap) when no reporter of these facts and probes is
     distrusted."""
     out: dict[str, str] = {}
     if not distrust:
         return out
-    facts = list(facts)
+    facts, probes = evidence.facts, evidence.probes
     #: witness keys -> [facts, counted facts, distrusted facts]
     witnesses: dict[tuple[str, ...], list[int]] = {}
     for f in facts:
@@ -111,9 +109,10 @@ def distrusted_ids(facts: Iterable[Fact], probes: Iterable[Probe],
                 p, distrust):
             out[p.entry_id] = DISTRUSTED
     verdicts: list[tuple[str, tuple[str, ...]]] = [
-        (a.entry_id, ("i", a.reporter, a.interaction, a.subject)) for a in attestations]
+        (a.entry_id, ("i", a.reporter, a.interaction, a.subject))
+        for a in evidence.attestations]
     verdicts += [(v.entry_id, ("e", v.reporter, v.engagement, v.subject))
-                 for v in value_judgments]
+                 for v in evidence.value_judgments]
     for entry_id, key in verdicts:
         seen = witnesses.get(key)
         if seen is not None and seen[1] == 0 and seen[2] > 0 and entry_id not in excluded:

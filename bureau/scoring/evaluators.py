@@ -210,33 +210,37 @@ def _shrunk(errors: list[float], k: int) -> float:
     return n * (math.fsum(errors) / n) / (n + k) if n else 0.0
 
 
-def evaluator_stats(evaluator: str, acc: EvaluatorRecord, policy: Policy) -> EvaluatorStats:
-    """An evaluator's weight and recentring offsets from its sums (SPEC §7, §7.1); under
-    v4 its weight, rates and voice (:mod:`bureau.scoring.rates`)."""
-    rules = policy.evaluators
+class _Sample(NamedTuple):
+    """An evaluator's verdicts graded against ground truth: how many (``n``), its
+    smoothed rates, informedness ``j``, accuracy and mean error ``d`` (None at n = 0)."""
+
+    n: int
+    tpr: float
+    tnr: float
+    j: float
+    accuracy: float | None
+    d: float | None
+
+
+def _sample(acc: EvaluatorRecord) -> _Sample:
     errors = [value - (1.0 if truth else 0.0) for truth, value in acc.graded]
     n = len(errors)
     tpr = (acc.tp + 1) / (acc.positives + 2)
     tnr = (acc.tn + 1) / (acc.negatives + 2)
     j = min(1.0, max(0.0, tpr + tnr - 1))
-    d = math.fsum(errors) / n if n else None
-    floor = rules.uninformative_min_samples
+    return _Sample(n, tpr, tnr, j, (acc.tp + acc.tn) / n if n else None,
+                   math.fsum(errors) / n if n else None)
+
+
+def evaluator_stats(evaluator: str, acc: EvaluatorRecord, policy: Policy) -> EvaluatorStats:
+    """An evaluator's weight and recentring offsets from its sums (SPEC §7, §7.1); under
+    v4 its weight, rates and voice (:mod:`bureau.scoring.rates`)."""
+    rules = policy.evaluators
+    graded = _sample(acc)
     if rules.rates is not None:
-        rates = caller_rates(acc.rated, policy)
-        provisional = not rates.calibrated
-        informedness = round(rates.alpha - rates.beta, rules.rates.decimals)
-        uninformative = (floor is not None and acc.rated.graded >= floor
-                         and informedness <= rules.rates.min_informedness)
-        constant = _constant(acc, policy, provisional)
-        alpha, beta = (prior_rates(rules.rates) if provisional
-                       else (rates.alpha, rates.beta))
-        weight = rules.default_weight if provisional else rules.rates.calibrated_weight
-        return EvaluatorStats(
-            evaluator, acc.verdicts, acc.subjects, n, acc.positives, acc.negatives,
-            acc.tp, acc.tn, tpr, tnr, j, (acc.tp + acc.tn) / n if n else None, d,
-            0.0, 0.0, 0.0, constant, uninformative, provisional,
-            0.0 if constant or uninformative else weight, acc.rated.graded,
-            acc.rated.subjects, alpha, beta, rates.voice)
+        return _rated_stats(evaluator, acc, policy, graded)
+    n, tpr, tnr, j, accuracy, d = graded
+    floor = rules.uninformative_min_samples
     k, prior_weight = rules.weight_prior
     if n + k > 0:
         weight = (n * j + k * prior_weight) / (n + k)
@@ -266,7 +270,7 @@ def evaluator_stats(evaluator: str, acc: EvaluatorRecord, policy: Policy) -> Eva
         tpr=tpr,
         tnr=tnr,
         informedness=j,
-        accuracy=(acc.tp + acc.tn) / n if n else None,
+        accuracy=accuracy,
         mean_error=d,
         offset=offset,
         offset_positive=offset_pos,
@@ -276,6 +280,30 @@ def evaluator_stats(evaluator: str, acc: EvaluatorRecord, policy: Policy) -> Eva
         provisional=provisional,
         weight=0.0 if constant or uninformative else weight,
     )
+
+
+def _rated_stats(evaluator: str, acc: EvaluatorRecord, policy: Policy,
+                 graded: _Sample) -> EvaluatorStats:
+    """v4: the weight, rates and voice of :func:`evaluator_stats` from the evaluator's
+    rated verdicts (:mod:`bureau.scoring.rates`); no recentring offsets."""
+    rules = policy.evaluators
+    assert rules.rates is not None
+    rates = caller_rates(acc.rated, policy)
+    provisional = not rates.calibrated
+    informedness = round(rates.alpha - rates.beta, rules.rates.decimals)
+    floor = rules.uninformative_min_samples
+    uninformative = (floor is not None and acc.rated.graded >= floor
+                     and informedness <= rules.rates.min_informedness)
+    constant = _constant(acc, policy, provisional)
+    alpha, beta = (prior_rates(rules.rates) if provisional
+                   else (rates.alpha, rates.beta))
+    weight = rules.default_weight if provisional else rules.rates.calibrated_weight
+    return EvaluatorStats(
+        evaluator, acc.verdicts, acc.subjects, graded.n, acc.positives, acc.negatives,
+        acc.tp, acc.tn, graded.tpr, graded.tnr, graded.j, graded.accuracy, graded.d,
+        0.0, 0.0, 0.0, constant, uninformative, provisional,
+        0.0 if constant or uninformative else weight, acc.rated.graded,
+        acc.rated.subjects, alpha, beta, rates.voice)
 
 
 def _constant(acc: EvaluatorRecord, policy: Policy, provisional: bool) -> bool:

@@ -3,9 +3,9 @@ agent's part carries every reporter update: distrust is the ledger's.
 
 The lead's epoch job does::
 
-    evaluators = evaluator_table(evidence, policy)      # once, for the whole ledger
+    scoring = EpochScoring(..., evaluator_table(evidence, policy))  # once, for the ledger
     for agent, mine in split_by_agent(evidence).items():
-        build_report_payload(agent, ..., mine, evaluators)
+        build_report_payload(ReportInputs(agent, mine, scoring))
 
 Agents with no evidence at all (enrolled, never observed) are not in the result: use
 :data:`~bureau.scoring.inputs.EMPTY_EVIDENCE` for them.

@@ -287,7 +287,6 @@ def resolve_by_reporter(unit: Unit, policy: Policy) -> Resolution | None:
     """Rules 1 and 2, when one applies: ground truth, the agent's own statement."""
     fact = unit.fact
     claimed = fact.claimed if fact is not None else None
-    reporter_w = policy.weights.reporter
 
     # 1. Ground truth: the latest probe, else the fact's check.
     truth: bool | None = None
@@ -305,13 +304,13 @@ def resolve_by_reporter(unit: Unit, policy: Policy) -> Resolution | None:
             code = "FAILED_ADMITTED"
         else:
             code = "FAILED_DISCOVERED"
-        return _reporter(unit, 1, code, policy, reporter_w, source)
+        return _reporter(unit, 1, code, policy, source)
 
     # 2. The agent's own witnessed statement.
     if claimed == CLAIM_DECLINED:
-        return _reporter(unit, 2, "DECLINED", policy, reporter_w, "claim")
+        return _reporter(unit, 2, "DECLINED", policy, "claim")
     if claimed == CLAIM_FAILURE and not policy.admission_as_if_success:
-        return _reporter(unit, 2, "FAILED_ADMITTED", policy, reporter_w, "claim")
+        return _reporter(unit, 2, "FAILED_ADMITTED", policy, "claim")
     return None
 
 
@@ -319,25 +318,25 @@ def resolve_rest(unit: Unit, policy: Policy) -> Resolution:
     """Rules 5-8: what decides a unit that no ground truth, statement or verdict did. A
     v3 unchecked admission that rules 6-7 would score is rule 2 at their weight."""
     rest = _rest(unit, policy)
+    # (a scored rest is rule 6 or 7, at the reporter weight: so is its rule 2)
     if rest.scored and unchecked_admission(unit, policy):
-        return _reporter(unit, 2, "FAILED_ADMITTED", policy, rest.weight, "claim")
+        return _reporter(unit, 2, "FAILED_ADMITTED", policy, "claim")
     return rest
 
 
 def _rest(unit: Unit, policy: Policy) -> Resolution:
     fact = unit.fact
-    reporter_w = policy.weights.reporter
     if fact is not None:
         # 5. Engagement concluded without completion: recorded, unscored.
         eng = fact.engagement
         if eng is not None and eng.concluded is not None and policy.is_unscored(eng.concluded):
-            return _reporter(unit, 5, eng.concluded, policy, reporter_w, "fact")
+            return _reporter(unit, 5, eng.concluded, policy, "fact")
         # 6. What the caller did next.
         if fact.derived is not None:
-            return _reporter(unit, 6, fact.derived, policy, reporter_w, "fact")
+            return _reporter(unit, 6, fact.derived, policy, "fact")
         # 7. No answer at all.
         if not fact.answered:
-            return _reporter(unit, 7, "NO_RESPONSE", policy, reporter_w, "fact")
+            return _reporter(unit, 7, "NO_RESPONSE", policy, "fact")
 
     # 8. Observed (it counts in reliability), not scored.
     return Resolution(unit, 8, None, False, None, None, 0.0, 0.0, None, "fact")
@@ -356,14 +355,14 @@ def value_judgment_term(raw: float, w_e: float, spent: int,
     return policy.weights.value_judgment * w_e * policy.spend_factor(spent), raw
 
 
-def _reporter(
-    unit: Unit, rule: int, code: str, policy: Policy, weight: float, source: str
-) -> Resolution:
-    """A resolution from reporter evidence (rules 1, 2, 5-7): weight 1 when scored."""
+def _reporter(unit: Unit, rule: int, code: str, policy: Policy, source: str) -> Resolution:
+    """A resolution from reporter evidence (rules 1, 2, 5-7): the policy's reporter
+    weight when scored."""
     if policy.is_unscored(code):
         return Resolution(unit, rule, code, False, None, None, 0.0, 0.0, None, source)
     value = policy.outcome_value(code)
-    return Resolution(unit, rule, code, True, value, value, weight, 0.0, None, source)
+    return Resolution(unit, rule, code, True, value, value, policy.weights.reporter, 0.0,
+                      None, source)
 
 
 def resolve_all(

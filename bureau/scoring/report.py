@@ -156,28 +156,46 @@ def _reliability(
 # --------------------------------------------------------------------------- payloads
 
 
-def build_report_payload(
-    agent: str,
-    name: str | None,
-    epoch: int,
-    ledger_seq: int,
-    ledger_head: str,
-    policy: Policy,
-    policy_hash: str,
-    evidence: Evidence,
-    evaluators: Mapping[str, EvaluatorStats],
-    *,
-    scored: AgentScore | None = None,
-    links: Sequence[dict[str, str]] = (),
-) -> dict[str, Any]:
-    """The SPEC §8 report payload for ``agent``: exactly its keys, nothing else.
+@dataclass(frozen=True, slots=True)
+class EpochScoring:
+    """What every report of one sealed epoch shares: the seal (``epoch``; the ledger's
+    ``seq`` and ``head`` there), the policy that scores the epoch and its hash, and the
+    evaluator table over the whole ledger up to the seal
+    (:func:`~bureau.scoring.evaluators.evaluator_table`)."""
+
+    epoch: int
+    seq: int
+    head: str
+    policy: Policy
+    policy_hash: str
+    evaluators: Mapping[str, EvaluatorStats]
+
+
+@dataclass(frozen=True, slots=True)
+class ReportInputs:
+    """Everything one agent's report, and its explanation, are a function of:
+    ``evidence`` about the agent (its part of
+    :func:`~bureau.scoring.grouping.split_by_agent`, or the whole ledger's: only its own
+    entries are read), the epoch's scoring, and the name and links in force at the seal
+    (SPEC §3, §8 r3), which the explanation leaves out."""
+
+    agent: str
+    evidence: Evidence
+    scoring: EpochScoring
+    name: str | None = None
+    links: Sequence[dict[str, str]] = ()
+
+
+def build_report_payload(inputs: ReportInputs) -> dict[str, Any]:
+    """The SPEC §8 report payload of ``inputs.agent``: exactly its keys, nothing else.
 
     It names no caller and no evaluator. When ``score`` is null, the reason is in the
-    explanation (:func:`build_explain_payload`, ``score_reason``). Pass ``scored`` (from
-    :func:`score_agent`) to share the work with an explanation built at the same time.
-    ``links`` are the agent's links in force at the seal (SPEC §3, §8 r3).
+    explanation (:func:`build_explain_payload`, ``score_reason``). ``inputs.links`` are
+    the agent's links in force at the seal (SPEC §3, §8 r3).
     """
-    result = scored if scored is not None else score_agent(agent, evidence, policy, evaluators)
+    agent, evidence, at = inputs.agent, inputs.evidence, inputs.scoring
+    policy = at.policy
+    result = score_agent(agent, evidence, policy, at.evaluators)
     outcomes, unscored = outcome_counts(result.resolutions, policy)
     excluded_counts = dict.fromkeys(EXCLUSION_REASONS, 0)
     for _, _, _, reason in result.excluded:
@@ -192,11 +210,11 @@ def build_report_payload(
     rnd = policy.round
     return {
         "agent": agent,
-        "name": name,
-        "links": list(links),
-        "epoch": epoch,
-        "ledger": {"seq": ledger_seq, "head": ledger_head},
-        "policy": policy_hash,
+        "name": inputs.name,
+        "links": list(inputs.links),
+        "epoch": at.epoch,
+        "ledger": {"seq": at.seq, "head": at.head},
+        "policy": at.policy_hash,
         "score": dict(result.score) if result.score is not None else None,
         "outcomes": outcomes,
         "value_judgment_share": rnd(result.value_judgment_share),
@@ -324,25 +342,17 @@ def _verdict_seq(r: Resolution) -> int:
     return r.unit.seq
 
 
-def build_explain_payload(
-    agent: str,
-    epoch: int,
-    ledger_seq: int,
-    ledger_head: str,
-    policy: Policy,
-    policy_hash: str,
-    evidence: Evidence,
-    evaluators: Mapping[str, EvaluatorStats],
-    *,
-    scored: AgentScore | None = None,
-) -> dict[str, Any]:
-    """The body of ``GET /v1/agents/{agent}/explain``: how the score was made."""
-    result = scored if scored is not None else score_agent(agent, evidence, policy, evaluators)
+def build_explain_payload(inputs: ReportInputs) -> dict[str, Any]:
+    """The body of ``GET /v1/agents/{agent}/explain``: how the score was made (the
+    agent's name and links are the report's, not the explanation's)."""
+    at = inputs.scoring
+    policy = at.policy
+    result = score_agent(inputs.agent, inputs.evidence, policy, at.evaluators)
     return {
-        "agent": agent,
-        "epoch": epoch,
-        "ledger": {"seq": ledger_seq, "head": ledger_head},
-        "policy": policy_hash,
+        "agent": inputs.agent,
+        "epoch": at.epoch,
+        "ledger": {"seq": at.seq, "head": at.head},
+        "policy": at.policy_hash,
         "score": dict(result.score) if result.score is not None else None,
         "score_reason": result.score_reason,
         "score_reason_text": SCORE_REASON_TEXT.get(result.score_reason or ""),

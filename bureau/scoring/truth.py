@@ -31,9 +31,7 @@ def set_aside(evidence: Evidence) -> dict[str, str]:
     excluded = excluded_ids(evidence.exclusions)
     distrust = distrust_in_force(evidence.reporter_updates)
     if distrust:
-        excluded.update(distrusted_ids(evidence.facts, evidence.probes,
-                                       evidence.attestations, evidence.value_judgments,
-                                       distrust, excluded))
+        excluded.update(distrusted_ids(evidence, distrust, excluded))
     return excluded
 
 

@@ -1,9 +1,9 @@
-"""Settling one sealed epoch (SPEC §8.2), by the report builder, in the transaction that
-stores the epoch's checkpoint: when the epoch's pool is above zero, read its inputs,
-compute the allocation, sign the document with the bureau key and store it with its
-rows. A pure function of the entries up to the seal and of the evaluators' records as of
-the seal (which the builder has just brought there), so ``bureau rebuild`` writes the
-same bytes.
+"""Settling one sealed epoch (SPEC §8.2), by the report builder: when the epoch's pool is
+above zero, read its inputs, compute the allocation and sign the document with the
+bureau key; the builder stores it with its rows in the transaction that stores the
+epoch's checkpoint (:func:`bureau.storage.epochs.store_epoch`). A pure function of the
+entries up to the seal and of the evaluators' records as of the seal (which the builder
+has just brought there), so ``bureau rebuild`` writes the same bytes.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from bureau import metrics
 from bureau.scoring.policy import Policy
 from bureau.settlement.document import SETTLEMENT_TYPE, Allocation, allocate
 from bureau.settlement.earn import Records, earnings, matched_blind
-from bureau.settlement.store import epoch_inputs, store_settlement
+from bureau.settlement.store import epoch_inputs
 from bureau.storage import db
+from bureau.storage.epochs import SignedSettlement
 from bureau.storage.reports import Seal
 from bureau.storage.settlement import pool_of_epoch, previous_last_seq
 from reporters import wire
@@ -38,16 +39,17 @@ async def allocation_of(conn: db.Connection, seal: Seal, policy: Policy,
     return allocate(seal.epoch, pool, earnings(g, records, policy))
 
 
-async def settle_epoch(conn: db.Connection, key: nacl.signing.SigningKey, seal: Seal,
-                       policy: Policy, records: Records) -> None:
-    """Compute, sign and store the epoch's settlement, if it has a pool."""
+async def sign_settlement(conn: db.Connection, key: nacl.signing.SigningKey, seal: Seal,
+                          policy: Policy, records: Records) -> SignedSettlement | None:
+    """The epoch's settlement, computed and signed, if it has a pool (None: it has none).
+    """
     start = time.perf_counter()
     allocation = await allocation_of(conn, seal, policy, records)
     if allocation is None:
-        return
+        return None
     envelope = wire.sign_envelope_bytes(key, SETTLEMENT_TYPE, allocation.payload_bytes())
-    await store_settlement(conn, allocation, envelope)
     elapsed = time.perf_counter() - start
     metrics.SETTLEMENT_SECONDS.observe(elapsed)
     log.info("epoch %d: settled %d of %d units over %d evaluators in %.3f s", seal.epoch,
              allocation.paid, allocation.pool, len(allocation.rows), elapsed)
+    return SignedSettlement(envelope, allocation.evaluators, allocation.rows)

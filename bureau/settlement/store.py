@@ -1,6 +1,6 @@
 """The settlement's inputs, read from the ledger up to a seal (through
-:mod:`bureau.storage.settlement`, which also keeps the signed document and its rows) and
-decoded into scoring inputs.
+:mod:`bureau.storage.settlement`, which also keeps the signed document and its rows:
+:func:`bureau.storage.epochs.store_epoch`) and decoded into scoring inputs.
 
 Reading an epoch's inputs costs what can earn, not what the ledger holds: see
 :class:`bureau.storage.settlement.SettlementInputs`.
@@ -8,12 +8,11 @@ Reading an epoch's inputs costs what can earn, not what the ledger holds: see
 
 from __future__ import annotations
 
+from bureau.evidence.entries import decode_entry
 from bureau.kinds import ATTESTATION, REPORTER
 from bureau.scoring.inputs import Attestation, Evidence, Exclusion, Fact, Probe, ReporterUpdate
-from bureau.settlement.document import Allocation
 from bureau.storage import db
 from bureau.storage import settlement as stored
-from bureau.views.evidence import decode_entry
 
 _INPUTS = stored.SettlementInputs(ATTESTATION.name, REPORTER.name)
 
@@ -42,12 +41,4 @@ async def epoch_inputs(conn: db.Connection, lo: int, hi: int) -> Evidence:
 
 
 def _decode(r: db.Row) -> object:
-    return decode_entry(r["seq"], r["id"], r["kind"], r["signer"], bytes(r["entry"]),
-                        r["epoch"])
-
-
-async def store_settlement(conn: db.Connection, allocation: Allocation,
-                           envelope: bytes) -> None:
-    """Write an epoch's signed settlement and its rows (in the caller's transaction)."""
-    await stored.store_settlement(conn, allocation.epoch, envelope, allocation.evaluators,
-                                  allocation.rows)
+    return decode_entry(r, r["id"])

@@ -21,6 +21,7 @@ from typing import Any
 import aiohttp
 import nacl.signing
 
+from bureau.evidence.entries import decode_entry
 from bureau.scoring import (
     Attestation,
     EvaluatorStats,
@@ -33,7 +34,6 @@ from bureau.scoring import (
     evaluator_table,
     score_agent,
 )
-from bureau.views.evidence import decode_entry
 from reporters import BureauClientError, verify_report, wire
 from reporters.httpsig import signed_get
 
@@ -73,7 +73,7 @@ async def read_file(session: aiohttp.ClientSession, base_url: str,
 
 def evidence_of(entries: Iterable[dict[str, Any]]) -> Evidence:
     """§9 entries (any order, repeats allowed) -> scoring inputs, by the bureau's own
-    decoder (:func:`bureau.views.evidence.decode_entry`)."""
+    decoder (:func:`bureau.evidence.entries.decode_entry`)."""
     by_seq = {e["seq"]: e for e in entries}
     facts: list[Fact] = []
     probes: list[Probe] = []
@@ -87,8 +87,10 @@ def evidence_of(entries: Iterable[dict[str, Any]]) -> Evidence:
             raw = {"envelope": e["envelope"]}
         else:
             signer, raw = None, {"body": e.get("body")}
-        item = decode_entry(seq, e["id"], e["kind"], signer,
-                            json.dumps(raw, sort_keys=True, separators=(",", ":")).encode())
+        # as the entries table holds it (the epoch does not matter to these scores)
+        stored = {"seq": seq, "kind": e["kind"], "signer": signer, "epoch": 0,
+                  "entry": json.dumps(raw, sort_keys=True, separators=(",", ":")).encode()}
+        item = decode_entry(stored, e["id"])
         for kind, bucket in ((Fact, facts), (Probe, probes), (Attestation, atts),
                              (ValueJudgment, vjs), (Exclusion, excl)):
             if isinstance(item, kind):

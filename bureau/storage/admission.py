@@ -6,6 +6,7 @@ is ONE statement; the others run only when a group holds a kind that asks."""
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from typing import Literal
 
 import asyncpg
@@ -66,6 +67,20 @@ _FIRST_SQL = "\nUNION ALL ".join((
 ))
 
 
+@dataclass(frozen=True, slots=True)
+class FirstRead:
+    """What a group asks in the first read: the content keys it holds, the facts and
+    the probes it names (``(reporters, interactions)``, pairwise), the parties it names,
+    and the tree (size, head) the committer knows (``(-1, "")``: none), whose frontier
+    is read only when it is no longer the head's."""
+
+    content_keys: list[str]
+    facts: tuple[list[str], list[str]]
+    probes: tuple[list[str], list[str]]
+    parties: list[str]
+    tree: tuple[int, str]
+
+
 class AdmissionStore:
     """The admission reads of one connection (the committer's, in its transaction)."""
 
@@ -74,15 +89,11 @@ class AdmissionStore:
     def __init__(self, conn: asyncpg.Connection) -> None:
         self.conn = conn
 
-    async def first(self, content_keys: list[str], fact_reporters: list[str],
-                    fact_interactions: list[str], probe_reporters: list[str],
-                    probe_interactions: list[str], parties: list[str], known_size: int,
-                    known_head: str) -> list[asyncpg.Record]:
+    async def first(self, asked: FirstRead) -> list[asyncpg.Record]:
         """Rows in the shape of ``_ROW_COLUMNS``, ``what`` naming each one's kind; no
-        ``node`` row when (``known_size``, ``known_head``) is still the head."""
-        return await self._fetch(
-            _FIRST_SQL, content_keys, fact_reporters, fact_interactions, probe_reporters,
-            probe_interactions, parties, known_size, known_head)
+        ``node`` row when ``asked.tree`` is still the head."""
+        return await self._fetch(_FIRST_SQL, asked.content_keys, *asked.facts, *asked.probes,
+                                 asked.parties, *asked.tree)
 
     async def parties(self, keys: list[str]) -> list[asyncpg.Record]:
         """'reporter' and 'agent' rows of ``keys``."""

@@ -7,8 +7,14 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from bureau import metrics
+from bureau.errors import InternalError
 from bureau.storage import db
 from bureau.storage.tree import FETCH_SQL
+
+
+class InconsistentHead(InternalError):
+    """The tree no longer extends a head the bureau published: nothing is signed."""
 
 
 class StoredHead(NamedTuple):
@@ -130,6 +136,17 @@ async def keep(conn: db.Connection, size: int, root: bytes, note: str) -> bytes 
     if stored is None:  # another transaction inserted it while this statement ran
         stored = await conn.fetchval("SELECT root FROM tree_heads WHERE size = $1", size)
     return None if stored is None else bytes(stored)
+
+
+async def keep_consistent(conn: db.Connection, size: int, root: bytes, note: str) -> None:
+    """:func:`keep`, refusing a head of a size already kept with another root: the tree
+    changed under it (:class:`InconsistentHead`, counted in
+    ``bureau_tree_head_refusals_total``; the caller's transaction rolls back)."""
+    stored = await keep(conn, size, root, note)
+    if stored is not None and stored != root:
+        metrics.TREE_HEAD_REFUSALS.inc()
+        raise InconsistentHead(f"a head of size {size} was published with root "
+                               f"{stored.hex()}; the tree now has {root.hex()}")
 
 
 async def ledger_and_published(conn: db.Connection) -> Published:

@@ -8,13 +8,14 @@ reports of epochs that have one.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import asyncpg
 
 from bureau.storage import db, public_rows
 
-#: what :func:`store_epoch` raises (out of the caller's transaction, which rolls back)
+#: what :func:`copy_reports` raises (out of the caller's transaction, which rolls back)
 #: when another writer stored the epoch first: its bytes are the same bytes
 AlreadyStored: type[Exception] = asyncpg.UniqueViolationError
 
@@ -38,32 +39,33 @@ async def seals(conn: db.Connection, *, pending_only: bool = False) -> list[Seal
 
 
 
-async def store_epoch(conn: db.Connection, epoch: int, agents: list[str],
-                      envelopes: list[bytes], checkpoint: bytes) -> None:
-    """Write one epoch's reports (COPY: the fastest way in) and then its checkpoint.
-    If another writer stored this epoch first, COPY fails on the primary key and the
-    caller's transaction rolls back: that writer's bytes are the same bytes."""
+async def copy_reports(conn: db.Connection, epoch: int, agents: Sequence[str],
+                       envelopes: Sequence[bytes]) -> None:
+    """Write one epoch's reports (COPY: the fastest way in), in the caller's transaction
+    (:func:`bureau.storage.epochs.store_epoch`). If another writer stored this epoch
+    first, COPY fails on the primary key (:data:`AlreadyStored`) and the transaction
+    rolls back: that writer's bytes are the same bytes."""
     await conn.copy_records_to_table(
         "reports", records=[(a, epoch, e) for a, e in zip(agents, envelopes, strict=True)],
         columns=("agent", "epoch", "envelope"))
-    await store_checkpoint(conn, epoch, checkpoint)
 
 
-async def store_checkpoint(conn: db.Connection, epoch: int, checkpoint: bytes) -> None:
+async def insert_checkpoint(conn: db.Connection, epoch: int, checkpoint: bytes) -> None:
     """Write an epoch's checkpoint, with the rows the public listings read of it
-    (:mod:`bureau.storage.public_rows`, built from its reports here, once): from then on
-    its reports are served. Another writer's checkpoint of the same epoch is the same
-    bytes."""
+    (:mod:`bureau.storage.public_rows`, built from its reports here, once), in the
+    caller's transaction: from then on its reports are served. Another writer's
+    checkpoint of the same epoch is the same bytes."""
     await public_rows.build(conn, epoch)
     await conn.execute("INSERT INTO checkpoints (epoch, envelope) VALUES ($1, $2)"
                        " ON CONFLICT DO NOTHING", epoch, checkpoint)
 
 
-async def insert_reports(conn: db.Connection, epoch: int, agents: list[str],
-                         envelopes: list[bytes]) -> None:
-    """Write some of one epoch's reports, in a transaction of their own, by a report
-    worker (bureau.views.shards). A report already there (a build that died before
-    its checkpoint, or another writer) is the same bytes: it is left as it is."""
+async def insert_reports(conn: db.Connection, epoch: int, agents: Sequence[str],
+                         envelopes: Sequence[bytes]) -> None:
+    """Write some of one epoch's reports, in the caller's transaction: a report worker's
+    (:func:`bureau.storage.epochs.store_reports`). A report already there (a build that
+    died before its checkpoint, or another writer) is the same bytes: it is left as it
+    is."""
     await conn.execute(
         "INSERT INTO reports (agent, epoch, envelope) SELECT a, $2, e"
         " FROM unnest($1::text[], $3::bytea[]) AS t(a, e) ON CONFLICT DO NOTHING",

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import nacl.signing
 
 from bureau import ledger_keys, metrics
-from bureau.errors import InternalError
 from bureau.storage import db
 from bureau.storage import heads as head_rows
+from bureau.storage.heads import InconsistentHead as InconsistentHead  # its callers' name
 from bureau.storage.tree import node_arrays
 from bureau.transparency.tree import fetch_nodes
 from reporters import wire
@@ -57,10 +57,6 @@ class LogKey:
 
     def sign(self, size: int, root: bytes) -> str:
         return sign_checkpoint(Checkpoint(self.origin, size, root), self.signer)
-
-
-class InconsistentHead(InternalError):
-    """The tree no longer extends a head the bureau published: nothing is signed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,11 +108,7 @@ async def store(conn: db.Connection, log: LogKey, size: int, root: bytes) -> str
     (:class:`~bureau.ledger_keys.NotInForce`)."""
     await ledger_keys.require_in_force(conn, log.key_id, size)
     note = log.sign(size, root)
-    stored = await head_rows.keep(conn, size, root, note)
-    if stored is not None and stored != root:
-        metrics.TREE_HEAD_REFUSALS.inc()
-        raise InconsistentHead(f"a head of size {size} was published with root "
-                               f"{stored.hex()}; the tree now has {root.hex()}")
+    await head_rows.keep_consistent(conn, size, root, note)
     return note
 
 

@@ -1,15 +1,18 @@
 """The report builder (SPEC §8): for each sealed epoch, in order, bring the deriver up
-to the seal's ``seq``, sign every agent's report and the epoch's checkpoint with the
-bureau key, and store them in one transaction (the checkpoint row therefore also says
+to the seal's ``seq``, sign every agent's report and card statement, the epoch's
+settlement, checkpoint and note with the bureau key, and store them in one transaction
+(:func:`bureau.storage.epochs.store_epoch`; the checkpoint row, written last, also says
 "this epoch's reports are complete").
+
+A build reads like a sentence: read the sealed epoch once (its policy and the tree's
+root at the seal: :class:`SealedEpoch`), derive and sign its reports, sign the rest
+(:meth:`ReportBuilder.sign_rest`), store it all (storage owns the transaction).
 
 Every byte is a function of the entries: payloads are canonical JSON, Ed25519 is
 deterministic, so any process (or ``bureau rebuild``) signing the same epoch writes the
-same bytes, and ``ON CONFLICT DO NOTHING`` makes a second writer harmless. Each report's
-card statement (bureau.views.cards) is signed with it and stored in the same
-transaction as the checkpoint.
+same bytes, and ``ON CONFLICT DO NOTHING`` makes a second writer harmless.
 
-Each epoch is scored by its own policy (:mod:`bureau.views.policies`). The deriver is
+Each epoch is scored by its own policy (:mod:`bureau.evidence.policies`). The deriver is
 bound to one policy: when the next epoch to build has another, it starts again from
 entry 1 under the new one (a policy change is rare, and one cold derivation costs what
 the first seal of a ledger does; keeping a deriver per policy would double the memory
@@ -19,28 +22,45 @@ and the work of every seal instead). docs/epochs-and-reports.md has the figures.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import nacl.signing
 
 from bureau import ledger_keys, metrics
-from bureau.scoring.policy import Policy
-from bureau.settlement.settle import settle_epoch
-from bureau.storage import cards as card_store
+from bureau.evidence.policies import EpochPolicy, policy_of_epoch
+from bureau.settlement.earn import Records
+from bureau.settlement.settle import sign_settlement
 from bureau.storage import db
-from bureau.storage.reports import AlreadyStored, Seal, seals, store_checkpoint, store_epoch
-from bureau.transparency import heads
+from bureau.storage.epochs import EpochNote, SignedEpoch, store_checkpoint, store_epoch
+from bureau.storage.reports import AlreadyStored, Seal, seals
 from bureau.transparency.heads import LogKey
 from bureau.transparency.tree import root_at
 from bureau.views.cards import sign_cards
 from bureau.views.derive import Deriver, advance
-from bureau.views.policies import policy_of_epoch
 from bureau.views.shards import ShardPool
 from bureau.views.sign import REPORT_TYPE, sign_checkpoint, sign_many
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class SealedEpoch:
+    """One sealed epoch as it is built: its seal, the policy that scores it (and its
+    hash), and the tree's root at the seal, which its checkpoint and its note both
+    carry: each read once per build."""
+
+    seal: Seal
+    scored_by: EpochPolicy
+    root: bytes
+
+    @classmethod
+    async def read(cls, conn: db.Connection, seal: Seal) -> SealedEpoch:
+        return cls(seal, await policy_of_epoch(conn, seal.epoch, seal.last_seq),
+                   await root_at(conn, seal.last_seq))
 
 
 class ReportBuilder:
@@ -80,40 +100,39 @@ class ReportBuilder:
         if self._shards is not None:
             self._shards.reset()
 
-    def _deriver_for(self, policy: Policy, digest: str, upto: int) -> Deriver:
+    def _deriver_for(self, scored_by: EpochPolicy, upto: int) -> Deriver:
         """The deriver, started again from entry 1 when it is bound to another policy or
         is past ``upto`` (epochs are only ever built in order)."""
         d = self.deriver
-        if d is None or d.policy_hash != digest or d.seq > upto:
-            d = self.deriver = Deriver(policy, digest)
+        if d is None or d.policy_hash != scored_by.hash or d.seq > upto:
+            d = self.deriver = Deriver(scored_by.policy, scored_by.hash)
         return d
 
-    async def _checkpoint(self, conn: db.Connection, seal: Seal) -> bytes:
-        root = await root_at(conn, seal.last_seq)
-        return sign_checkpoint(self.key, seal.epoch, seal.last_seq, seal.head, root)
-
-    async def _store_note(self, conn: db.Connection, seal: Seal) -> None:
-        """The epoch's checkpoint as a signed note (SPEC §8.1), kept with every other
-        tree head, in the transaction that stores the checkpoint."""
-        await heads.store(conn, self.log_key, seal.last_seq, await root_at(conn, seal.last_seq))
+    def _checkpoint(self, sealed: SealedEpoch) -> bytes:
+        seal = sealed.seal
+        return sign_checkpoint(self.key, seal.epoch, seal.last_seq, seal.head, sealed.root)
 
     async def sign_epoch(self, conn: db.Connection,
                          seal: Seal) -> tuple[list[str], list[bytes], bytes]:
         """Agents, their signed report envelopes, and the checkpoint envelope."""
-        checkpoint = await self._checkpoint(conn, seal)
-        t0 = time.perf_counter()
-        policy, digest = await policy_of_epoch(conn, seal.epoch, seal.last_seq)
+        sealed = await SealedEpoch.read(conn, seal)
+        agents, envelopes = await self.sign_reports(conn, sealed)
+        return agents, envelopes, self._checkpoint(sealed)
+
+    async def sign_reports(self, conn: db.Connection,
+                           sealed: SealedEpoch) -> tuple[list[str], list[bytes]]:
+        """Every agent's signed report of the epoch, sorted by agent."""
+        seal, t0 = sealed.seal, time.perf_counter()
         if self._shards is not None:
-            agents, envelopes = await self._shards.sign_epoch(
-                seal.last_seq, seal.epoch, seal.head, digest)
+            agents, envelopes = await self._shards.sign_epoch(seal, sealed.scored_by.hash)
             log.info("epoch %d: derived and signed in %d processes in %.2f s", seal.epoch,
                      self._shards.shards, time.perf_counter() - t0)
-            return agents, envelopes, checkpoint
-        deriver = self._deriver_for(policy, digest, seal.last_seq)
+            return agents, envelopes
+        deriver = self._deriver_for(sealed.scored_by, seal.last_seq)
         await advance(conn, deriver, seal.last_seq)
         t1 = time.perf_counter()
 
-        def sign() -> tuple[list[str], list[bytes], bytes]:
+        def sign() -> tuple[list[str], list[bytes]]:
             agents, bodies = [], []
             for agent, body in deriver.payloads(seal.epoch, seal.last_seq, seal.head):
                 agents.append(agent)
@@ -122,9 +141,20 @@ class ReportBuilder:
             envelopes = sign_many(self.key, REPORT_TYPE, bodies, self._threads)
             log.info("epoch %d: derive %.2f s, payloads %.2f s, sign %.2f s", seal.epoch,
                      t1 - t0, t2 - t1, time.perf_counter() - t2)
-            return agents, envelopes, checkpoint
+            return agents, envelopes
 
         return await asyncio.to_thread(sign)
+
+    async def sign_rest(self, conn: db.Connection, sealed: SealedEpoch,
+                        records: Records) -> SignedEpoch:
+        """Everything of the epoch but its reports, signed: its note (SPEC §8.1: the
+        tree head at the seal, kept with every other tree head), its settlement (from
+        the evaluators' ``records`` as of the seal) and its checkpoint."""
+        seal, root = sealed.seal, sealed.root
+        note = EpochNote(seal.last_seq, root, self.log_key.sign(seal.last_seq, root))
+        settlement = await sign_settlement(conn, self.key, seal, sealed.scored_by.policy,
+                                           records)
+        return SignedEpoch(seal.epoch, note, settlement, self._checkpoint(sealed))
 
     async def build(self, conn: db.Connection, seal: Seal) -> int:
         """Build and store one sealed epoch; return the number of reports. Only with the
@@ -132,37 +162,35 @@ class ReportBuilder:
         :class:`~bureau.ledger_keys.NotInForce`, nothing signed)."""
         await ledger_keys.require_in_force(conn, self.log_key.key_id, seal.last_seq)
         start = time.perf_counter()
+        sealed = await SealedEpoch.read(conn, seal)
         if self._shards is not None:
-            # The workers insert the reports (and their cards); the checkpoint, last,
-            # makes them visible.
-            _, digest = await policy_of_epoch(conn, seal.epoch, seal.last_seq)
-            count = await self._shards.store_epoch(seal.last_seq, seal.epoch, seal.head,
-                                                   digest)
-            checkpoint = await self._checkpoint(conn, seal)
-            policy, _ = await policy_of_epoch(conn, seal.epoch, seal.last_seq)
-            async with db.transaction(conn, "store_checkpoint"):
-                await self._store_note(conn, seal)
-                await settle_epoch(conn, self.key, seal, policy, self._shards.book)
-                await store_checkpoint(conn, seal.epoch, checkpoint)
+            count = await self._build_in_workers(conn, sealed, self._shards)
         else:
-            agents, envelopes, checkpoint = await self.sign_epoch(conn, seal)
-            count = len(agents)
-            cards = await asyncio.to_thread(sign_cards, self.key, envelopes, self._threads)
-            assert self.deriver is not None
-            try:
-                async with db.transaction(conn, "store_epoch"):
-                    await self._store_note(conn, seal)
-                    await card_store.store(conn, seal.epoch, agents, cards)
-                    # before the checkpoint, which makes the epoch (and it) visible
-                    await settle_epoch(conn, self.key, seal, self.deriver.policy,
-                                       self.deriver.book)
-                    await store_epoch(conn, seal.epoch, agents, envelopes, checkpoint)
-            except AlreadyStored:
-                log.info("epoch %d: already stored by another writer", seal.epoch)
+            count = await self._build_here(conn, sealed)
         elapsed = time.perf_counter() - start
         metrics.REPORT_BUILD_SECONDS.observe(elapsed)
         log.info("epoch %d: %d reports signed and stored in %.2f s", seal.epoch, count,
                  elapsed)
+        return count
+
+    async def _build_here(self, conn: db.Connection, sealed: SealedEpoch) -> int:
+        agents, envelopes = await self.sign_reports(conn, sealed)
+        cards = await asyncio.to_thread(sign_cards, self.key, envelopes, self._threads)
+        assert self.deriver is not None
+        rest = await self.sign_rest(conn, sealed, self.deriver.book)
+        try:
+            await store_epoch(conn, dataclasses.replace(
+                rest, agents=agents, reports=envelopes, cards=cards))
+        except AlreadyStored:
+            log.info("epoch %d: already stored by another writer", sealed.seal.epoch)
+        return len(agents)
+
+    async def _build_in_workers(self, conn: db.Connection, sealed: SealedEpoch,
+                                shards: ShardPool) -> int:
+        # The workers insert the reports (and their cards); the checkpoint, last, makes
+        # them visible.
+        count = await shards.store_epoch(sealed.seal, sealed.scored_by.hash)
+        await store_checkpoint(conn, await self.sign_rest(conn, sealed, shards.book))
         return count
 
     async def build_pending(self, conn: db.Connection) -> list[int]:

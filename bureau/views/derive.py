@@ -1,15 +1,16 @@
 """Incremental derivation: every agent's report as of a seq, updated entry by entry.
 
-Two paths, one definition. The reference path (:func:`reference_payloads`, at the end
-of this module) scores the whole ledger at every seal; it is what a report *is*. The
-:class:`Deriver` computes exactly the same bytes but pays, at each seal, for what
-changed since the previous one:
+Two paths, one definition. The reference path
+(:func:`bureau.views.reference.reference_payloads`) scores the whole ledger at every
+seal; it is what a report *is*. The :class:`Deriver` computes exactly the same bytes but
+pays, at each seal, for what changed since the previous one:
 
-* **Clusters.** An agent's entries fall into clusters that never influence each other:
-  everything about one ``(reporter, interaction, subject)`` — or, for an engagement,
-  about every interaction of ``(reporter, engagement, subject)``. Units of the scoring
-  library never span two clusters, so :func:`~bureau.scoring.outcomes.resolve_all` on
-  the changed clusters gives the same resolutions as on the whole agent. A new entry
+* **Clusters** (:mod:`bureau.views.clusters`). An agent's entries fall into clusters
+  that never influence each other: everything about one
+  ``(reporter, interaction, subject)`` — or, for an engagement, about every interaction
+  of ``(reporter, engagement, subject)``. Units of the scoring library never span two
+  clusters, so :func:`~bureau.scoring.outcomes.resolve_all` on the changed clusters
+  gives the same resolutions as on the whole agent. A new entry
   re-resolves its one cluster.
 * **Evaluators.** An evaluator's record is a sum over the interactions it attested,
   kept one contribution at a time (:mod:`bureau.views.contributions`); the sums and the
@@ -25,7 +26,7 @@ changed since the previous one:
   an entry is in several files (an attestation is in its evaluator's and its subject's),
   and a report shard reads the files of its own agents.
 
-``tests/reports/test_derive_equivalence.py`` holds this path and the reference equal,
+``tests/views/test_derive_equivalence.py`` holds this path and the reference equal,
 byte for byte, at every seal of randomised ledgers with engagements, probes before
 their facts, constant raters and exclusions.
 """
@@ -36,14 +37,9 @@ import asyncio
 import contextlib
 import gc
 from collections.abc import AsyncGenerator, Iterable, Iterator
-from typing import Any
 
-from bureau.reads.files import FileRoots, Membership, load_files, read_files
-from bureau.scoring import (
-    build_report_payload,
-    evaluator_table,
-    split_by_agent,
-)
+from bureau.evidence.entries import EntrySpan, read_with_targets
+from bureau.reads.files import FileRoots, Membership, read_files
 from bureau.scoring.book import EvaluatorBook
 from bureau.scoring.distrust import Distrust, distrusted_ids, step
 from bureau.scoring.evaluators import (
@@ -76,28 +72,10 @@ from bureau.scoring.truth import (
     truth_index,
 )
 from bureau.storage import db
-from bureau.storage.reports import Seal
+from bureau.views.clusters import Chain, Cluster, ClusterKey, Evidential, fixed_of, shared
 from bureau.views.contributions import Contributions
-from bureau.views.evidence import (
-    LedgerEvidence,
-    load_evidence,
-    read_with_targets,
-)
-from bureau.views.parts import (
-    AgentState,
-    Chain,
-    Cluster,
-    ClusterKey,
-    Decisions,
-    Evidential,
-    evidence_part,
-    fixed_of,
-    seal_part,
-    shared,
-)
-from bureau.views.policies import policy_of_epoch
-from reporters import wire
-from reporters.tlog.evidence import evidence_root
+from bureau.views.decisions import Decisions
+from bureau.views.parts import AgentState, evidence_part, seal_part
 
 _KIND_LABEL = {Fact: "fact", Probe: "probe", Attestation: "attestation",
                ValueJudgment: "value_judgment"}
@@ -280,12 +258,12 @@ class Deriver:
             atts.extend(cl.atts)
             vjs.extend(cl.vjs)
             cl.fixed, cl.chains = (), ()
+        ev = Evidence(tuple(facts), tuple(probes), tuple(atts), tuple(vjs), ())
         aside = excluded
         if self.distrust and any(k[1] in self.distrust for k in ckeys):
-            extra = distrusted_ids(facts, probes, atts, vjs, self.distrust, excluded)
+            extra = distrusted_ids(ev, self.distrust, excluded)
             if extra:
                 aside = {**excluded, **extra}
-        ev = Evidence(tuple(facts), tuple(probes), tuple(atts), tuple(vjs), ())
         for unit in build_units(ev, aside):
             key = unit.key
             home = st.clusters[key if key[0] == "e" else self.ikey_cluster.get(
@@ -387,9 +365,10 @@ async def feed(conn: db.Connection, deriver: Deriver, upto: int, *,
     while this one is applied in a worker thread, and the event loop keeps serving."""
     count = 0
     with long_lived_objects():
-        async for rows in read_files(conn, deriver.seq, upto, shard=shard):
+        span = EntrySpan(deriver.seq, upto, shard)
+        async for rows in read_files(conn, span):
             await asyncio.to_thread(deriver.add_files, rows)
-        chunks = read_with_targets(conn, deriver.seq, upto, shard)
+        chunks = read_with_targets(conn, span)
         assert isinstance(chunks, AsyncGenerator)
         pending = asyncio.ensure_future(anext(chunks, None))
         try:
@@ -412,39 +391,3 @@ async def advance(conn: db.Connection, deriver: Deriver, upto: int) -> int:
     with long_lived_objects():
         await asyncio.to_thread(deriver.reweigh)
     return count
-
-
-# ----------------------------------------------------------------- the reference path
-
-
-def reference_payloads(ev_items: LedgerEvidence, epoch: int, seq: int, head: str,
-                       policy: Policy, policy_hash: str, *,
-                       files: dict[str, list[tuple[int, str]]],
-                       ) -> list[tuple[str, dict[str, Any]]]:
-    """The definition of an epoch's reports: the scoring library over the whole ledger
-    up to the seal, under the epoch's policy, as ``bureau.scoring`` documents, and the
-    evidence root of each agent's whole file (``files``: (seq, entry id) in seq order),
-    computed by the very function an agent checks its report with. The deriver must
-    equal it."""
-    evidence = ev_items.evidence()
-    evaluators = evaluator_table(evidence, policy)
-    split = split_by_agent(evidence)
-    empty = Evidence(reporter_updates=evidence.reporter_updates)
-    payloads = []
-    for agent in ev_items.agents():
-        payload = build_report_payload(
-            agent, ev_items.names.get(agent), epoch, seq, head, policy, policy_hash,
-            split.get(agent, empty), evaluators, links=ev_items.links.get(agent, ()))
-        # not scoring: what the agent's file is, so the agent can hold the two together
-        payload["evidence"] = {"root": evidence_root(files.get(agent, ()), seq).hex()}
-        payloads.append((agent, payload))
-    return payloads
-
-
-async def reference_reports(conn: db.Connection, seal: Seal) -> list[tuple[str, bytes]]:
-    """An epoch's reports by the reference path, under the epoch's policy."""
-    policy, policy_hash = await policy_of_epoch(conn, seal.epoch, seal.last_seq)
-    ev = await load_evidence(conn, seal.last_seq)
-    files = await load_files(conn, seal.last_seq)
-    return [(a, wire.canonical_json_fast(p)) for a, p in reference_payloads(
-        ev, seal.epoch, seal.last_seq, seal.head, policy, policy_hash, files=files)]

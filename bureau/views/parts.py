@@ -17,11 +17,13 @@ order, and the report's keys are fixed, so the bytes of the whole are the bytes 
 parts in that order (``REPORT_KEYS``). The tests hold the result equal to
 ``wire.canonical_json`` of the reference payload.
 
+The counters are fed by clusters (:mod:`bureau.views.clusters`); the chains an
+evaluator's verdict may decide are decided at rescore (:mod:`bureau.views.decisions`).
 Scores are not computed here: the score arithmetic and rules 3–4 (the weight and
 value of an evaluator's verdict) are :mod:`bureau.scoring`'s, called with counted
 terms. What this module repeats of the scoring library is counting (``_reliability``,
 the outcome tallies of ``build_report_payload``);
-``tests/reports/test_derive_equivalence.py`` holds the two paths equal.
+``tests/views/test_derive_equivalence.py`` holds the two paths equal.
 """
 
 from __future__ import annotations
@@ -29,22 +31,15 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
-from bureau.scoring.evaluators import Weighing, default_weighing
-from bureau.scoring.inputs import (
-    EXCLUSION_REASONS,
-    Attestation,
-    Fact,
-    LinkList,
-    Probe,
-    ValueJudgment,
-)
-from bureau.scoring.outcomes import Resolution, Verdict, decide
+from bureau.scoring.inputs import EXCLUSION_REASONS, LinkList
 from bureau.scoring.policy import Policy
 from bureau.scoring.report import REPORTER_RULES, nearest_rank, rows_of
 from bureau.scoring.score import Term, score_terms
 from bureau.scoring.truth import InteractionKey, Truth
+from bureau.views.clusters import Chain, Cluster, ClusterKey, Fixed
+from bureau.views.decisions import Decisions
 from reporters import wire
 from reporters.tlog.merkle import EMPTY_ROOT
 
@@ -81,89 +76,6 @@ def _unodd(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _unodd(v) for k, v in value.items()}
     return float(value) if isinstance(value, _Odd) else value
-
-
-ClusterKey = tuple[str, str, str, str]  # ("i"|"e", reporter, interaction|engagement, subject)
-class Fixed(NamedTuple):
-    """What a resolution by reporter evidence (rules 1-2, 5-8) adds to the report.
-    There are a few hundred distinct ones, so they are shared instead of keeping
-    ~0.2 KiB of Resolution and Unit per interaction."""
-
-    code: str | None
-    scored: bool
-    weight: float
-    value: float
-    rule: int
-    reporter: str
-
-
-class Chain(NamedTuple):
-    """A unit that an evaluator's verdict may decide (rules 3-4). Which verdict decides,
-    and with what weight, follows the evaluators' current weighings, so it is worked out
-    at rescore."""
-
-    verdicts: tuple[Verdict, ...]  # its candidate verdicts, in rule order
-    rest: Fixed  # what decides it if no verdict does (rules 5-8)
-_SHARED: dict[tuple[Any, ...], Any] = {}
-
-
-def shared(value: Any) -> Any:
-    """One shared copy of an immutable value that repeats endlessly."""
-    return _SHARED.setdefault(value, value)
-
-
-def fixed_of(r: Resolution) -> Fixed:
-    f = Fixed(code=r.code, scored=r.scored, weight=r.weight,
-              value=r.value if r.value is not None else 0.0, rule=r.rule,
-              reporter=r.unit.reporter)
-    return shared(f)  # type: ignore[no-any-return]
-
-
-Evidential = Fact | Probe | Attestation | ValueJudgment
-
-
-class Cluster:
-    """Entries about one interaction (or one engagement) of one agent: nothing outside
-    a cluster changes how its units resolve."""
-
-    __slots__ = ("atts", "chains", "counted_facts", "counted_probes", "distrusted", "facts",
-                 "fixed", "probes", "vjs")
-
-    def __init__(self) -> None:
-        self.facts: tuple[Fact, ...] = ()
-        self.probes: tuple[Probe, ...] = ()
-        self.atts: tuple[Attestation, ...] = ()
-        self.vjs: tuple[ValueJudgment, ...] = ()
-        # what its units resolved to, last time
-        self.fixed: tuple[Fixed, ...] = ()
-        self.chains: tuple[Chain, ...] = ()
-        # what the agent's counters hold of this cluster: its counted facts and probes
-        # as of its last resolution (the same tuples when none is set aside), and how
-        # many of its entries distrust set aside
-        self.counted_facts: tuple[Fact, ...] = ()
-        self.counted_probes: tuple[Probe, ...] = ()
-        self.distrusted = 0
-
-    def add(self, item: Evidential) -> None:
-        if isinstance(item, Fact):
-            self.facts += (item,)
-        elif isinstance(item, Probe):
-            self.probes += (item,)
-        elif isinstance(item, Attestation):
-            self.atts += (item,)
-        else:
-            self.vjs += (item,)
-
-    def absorb(self, other: Cluster) -> None:
-        for group in (other.facts, other.probes, other.atts, other.vjs):
-            for item in group:
-                self.add(item)
-
-    @property
-    def counted(self) -> bool:
-        """Whether the agent's counters hold anything of this cluster."""
-        return bool(self.fixed or self.chains or self.counted_facts or self.counted_probes
-                    or self.distrusted)
 
 
 class AgentState:
@@ -403,74 +315,6 @@ class _Base:
         self.unscored = unscored
         self.tally = tally
         self.reporters = reporters
-
-
-class ChainTerm(NamedTuple):
-    """The score term a decided chain gives."""
-
-    weight: float
-    value: float
-    rule: int
-    evaluator: str | None  # None: decided by reporter evidence
-    provisional: bool
-
-
-class Decided(NamedTuple):
-    """What a chain comes to (see :class:`Decisions`)."""
-
-    listed: str | None  # the code it adds to ``outcomes``
-    unlisted: tuple[str, ...]  # the codes it adds to ``unscored``
-    term: ChainTerm | None  # its score term
-    reporter_value: tuple[str, float] | None  # (reporter, value) for the ``reporters`` rows
-
-
-class Decisions:
-    """What each chain comes to under the evaluators' weighings of one seal, worked out
-    once for every agent that holds it (chains name no subject, so agents share them)."""
-
-    def __init__(self, policy: Policy, weights: dict[str, Weighing]) -> None:
-        self.policy = policy
-        self.weights = weights
-        self.default = default_weighing(policy)
-        self._cache: dict[Chain, Decided] = {}
-
-    def weighing(self, evaluator: str) -> Weighing:
-        return self.weights.get(evaluator, self.default)
-
-    def of(self, chain: Chain) -> Decided:
-        got = self._cache.get(chain)
-        if got is None:
-            got = self._cache[chain] = self._decide(chain)
-        return got
-
-    def _decide(self, chain: Chain) -> Decided:
-        verdicts, rest = chain
-        index, weight, value, _, passed = decide(verdicts, self.weighing, self.policy)
-        if index >= 0:
-            verdict = verdicts[index]
-            code, rule = verdict.code, verdict.rule
-            if value is None:  # an unscored code (DECLINED): it decides, unscored
-                return Decided(listed=None, unlisted=(*passed, code), term=None,
-                               reporter_value=None)
-            term = ChainTerm(weight=weight, value=value, rule=rule,
-                             evaluator=verdict.evaluator,
-                             provisional=self.weighing(verdict.evaluator).provisional)
-            # a v3 admission weighed by a verdict is still the reporter's evidence
-            rep = (rest.reporter, value) if rule in REPORTER_RULES else None
-            # a verdict of weight 0 that still decides (v1) is listed under unscored
-            if weight > 0:
-                return Decided(listed=code, unlisted=passed, term=term, reporter_value=rep)
-            return Decided(listed=None, unlisted=(*passed, code), term=term,
-                           reporter_value=rep)
-        scored = rest.scored
-        listed = rest.code if rest.code is not None and scored and rest.weight > 0 else None
-        unlisted = passed if rest.code is None or listed is not None else (*passed, rest.code)
-        return Decided(
-            listed=listed, unlisted=unlisted,
-            term=ChainTerm(weight=rest.weight, value=rest.value, rule=rest.rule,
-                           evaluator=None, provisional=False) if scored else None,
-            reporter_value=(rest.reporter, rest.value)
-            if scored and rest.rule in REPORTER_RULES else None)
 
 
 def evidence_part(root: bytes) -> bytes:

@@ -3,7 +3,7 @@
 One Python process scores one core's worth. Everything a report says is a function of
 the entries about its agent, except evaluator weights, which are sums over every agent
 an evaluator attested (:class:`bureau.scoring.evaluators.EvaluatorBook`). So the agents are split
-by their key (``SHARD_OF_ENTRY`` in :mod:`bureau.views.evidence`, computed by PostgreSQL on
+by their key (``SHARD_OF_ENTRY`` in :mod:`bureau.storage.entries`, computed by PostgreSQL on
 the ``subject`` column), and each worker process:
 
 1. **advance** — reads the new entries about its agents on its own connection, applies
@@ -16,8 +16,8 @@ the ``subject`` column), and each worker process:
    this process writes once every worker is done.
 
 The bytes are those of one :class:`~bureau.views.derive.Deriver` over every agent;
-``tests/reports/test_derive_equivalence.py`` holds the split equal to the reference,
-and ``tests/reports/test_report_shards.py`` the processes equal to one process.
+``tests/views/test_derive_equivalence.py`` holds the split equal to the reference,
+and ``tests/views/test_report_shards.py`` the processes equal to one process.
 
 Workers live as long as the builder; if one dies, the builder fails the epoch, the
 sealer resets it (which stops the others) and the next pass starts fresh workers from
@@ -44,9 +44,9 @@ from bureau.errors import InternalError
 from bureau.scoring.book import EvaluatorBook
 from bureau.scoring.evaluators import Weighing
 from bureau.scoring.policy import policy_by_hash
-from bureau.storage import cards as card_store
 from bureau.storage import db, locks
-from bureau.storage.reports import insert_reports
+from bureau.storage.epochs import store_reports
+from bureau.storage.reports import Seal
 from bureau.views.cards import sign_statements
 from bureau.views.derive import Deriver, feed, long_lived_objects
 from bureau.views.sign import REPORT_TYPE, sign_many
@@ -152,10 +152,9 @@ class ShardPool:
         self._book = EvaluatorBook(policy_by_hash(policy)[0])
         for i in range(self.shards):
             mine, theirs = _CONTEXT.Pipe()
+            spec = WorkerSpec(self.dsn, (i, self.shards), self._seed, policy)
             proc = _CONTEXT.Process(target=_worker_main, name=f"bureau-reports-{i}",
-                                    args=(theirs, self.dsn, i, self.shards, self._seed,
-                                          policy),
-                                    daemon=True)
+                                    args=(theirs, spec), daemon=True)
             proc.start()
             theirs.close()
             self._workers.append((proc, mine))
@@ -181,22 +180,21 @@ class ShardPool:
             done.append(reply)
         return done
 
-    async def sign_epoch(self, upto: int, epoch: int, head: str, policy: str,
-                         ) -> tuple[list[str], list[bytes]]:
-        """Every agent's signed report as of entry ``upto`` under ``policy`` (its hash),
+    async def sign_epoch(self, seal: Seal, policy: str) -> tuple[list[str], list[bytes]]:
+        """Every agent's signed report of the sealed epoch under ``policy`` (its hash),
         sorted by agent."""
-        signed = await self._run(upto, epoch, head, policy, store=False)
+        signed = await self._run(seal, policy, store=False)
         merged = sorted(pair for part in signed for pair in part)
         return [a for a, _ in merged], [e for _, e in merged]
 
-    async def store_epoch(self, upto: int, epoch: int, head: str, policy: str) -> int:
-        """Have every worker sign its agents' reports and insert them itself (none of
-        them is visible before the caller writes the epoch's checkpoint); return how
-        many reports the epoch has."""
-        return sum(await self._run(upto, epoch, head, policy, store=True))
+    async def store_epoch(self, seal: Seal, policy: str) -> int:
+        """Have every worker sign its agents' reports of the sealed epoch and insert them
+        itself (none of them is visible before the caller writes the epoch's
+        checkpoint); return how many reports the epoch has."""
+        return sum(await self._run(seal, policy, store=True))
 
-    async def _run(self, upto: int, epoch: int, head: str, policy: str, *,
-                   store: bool) -> list[Any]:
+    async def _run(self, seal: Seal, policy: str, *, store: bool) -> list[Any]:
+        upto, epoch = seal.last_seq, seal.epoch
         if self.seq > upto or (self.policy is not None and self.policy != policy):
             # epochs are built in order, each under its policy: an older epoch or
             # another policy means starting over from entry 1
@@ -208,8 +206,8 @@ class ShardPool:
         t1 = time.perf_counter()
         changed = self._book.update((i, done.value) for i, done in enumerate(advanced))
         t2 = time.perf_counter()
-        signed = await self._ask(Sign(changed=changed, epoch=epoch, upto=upto, head=head,
-                                      store=store))
+        signed = await self._ask(Sign(changed=changed, epoch=epoch, upto=upto,
+                                      head=seal.head, store=store))
         t3 = time.perf_counter()
         self.seq = upto
         log.info("epoch %d: read and resolve %.2f s (workers: %s), evaluators %.2f s, "
@@ -265,15 +263,26 @@ def _reply(proc: BaseProcess, pipe: Connection) -> Done:
 # --------------------------------------------------------------------------- worker
 
 
-def _worker_main(pipe: Connection, dsn: str, shard: int, shards: int, seed: bytes,
-                 policy: str) -> None:
+@dataclass(frozen=True, slots=True)
+class WorkerSpec:
+    """What a worker process starts from (sent to it pickled): the database it reads,
+    its shard ``(i, n)`` of the agents, the bureau key's seed, and the hash of the
+    policy it derives under."""
+
+    dsn: str
+    shard: tuple[int, int]
+    seed: bytes
+    policy: str
+
+
+def _worker_main(pipe: Connection, spec: WorkerSpec) -> None:
     # Ctrl-C reaches the whole process group; the parent decides when workers stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # A spawned process has no logging of its own: lines like the service's, on the
     # standard error it shares with it.
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(_serve(pipe, dsn, shard, shards, nacl.signing.SigningKey(seed), policy))
+    asyncio.run(_serve(pipe, spec))
 
 
 async def _connected(conn: db.Connection | None, dsn: str,
@@ -296,10 +305,10 @@ async def _connected(conn: db.Connection | None, dsn: str,
     return await link.connect(lambda: db.connect(dsn))
 
 
-async def _serve(pipe: Connection, dsn: str, shard: int, shards: int,
-                 key: nacl.signing.SigningKey, policy: str) -> None:
-    deriver = Deriver(policy_by_hash(policy)[0], policy)
-    link = db.Link(f"report worker {shard}")
+async def _serve(pipe: Connection, spec: WorkerSpec) -> None:
+    key = nacl.signing.SigningKey(spec.seed)
+    deriver = Deriver(policy_by_hash(spec.policy)[0], spec.policy)
+    link = db.Link(f"report worker {spec.shard[0]}")
     conn: db.Connection | None = None
     try:
         while True:
@@ -310,11 +319,11 @@ async def _serve(pipe: Connection, dsn: str, shard: int, shards: int,
             try:
                 if isinstance(message, Stop):
                     return
-                conn = await _connected(conn, dsn, link)
+                conn = await _connected(conn, spec.dsn, link)
                 t0 = time.perf_counter()
                 value: Any
                 if isinstance(message, Advance):
-                    await feed(conn, deriver, message.upto, shard=(shard, shards))
+                    await feed(conn, deriver, message.upto, shard=spec.shard)
                     t1 = time.perf_counter()
                     with long_lived_objects():
                         value = deriver.reweigh_local()
@@ -330,9 +339,7 @@ async def _serve(pipe: Connection, dsn: str, shard: int, shards: int,
                     envelopes = sign_many(key, REPORT_TYPE, bodies)
                     if message.store:
                         cards = sign_statements(key, bodies)
-                        async with db.transaction(conn, "store_reports"):
-                            await insert_reports(conn, message.epoch, agents, envelopes)
-                            await card_store.store(conn, message.epoch, agents, cards)
+                        await store_reports(conn, message.epoch, agents, envelopes, cards)
                         value = len(agents)
                     else:
                         value = list(zip(agents, envelopes, strict=True))

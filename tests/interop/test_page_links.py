@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 
-from bureau.http.pages import agent_page
+from bureau.http.pages import PageSite, agent_page
 from tests.interop.support import IDENTITY, PUBLIC_URL, Linked
 from tests.pages.test_render import HOURS_6, report
 
@@ -15,7 +15,7 @@ def test_links_are_shown_as_claims_with_how_to_confirm() -> None:
     links = [{"kind": "erc8004", "registry": f"eip155:8453:{IDENTITY}", "agent_id": "22"},
              {"kind": "a2a", "card": "https://agent.example/card?a=1&b=<2>"},
              {"kind": "mcp", "server": "io.github.agent/weather"}]
-    page = agent_page(report(agent=agent, links=links), b"{}", "k", PUBLIC_URL, HOURS_6)
+    page = agent_page(report(agent=agent, links=links), b"{}", PageSite("k", HOURS_6, PUBLIC_URL))
     assert "Links the agent claims" in page and "<strong>own claims</strong>" in page
     assert "checked their form only" in page
     assert "tokenURI(22)" in page and IDENTITY in page and "chain 8453" in page
@@ -26,9 +26,9 @@ def test_links_are_shown_as_claims_with_how_to_confirm() -> None:
 
 
 def test_no_links_is_said_plainly() -> None:
-    page = agent_page(report(links=[]), b"{}", "k", PUBLIC_URL, HOURS_6)
+    page = agent_page(report(links=[]), b"{}", PageSite("k", HOURS_6, PUBLIC_URL))
     assert "links no identity elsewhere" in page
-    page = agent_page(report(), b"{}", "k", None, HOURS_6)  # a report without the key
+    page = agent_page(report(), b"{}", PageSite("k", HOURS_6))  # a report without the key
     assert "links no identity elsewhere" in page
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import asyncpg
 
+from bureau.evidence import policies
 from bureau.kinds import GENESIS, POLICY
-from bureau.views import policies
 from tests.support import BureauUnderTest
 
 

@@ -16,7 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bureau.scoring import build_report_payload, evaluator_table, split_by_agent
+from bureau.scoring import (
+    EpochScoring,
+    ReportInputs,
+    build_report_payload,
+    evaluator_table,
+    split_by_agent,
+)
 from bureau.scoring.inputs import (
     Attestation,
     Engagement,
@@ -98,8 +104,8 @@ def report(world: World, agent: str, policy: Policy) -> dict[str, Any]:
     """``agent``'s report payload over the whole world."""
     ev = world.evidence()
     mine = split_by_agent(ev).get(agent, replace(Evidence(), reporter_updates=ev.reporter_updates))
-    return build_report_payload(agent, None, 1, world.seq, HEAD, policy, "-", mine,
-                                evaluator_table(ev, policy))
+    return build_report_payload(ReportInputs(agent, mine, EpochScoring(
+        1, world.seq, HEAD, policy, "-", evaluator_table(ev, policy))))
 
 
 # --------------------------------------------------------------------------- targets

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from bureau.scoring import build_report_payload
+from bureau.scoring import EpochScoring, ReportInputs, build_report_payload
 from bureau.scoring.evaluators import evaluator_table
 from bureau.scoring.inputs import Exclusion
 from bureau.scoring.policy import (
@@ -217,6 +217,6 @@ def test_an_entry_set_aside_twice_counts_once_as_its_exclusion() -> None:
     since = _lying_reporter(w)
     w.distrust("ed25519:rogue", since)
     ev = replace(w.evidence(), exclusions=(Exclusion(w.facts[1].entry_id, "disputed"),))
-    r = build_report_payload(TARGET, None, 1, w.seq, "00" * 32, policy_v2(), "-", ev,
-                             evaluator_table(ev, policy_v2()))
+    r = build_report_payload(ReportInputs(TARGET, ev, EpochScoring(
+        1, w.seq, "00" * 32, policy_v2(), "-", evaluator_table(ev, policy_v2()))))
     assert r["excluded"] == {"self_dealing": 0, "disputed": 1, "distrusted": 3}

@@ -19,7 +19,12 @@ from bureau.scoring.inputs import (
     ValueJudgment,
 )
 from bureau.scoring.policy import policy_hash, policy_v1
-from bureau.scoring.report import build_explain_payload, build_report_payload
+from bureau.scoring.report import (
+    EpochScoring,
+    ReportInputs,
+    build_explain_payload,
+    build_report_payload,
+)
 from reporters.wire import canonical_json
 from tests.scoring.builders import HEAD, REP, A, B, att, fact
 
@@ -93,19 +98,11 @@ def _mixed_evidence() -> Evidence:
 
 def _all_bytes(ev: Evidence) -> bytes:
     policy = policy_v1()
-    table = evaluator_table(ev, policy)
+    scoring = EpochScoring(1, 9, HEAD, policy, policy_hash(), evaluator_table(ev, policy))
     out = []
     for agent, mine in split_by_agent(ev).items():
-        out.append(
-            canonical_json(
-                build_report_payload(agent, None, 1, 9, HEAD, policy, policy_hash(), mine, table)
-            )
-        )
-        out.append(
-            canonical_json(
-                build_explain_payload(agent, 1, 9, HEAD, policy, policy_hash(), mine, table)
-            )
-        )
+        out.append(canonical_json(build_report_payload(ReportInputs(agent, mine, scoring))))
+        out.append(canonical_json(build_explain_payload(ReportInputs(agent, mine, scoring))))
     return b"\n".join(out)
 
 
@@ -134,12 +131,12 @@ def test_shuffled_input_gives_identical_bytes(rnd: random.Random) -> None:
 def test_split_by_agent_matches_whole_ledger_scoring() -> None:
     ev = _mixed_evidence()
     policy = policy_v1()
-    table = evaluator_table(ev, policy)
+    scoring = EpochScoring(1, 9, HEAD, policy, policy_hash(), evaluator_table(ev, policy))
     parts = split_by_agent(ev)
     assert set(parts) == {A, B}
     for agent, mine in parts.items():
-        whole = build_report_payload(agent, None, 1, 9, HEAD, policy, policy_hash(), ev, table)
-        part = build_report_payload(agent, None, 1, 9, HEAD, policy, policy_hash(), mine, table)
+        whole = build_report_payload(ReportInputs(agent, ev, scoring))
+        part = build_report_payload(ReportInputs(agent, mine, scoring))
         assert canonical_json(whole) == canonical_json(part)
         assert all(f.subject == agent for f in mine.facts)
     assert parts[A].exclusions == (Exclusion("a105", "disputed"),)  # i5 is about A

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bureau.scoring.evaluators import evaluator_table
+from bureau.scoring.evaluators import EvaluatorStats, evaluator_table
 from bureau.scoring.inputs import (
     EMPTY_EVIDENCE,
     Attestation,
@@ -20,6 +20,8 @@ from bureau.scoring.inputs import (
 )
 from bureau.scoring.policy import policy_hash, policy_v1
 from bureau.scoring.report import (
+    EpochScoring,
+    ReportInputs,
     build_explain_payload,
     build_report_payload,
     score_agent,
@@ -31,10 +33,17 @@ from tests.scoring.builders import HEAD, REP, A, att, fact
 
 def report(evidence: Evidence, agent: str = A) -> dict[str, Any]:
     policy = policy_v1()
-    table = evaluator_table(evidence, policy)
-    return build_report_payload(
-        agent, "Agent A", 3, 99, HEAD, policy, policy_hash(), evidence, table
-    )
+    scoring = EpochScoring(3, 99, HEAD, policy, policy_hash(), evaluator_table(evidence, policy))
+    return build_report_payload(ReportInputs(agent, evidence, scoring, name="Agent A"))
+
+
+def explain(evidence: Evidence, table: dict[str, EvaluatorStats] | None = None,
+            ) -> dict[str, Any]:
+    """``A``'s explanation under v1 (``table``: the evaluators' over ``evidence``)."""
+    policy = policy_v1()
+    table = evaluator_table(evidence, policy) if table is None else table
+    return build_explain_payload(ReportInputs(A, evidence, EpochScoring(
+        3, 99, HEAD, policy, policy_hash(), table)))
 
 
 def test_report_has_exactly_the_spec_shape() -> None:
@@ -118,8 +127,7 @@ def test_score_null_with_no_evidence() -> None:
         "promises": {},
     }
     assert set(r["outcomes"].values()) == {0}
-    policy = policy_v1()
-    ex = build_explain_payload(A, 3, 99, HEAD, policy, policy_hash(), EMPTY_EVIDENCE, {})
+    ex = explain(EMPTY_EVIDENCE, {})
     assert ex["score"] is None and ex["score_reason"] == NO_SCORED_EVIDENCE
 
 
@@ -268,9 +276,7 @@ def test_exclusions_honoured_and_counted() -> None:
     assert r["reliability"]["observed"] == 2
     assert r["outcomes"]["ACCEPTED"] == 0 and r["outcomes"]["NO_RESPONSE"] == 0
     assert r["outcomes"]["FAILED_DISCOVERED"] == 1
-    ex = build_explain_payload(
-        A, 3, 99, HEAD, policy_v1(), policy_hash(), ev, evaluator_table(ev, policy_v1())
-    )
+    ex = explain(ev)
     assert [(e["entry"], e["kind"], e["reason"]) for e in ex["excluded"]] == [
         ("f2", "fact", "disputed"),
         ("a4", "attestation", "self_dealing"),
@@ -286,9 +292,7 @@ def test_explain_rows_use_pseudonyms() -> None:
             att(6, 3, "ACCEPTED_AFTER_CORRECTIONS", corrections=2),
         ),
     )
-    ex = build_explain_payload(
-        A, 3, 99, HEAD, policy_v1(), policy_hash(), ev, evaluator_table(ev, policy_v1())
-    )
+    ex = explain(ev)
     rows = ex["interactions"]
     assert [(r["interaction"], r["outcome"], r["evaluator"]) for r in rows] == [
         ("i1", "FAILED_ADMITTED", "evaluator-1"),  # attested at seq 5: first seen

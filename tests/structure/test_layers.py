@@ -36,10 +36,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("transparency", ("bureau.transparency.*",)),
     ("kinds", ("bureau.records", "bureau.kinds")),
     ("intake", ("bureau.intake.*",)),
-    ("views", (
-        "bureau.views.*", "bureau.reads.*", "bureau.settlement.*", "bureau.interop.*",
-        "bureau.replica",
-    )),
+    ("evidence", ("bureau.evidence.*",)),
+    ("reads", ("bureau.reads.*", "bureau.interop.*", "bureau.replica")),
+    ("settlement", ("bureau.settlement.*",)),
+    ("views", ("bureau.views.*",)),
     ("http", ("bureau.http.*", "bureau.mirror.*")),
     ("composition root", ("bureau.http.app",)),
     ("commands", (

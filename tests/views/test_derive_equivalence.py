@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from bureau.evidence.entries import LedgerEvidence
+from bureau.evidence.policies import EpochPolicy
 from bureau.kinds import (
     ATTESTATION,
     DISPUTE,
@@ -22,6 +24,7 @@ from bureau.kinds import (
     RESOLUTION,
     VALUE_JUDGMENT,
     WITHDRAWAL,
+    EntryParties,
     in_files_of,
 )
 from bureau.scoring import evaluator_table, policy_hash, policy_v1
@@ -39,8 +42,9 @@ from bureau.scoring.inputs import (
     ValueJudgment,
 )
 from bureau.scoring.policy import KNOWN_POLICIES, Policy, policy_v2, policy_v3, policy_v4
-from bureau.views.derive import Deriver, reference_payloads
-from bureau.views.evidence import LedgerEvidence
+from bureau.storage.reports import Seal
+from bureau.views.derive import Deriver
+from bureau.views.reference import reference_payloads
 from reporters import wire
 
 OUTCOMES = ["ACCEPTED", "ACCEPTED_AFTER_CORRECTIONS", "FAILED_ADMITTED",
@@ -190,16 +194,15 @@ def files_of(rnd: random.Random, gen: Gen, seq: int, item: Item | None,
     if isinstance(item, Exclusion):
         target = by_id.get(item.target)
         parties = _parties(target[1]) if target is not None else (None, None, None)
-        return in_files_of(EXCLUSION, signer=None, subject=None, target=parties)
+        return in_files_of(EXCLUSION, EntryParties(None, None, target=parties))
     if item is not None:
         signer, subject, caller = _parties(item)
-        return in_files_of(_KIND_OF[type(item)], signer=signer, subject=subject,
-                           caller=caller)
+        return in_files_of(_KIND_OF[type(item)], EntryParties(signer, subject, caller))
     agent = rnd.choice(gen.agents + gen.evaluators)
     kind = rnd.choice([WITHDRAWAL, DISPUTE, RESOLUTION])
     if kind is RESOLUTION:
-        return in_files_of(kind, signer="ed25519:admin", subject=None, disputer=agent)
-    return in_files_of(kind, signer=agent, subject=agent)
+        return in_files_of(kind, EntryParties("ed25519:admin", None, disputer=agent))
+    return in_files_of(kind, EntryParties(agent, agent))
 
 
 def seals_of(seed: int, *, distrust: bool = False, evaluators: int = 4, length: int = 400,
@@ -237,9 +240,14 @@ def expected(ledger: LedgerEvidence, epoch: int, head: str, files: Files,
              policy: Policy | None = None) -> list[tuple[str, bytes]]:
     seq = int(head, 16)
     policy = policy or policy_v1()
+    scored_by = EpochPolicy(policy, policy_hash(KNOWN_POLICIES[policy.version]))
     return [(a, wire.canonical_json(p)) for a, p in reference_payloads(
-        ledger, epoch, seq, head, policy, policy_hash(KNOWN_POLICIES[policy.version]),
-        files=files)]
+        ledger, sealed_at(epoch, seq, head), scored_by, files=files)]
+
+
+def sealed_at(epoch: int, seq: int, head: str) -> Seal:
+    """The seal of ``epoch`` at entry ``seq`` (id ``head``), the seal entry next."""
+    return Seal(epoch, seq + 1, seq, head)
 
 
 def assert_same(got: list[tuple[str, bytes]], want: list[tuple[str, bytes]],
@@ -362,8 +370,9 @@ def test_fast_encoder_is_canonical_json(seed: int) -> None:
         if item is not None:
             items.append((gen.seq, item))
     ledger.add(items)
-    for _, payload in reference_payloads(ledger, 7, gen.seq, "ab" * 32, policy_v1(),
-                                         policy_hash(), files={}):
+    scored_by = EpochPolicy(policy_v1(), policy_hash())
+    for _, payload in reference_payloads(ledger, sealed_at(7, gen.seq, "ab" * 32), scored_by,
+                                         files={}):
         assert wire.canonical_json_fast(payload) == wire.canonical_json(payload)
     odd = {"a": [1e-7, 1e21, 0.5, 1.0, -0.0, 123456.75, 1e-4, 2.5e-5], "é": "ü\n\u2028",
            "z": None, "b": True}

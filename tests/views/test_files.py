@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncpg
 
-from bureau.kinds import BY_NAME, in_files_of
+from bureau.kinds import BY_NAME, EntryParties, in_files_of
 from bureau.reads import pages
 from bureau.reads.files import load_files
 from reporters.tlog.evidence import evidence_root
@@ -52,8 +52,8 @@ def model(entries: list[StoredEntry]) -> dict[str, list[int]]:
             target = (t.signer, t.subject, t.payload.get("caller") if t.kind == "fact" else None)
         elif e.kind == "resolution":
             disputer = by_id[e.payload["dispute"]].signer
-        for agent in in_files_of(kind, signer=e.signer, subject=e.subject, caller=caller,
-                                 target=target, disputer=disputer):
+        parties = EntryParties(e.signer, e.subject, caller, target, disputer)
+        for agent in in_files_of(kind, parties):
             files.setdefault(agent, []).append(e.seq)
     return files
 

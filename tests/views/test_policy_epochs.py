@@ -9,11 +9,12 @@ import json
 import asyncpg
 import nacl.signing
 
+from bureau.evidence.entries import load_evidence
+from bureau.evidence.policies import EpochPolicy
 from bureau.reads.files import load_files
 from bureau.scoring.policy import KNOWN_POLICIES, policy_bytes, policy_hash, policy_named
 from bureau.storage.reports import seals
-from bureau.views.derive import reference_payloads
-from bureau.views.evidence import load_evidence
+from bureau.views.reference import reference_payloads
 from reporters import wire
 from tests.support import BureauUnderTest, current_epoch, issued, kid
 from tests.views.support import (
@@ -66,8 +67,8 @@ async def test_a_policy_change_applies_from_its_epoch_and_never_before(
         for seal in await seals(conn):
             ledger = await load_evidence(conn, seal.last_seq)
             name = "v1" if seal.epoch < start + 2 else "v2"
-            want = reference_payloads(ledger, seal.epoch, seal.last_seq, seal.head,
-                                      policy_named(name), policy_hash(KNOWN_POLICIES[name]),
+            scored_by = EpochPolicy(policy_named(name), policy_hash(KNOWN_POLICIES[name]))
+            want = reference_payloads(ledger, seal, scored_by,
                                       files=await load_files(conn, seal.last_seq))
             stored = {agent: json.loads(wire.b64decode_canonical(json.loads(env)["payload"]))
                       for (epoch, agent), env in after.items() if epoch == seal.epoch}

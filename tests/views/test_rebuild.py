@@ -11,11 +11,11 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from bureau.evidence.entries import EntrySpan, decode_entry, read_items
 from bureau.scoring.inputs import ReporterUpdate
 from bureau.storage.reports import seals
-from bureau.views.derive import reference_reports
-from bureau.views.evidence import decode_entry, read_items
 from bureau.views.rebuild import rebuild
+from bureau.views.reference import reference_reports
 from reporters import wire
 from tests.support import BureauUnderTest, issued, kid
 from tests.views.support import World, get, next_epoch, now_text
@@ -146,16 +146,16 @@ async def test_read_items_gives_every_entry_decoded_and_shards_split_them(
     conn = await asyncpg.connect(bureau.database_url)
     try:
         top = await conn.fetchval("SELECT seq FROM ledger_head")
-        fast = [x async for chunk in read_items(conn, 0, top, chunk=7) for x in chunk]
+        fast = [x async for chunk in read_items(conn, EntrySpan(0, top), chunk=7)
+                for x in chunk]
         slow = []
         for r in await conn.fetch("SELECT seq, id, kind, signer, entry, epoch FROM entries"
                                   " ORDER BY seq"):
-            item = decode_entry(r["seq"], r["id"], r["kind"], r["signer"], r["entry"],
-                                r["epoch"])
+            item = decode_entry(r, r["id"])
             if item is not None:
                 slow.append((r["seq"], item))
         # Shards (bureau.views.shards) split the same items by the agent they are about.
-        sharded = [[x async for chunk in read_items(conn, 0, top, chunk=7, shard=(i, 3))
+        sharded = [[x async for chunk in read_items(conn, EntrySpan(0, top, (i, 3)), chunk=7)
                     for x in chunk] for i in range(3)]
     finally:
         await conn.close()

@@ -13,17 +13,17 @@ import json
 from aiohttp import web
 
 from bureau.errors import BureauError, Code
+from bureau.evidence.policies import current_policy
 from bureau.http.errors import error_response
-from bureau.http.home import index_page, not_found_page
+from bureau.http.home import Listing, index_page, not_found_page
 from bureau.http.keys import CONFIG, DB_POOL, LEDGER, RANKING, READS, SIGNING_KEY
-from bureau.http.pages import agent_page, payload_of
+from bureau.http.pages import PageSite, agent_page, payload_of
 from bureau.http.params import KEY_ID, number
 from bureau.http.settlement_page import SHOWN, settlements_section
 from bureau.reads.ranking import MAX_QUERY
 from bureau.replica import absent
 from bureau.storage.reports import checkpoint_envelope, report_envelope
 from bureau.storage.settlement import published_settlements
-from bureau.views.policies import current_policy
 from reporters import wire
 
 routes = web.RouteTableDef()
@@ -76,12 +76,10 @@ async def index(request: web.Request) -> web.Response:
         policy = await current_policy(conn, request.app[LEDGER].clock(),
                                       request.app[CONFIG].epoch_seconds)
     settled = await request.app[READS].run(lambda conn: published_settlements(conn, SHOWN))
-    epoch_seconds = request.app[CONFIG].epoch_seconds
-    return _html(index_page(wire.signing_key_id(request.app[SIGNING_KEY]), policy,
-                            epoch_seconds, payload_of(cp) if cp is not None else None,
-                            ranked, q, page, settlements_section(
-                                [payload_of(s) for s in settled], epoch_seconds),
-                            now=request.app[LEDGER].clock()))
+    site = _site(request)
+    return _html(index_page(site, policy, payload_of(cp) if cp is not None else None,
+                            Listing(ranked, q, page), settlements_section(
+                                [payload_of(s) for s in settled], site.epoch_seconds)))
 
 
 @routes.get(f"/agents/{{agent:{KEY_ID}}}")
@@ -93,7 +91,11 @@ async def agent(request: web.Request) -> web.Response:
     if envelope is None:
         return _not_found(request, f"No report for {key} yet")
     pretty = json.dumps(json.loads(envelope), indent=2).encode()
-    return _html(agent_page(payload_of(envelope), pretty,
-                            wire.signing_key_id(request.app[SIGNING_KEY]),
-                            request.app[CONFIG].public_url, request.app[CONFIG].epoch_seconds,
-                            now=request.app[LEDGER].clock()))
+    return _html(agent_page(payload_of(envelope), pretty, _site(request)))
+
+
+def _site(request: web.Request) -> PageSite:
+    """What the pages say of this bureau, now."""
+    config = request.app[CONFIG]
+    return PageSite(wire.signing_key_id(request.app[SIGNING_KEY]), config.epoch_seconds,
+                    config.public_url, request.app[LEDGER].clock())

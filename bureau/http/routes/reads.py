@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from bureau.errors import BureauError, Code, pointer
+from bureau.evidence.policies import current_policy
 from bureau.http.auth import require_party
 from bureau.http.errors import error_response
 from bureau.http.keys import CONFIG, DB_POOL, LEDGER, LOG_KEY, OPENAPI, READS
@@ -34,7 +35,6 @@ from bureau.reads.published import bureau_document
 from bureau.replica import absent
 from bureau.scoring.policy import KNOWN_POLICIES, policy_bytes, policy_name_of
 from bureau.storage import db
-from bureau.views.policies import current_policy
 from reporters import wire
 
 routes = web.RouteTableDef()

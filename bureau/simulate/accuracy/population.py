@@ -214,42 +214,50 @@ def plan(o: Options) -> Plan:
         for _ in range(o.calls):
             add(agent, pair.choice(callers), "honest", pair)
     if o.attacks:
-        worst = agents[:o.sybil_targets]
-        best = agents[-max(1, o.sybil_targets // 2):]
-        ring = [CallerSpec(f"sybil-up-{i}", "sybil_up") for i in range(o.sybils)]
-        down = [CallerSpec(f"sybil-down-{i}", "sybil_down")
-                for i in range(max(1, o.sybils // 2))]
-        readers = [CallerSpec(f"check-reader-{i}", "check_reader") for i in range(2)]
-        constant = CallerSpec("constant-rater", "constant")
-        buyers = [CallerSpec(f"buyer-{i}", "buyer") for i in range(2)]
-        for member in ring:
-            for agent in worst:
-                for _ in range(o.sybil_calls):
-                    add(agent, member, "up")
-        for member in down:
-            for agent in best:
-                for _ in range(o.liar_calls):
-                    add(agent, member, "down")
-        for member in readers:
-            for agent in worst:
-                for _ in range(o.liar_calls):
-                    add(agent, member, "reader")
-        for n, agent in enumerate(worst[:4]):
-            for k in range(4):  # 16 verdicts over 4 subjects, one of them varied
-                right, claimed, check, probed = _call(rnd, o, agent)
-                varied = n == 0 and k == 0
-                verdict: tuple[AttestationOutcome, int] = (
-                    ("ACCEPTED_AFTER_CORRECTIONS", 1) if varied else ("ACCEPTED", 0))
-                calls.append(Call(agent.index, constant.label, right, claimed, check, probed,
-                                  verdict))
-        for buyer in buyers:
-            for agent in worst[:3]:
-                for _ in range(5):
-                    calls.append(Call(agent.index, buyer.label, False, "SUCCESS", None,
-                                      False, None, (buyer.label, "VALUE_OK", 0)))
-        callers = [*callers, *ring, *down, *readers, constant, *buyers,
-                   *_thin_record_rings(o, agents, rnd, add)]
+        callers = [*callers, *_attackers(o, agents, rnd, add, calls.append)]
     return Plan(o, agents, tuple(callers), tuple(calls))
+
+
+def _attackers(o: Options, agents: tuple[AgentSpec, ...], rnd: random.Random,
+               add: Callable[[AgentSpec, CallerSpec, str, random.Random], None],
+               record: Callable[[Call], None]) -> list[CallerSpec]:
+    """The attackers of the mix and their calls, in the order they are drawn: a sybil
+    ring lifting the worst agents, liars sinking the best, check readers, a constant
+    rater, buyers judging value, and the rings that earn a record first."""
+    worst = agents[:o.sybil_targets]
+    best = agents[-max(1, o.sybil_targets // 2):]
+    ring = [CallerSpec(f"sybil-up-{i}", "sybil_up") for i in range(o.sybils)]
+    down = [CallerSpec(f"sybil-down-{i}", "sybil_down")
+            for i in range(max(1, o.sybils // 2))]
+    readers = [CallerSpec(f"check-reader-{i}", "check_reader") for i in range(2)]
+    constant = CallerSpec("constant-rater", "constant")
+    buyers = [CallerSpec(f"buyer-{i}", "buyer") for i in range(2)]
+    for member in ring:
+        for agent in worst:
+            for _ in range(o.sybil_calls):
+                add(agent, member, "up", rnd)
+    for member in down:
+        for agent in best:
+            for _ in range(o.liar_calls):
+                add(agent, member, "down", rnd)
+    for member in readers:
+        for agent in worst:
+            for _ in range(o.liar_calls):
+                add(agent, member, "reader", rnd)
+    for n, agent in enumerate(worst[:4]):
+        for k in range(4):  # 16 verdicts over 4 subjects, one of them varied
+            right, claimed, check, probed = _call(rnd, o, agent)
+            varied = n == 0 and k == 0
+            verdict: tuple[AttestationOutcome, int] = (
+                ("ACCEPTED_AFTER_CORRECTIONS", 1) if varied else ("ACCEPTED", 0))
+            record(Call(agent.index, constant.label, right, claimed, check, probed, verdict))
+    for buyer in buyers:
+        for agent in worst[:3]:
+            for _ in range(5):
+                record(Call(agent.index, buyer.label, False, "SUCCESS", None, False, None,
+                            (buyer.label, "VALUE_OK", 0)))
+    return [*ring, *down, *readers, constant, *buyers,
+            *_thin_record_rings(o, agents, rnd, add)]
 
 
 def _thin_record_rings(o: Options, agents: tuple[AgentSpec, ...], rnd: random.Random,

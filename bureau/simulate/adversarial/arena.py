@@ -17,9 +17,9 @@ import json
 import re
 import secrets
 import tempfile
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -51,27 +51,29 @@ class Party:
         return wire.signing_key_id(self.key)
 
 
+@dataclass(eq=False)
 class Arena:
     """One bureau, one gateway reporter (facts and probes), and the parties of every
     attack. Use :func:`arena` to get one."""
 
-    def __init__(self, target: Target, http: aiohttp.ClientSession, admin: Admin,
-                 gateway: Reporter, bureau: dict[str, Any], policy: dict[str, Any],
-                 spool_root: Path, stack: AsyncExitStack) -> None:
-        self.target = target
-        self.http = http
-        self.admin = admin
-        self.gateway = gateway
-        #: ``GET /v1/bureau``: the key that signs reports, the epoch length
-        self.bureau = bureau
-        #: ``GET /v1/policy``: the policy document in force, as any attacker can read it
-        self.policy = policy
-        self._spool_root = spool_root
-        self._stack = stack
-        self._reporter_names: dict[str, str] = {}
-        self._tag = secrets.token_hex(3)  # ids unique per run, even on a reused bureau
-        self._ids = itertools.count(1)
-        self._limit = asyncio.Semaphore(16)
+    target: Target
+    http: aiohttp.ClientSession
+    admin: Admin
+    gateway: Reporter
+    #: ``GET /v1/bureau``: the key that signs reports, the epoch length
+    bureau: dict[str, Any]
+    #: ``GET /v1/policy``: the policy document in force, as any attacker can read it
+    policy: dict[str, Any]
+    #: where the spools of the reporters :meth:`reporter` adds are kept
+    spool_root: Path
+    #: what closes them with the arena
+    stack: AsyncExitStack
+    _reporter_names: dict[str, str] = field(default_factory=dict, init=False)
+    #: ids unique per run, even on a reused bureau
+    _tag: str = field(default_factory=lambda: secrets.token_hex(3), init=False)
+    _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1), init=False)
+    _limit: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(16),
+                                      init=False)
 
     # ------------------------------------------------------------------ parties
 
@@ -123,8 +125,8 @@ class Arena:
         name = self._reporter_names[wire.signing_key_id(key)] = self._name(label)
         await self.admin.register_reporter(wire.signing_key_id(key), name, f"{name} Co",
                                            ["facts"])
-        return await self._stack.enter_async_context(
-            Reporter(key, self.target.url, self._spool_root / name))
+        return await self.stack.enter_async_context(
+            Reporter(key, self.target.url, self.spool_root / name))
 
     async def distrust(self, reporter: Reporter, since: str) -> None:
         """The admin re-issues ``reporter``'s registration, declaring its evidence
@@ -227,4 +229,5 @@ async def arena(target: Target) -> AsyncIterator[Arena]:
         await admin.register_reporter(wire.signing_key_id(key), "adversarial-gateway",
                                       "Gateway Co", ["facts", "probes"])
         gateway = await stack.enter_async_context(Reporter(key, target.url, spools / "gw"))
-        yield Arena(target, http, admin, gateway, bureau, policy, spools, stack)
+        yield Arena(target=target, http=http, admin=admin, gateway=gateway, bureau=bureau,
+                    policy=policy, spool_root=spools, stack=stack)

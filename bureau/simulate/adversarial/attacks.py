@@ -24,6 +24,7 @@ from bureau.simulate.adversarial.staging import (
     Attack,
     Goal,
     Staged,
+    Verdicts,
     bluffer,
     honest,
     rate,
@@ -47,7 +48,7 @@ async def sybil_ring(a: Arena, k: int, up: bool) -> Staged:
     target's calls: ACCEPTED for a bluffer, FAILED_DISCOVERED against an honest agent."""
     control, target = await twins(a, bluffer if up else honest, f"ring{k}-victim")
     ring = await a.enroll_many(f"ring{k}", k)
-    await rate(a, ring, target, 9, "ACCEPTED" if up else "FAILED_DISCOVERED")
+    await rate(a, ring, target, Verdicts(9, "ACCEPTED" if up else "FAILED_DISCOVERED"))
     return Staged(control, target)
 
 
@@ -56,7 +57,7 @@ async def one_subject_raters(a: Arena) -> Staged:
     needs 3 subjects, so it never fires)."""
     control, target = await twins(a, bluffer, "one-subject-victim")
     raters = await a.enroll_many("one-subject", 3)
-    await rate(a, raters, target, 30, "ACCEPTED")
+    await rate(a, raters, target, Verdicts(30, "ACCEPTED"))
     return Staged(control, target)
 
 
@@ -68,9 +69,9 @@ async def constant_evasion(a: Arena) -> Staged:
     bystanders = await a.enroll_many("evasion-bystander", 2)
     raters = await a.enroll_many("evasion", 3)
     for subject in bystanders:
-        await rate(a, raters, subject, 1, "ACCEPTED")
-    await rate(a, raters, target, 27, "ACCEPTED")
-    await rate(a, raters, target, 1, "ACCEPTED_AFTER_CORRECTIONS", 1)
+        await rate(a, raters, subject, Verdicts(1, "ACCEPTED"))
+    await rate(a, raters, target, Verdicts(27, "ACCEPTED"))
+    await rate(a, raters, target, Verdicts(1, "ACCEPTED_AFTER_CORRECTIONS", 1))
     return Staged(control, target)
 
 
@@ -111,7 +112,7 @@ async def whitewash(a: Arena) -> Staged:
     fresh = await a.enroll("whitewashed")
     await a.calls(fresh, 5)
     sybils = await a.enroll_many("whitewash-sybil", 3)
-    await rate(a, sybils, fresh, 9, "ACCEPTED")
+    await rate(a, sybils, fresh, Verdicts(9, "ACCEPTED"))
     return Staged(record, fresh)
 
 
@@ -123,7 +124,7 @@ async def self_erasure(a: Arena) -> Staged:
     control, target = await twins(a, honest, "erasure-victim")
     for subject in (control, target):
         critic = await a.enroll(f"critic-of-{subject.label}")
-        await rate(a, [critic], subject, 9, "FAILED_DISCOVERED")
+        await rate(a, [critic], subject, Verdicts(9, "FAILED_DISCOVERED"))
     await a.amend(target, operator=f"  {critic.operator.upper()}\u200b ")
     await a.amend(target, anchor=f"www.{critic.anchor}")
     # The bureau does see the two as linked now: a favourable verdict is refused.

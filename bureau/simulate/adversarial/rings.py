@@ -25,6 +25,7 @@ from bureau.simulate.adversarial.staging import (
     Goal,
     Maker,
     Staged,
+    Verdicts,
     bluffer,
     rate,
     twins,
@@ -109,7 +110,7 @@ async def calibrated_ring(a: Arena, on: On) -> Staged:
     raters = await a.enroll_many(f"calibrated-{on}", MEMBERS)
     size = (10, 1) if on == "checks" else calibration_size(a)
     await _calibrate(a, raters, f"calibrated-{on}", on, size)
-    await rate(a, raters, target, LIES, "ACCEPTED")
+    await rate(a, raters, target, Verdicts(LIES, "ACCEPTED"))
     return Staged(control, target)
 
 
@@ -131,7 +132,7 @@ async def thin_ring(a: Arena, checks: int, on: On, up: bool) -> Staged:
     control, target = await twins(a, _thin(checks, not up), f"{label}-victim")
     raters = await a.enroll_many(label, MEMBERS)
     await _calibrate(a, raters, label, on, calibration_size(a))
-    await rate(a, raters, target, LIES, "ACCEPTED" if up else "FAILED_DISCOVERED")
+    await rate(a, raters, target, Verdicts(LIES, "ACCEPTED" if up else "FAILED_DISCOVERED"))
     return Staged(control, target)
 
 

@@ -98,10 +98,20 @@ async def twins(a: Arena, make: Maker, label: str) -> tuple[Party, Party]:
     return control, await make(a, label)
 
 
-async def rate(a: Arena, raters: list[Party], subject: Party, each: int,
-               outcome: AttestationOutcome, corrections: int = 0) -> None:
-    """Each rater calls ``subject`` ``each`` times (unchecked calls the gateway reports)
-    and attests every call ``outcome``."""
-    calls = [(r, await a.calls(subject, each, caller=r)) for r in raters]
+@dataclass(frozen=True)
+class Verdicts:
+    """One rater's verdicts on a subject: ``calls`` unchecked calls, each attested
+    ``outcome`` (after ``corrections``)."""
+
+    calls: int
+    outcome: AttestationOutcome
+    corrections: int = 0
+
+
+async def rate(a: Arena, raters: list[Party], subject: Party, verdicts: Verdicts) -> None:
+    """Each rater calls ``subject`` (calls the gateway reports) and attests each call,
+    as ``verdicts`` says."""
+    calls = [(r, await a.calls(subject, verdicts.calls, caller=r)) for r in raters]
     await a.settle()
-    await a.attest_all((r, subject, ia, outcome, corrections) for r, ids in calls for ia in ids)
+    await a.attest_all((r, subject, ia, verdicts.outcome, verdicts.corrections)
+                       for r, ids in calls for ia in ids)

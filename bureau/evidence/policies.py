@@ -18,7 +18,9 @@ import datetime as dt
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
+from bureau.evidence.entries import payload_of
 from bureau.intake.clock import epoch_of
 from bureau.kinds import GENESIS, POLICY
 from bureau.scoring.policy import (
@@ -30,7 +32,6 @@ from bureau.scoring.policy import (
 )
 from bureau.storage import db
 from bureau.storage.policies import PolicyEntries
-from bureau.views.evidence import payload_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,12 +84,19 @@ async def ledger_policies(conn: db.Connection) -> LedgerPolicies:
     return LedgerPolicies(genesis, tuple(choices))
 
 
+class EpochPolicy(NamedTuple):
+    """The policy that scores an epoch, parsed, and its hash (what its reports name)."""
+
+    policy: Policy
+    hash: str
+
+
 async def policy_of_epoch(conn: db.Connection, epoch: int,
-                          upto_seq: int | None) -> tuple[Policy, str]:
+                          upto_seq: int | None) -> EpochPolicy:
     """The policy that scores ``epoch`` (see :meth:`LedgerPolicies.policy_for`), parsed,
     and its hash. Admission only takes known policies, so the hash is always known."""
     digest = (await ledger_policies(conn)).policy_for(epoch, upto_seq)
-    return policy_by_hash(digest)[0], digest
+    return EpochPolicy(policy_by_hash(digest)[0], digest)
 
 
 async def current_policy(conn: db.Connection, now: dt.datetime, epoch_seconds: int) -> str:

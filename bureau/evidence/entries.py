@@ -16,7 +16,7 @@ import binascii
 import json
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -55,18 +55,43 @@ def payload_of(raw: bytes) -> dict[str, Any]:
     return doc
 
 
-def decode_entry(seq: int, entry_id: str, kind: str, signer: str | None,
-                 raw: bytes, epoch: int = 0) -> Item | None:
-    """The scoring input one stored entry contributes, or None (the kinds table's
-    ``evidence`` decodes it: a submitted entry's payload, a bureau entry's body)."""
-    k = BY_NAME.get(kind)
+class StoredEntry(Protocol):
+    """A stored entry as the entries table holds it, by column: ``seq``, ``kind``,
+    ``signer`` (None for the bureau's own entries), ``entry`` (its canonical bytes) and
+    ``epoch`` — a row of it, as read (or any mapping with those keys)."""
+
+    def __getitem__(self, column: str, /) -> Any: ...
+
+
+def decode_entry(stored: StoredEntry, entry_id: str) -> Item | None:
+    """The scoring input one stored entry contributes, named ``entry_id`` (its id, or
+    :func:`seq_ref` of its seq), or None (the kinds table's ``evidence`` decodes it: a
+    submitted entry's payload, a bureau entry's body)."""
+    k = BY_NAME.get(stored["kind"])
     if k is None or k.evidence is None:
         return None
+    seq, raw, epoch = stored["seq"], stored["entry"], stored["epoch"]
     if k.payload is None:
         return k.evidence(seq, entry_id, "", json.loads(raw)["body"], epoch)
+    signer = stored["signer"]
     if signer is None:
         return None
     return k.evidence(seq, entry_id, signer, payload_of(raw), epoch)
+
+
+@dataclass(frozen=True, slots=True)
+class EntrySpan:
+    """The entries with ``after < seq <= upto``; with ``shard=(i, n)`` only those about
+    the agents of shard ``i`` of ``n`` (:mod:`bureau.views.shards`)."""
+
+    after: int
+    upto: int
+    shard: tuple[int, int] | None = None
+
+    def chunks(self, size: int = CHUNK) -> list[tuple[int, int]]:
+        """``(low, high)`` seq bounds (``low < seq <= high``) of ``size`` seqs at most
+        each, in order, covering the span."""
+        return [(low, min(self.upto, low + size)) for low in range(self.after, self.upto, size)]
 
 
 #: reads the entries of the kinds scoring takes (names from the kinds table)
@@ -79,28 +104,22 @@ def seq_ref(seq: int) -> str:
 
 
 def _from_row(r: db.Row, short: bool) -> Item | None:
-    seq = r["seq"]
-    item = decode_entry(seq, seq_ref(seq) if short else r["id"], r["kind"], r["signer"],
-                        r["entry"], r["epoch"])
+    item = decode_entry(r, seq_ref(r["seq"]) if short else r["id"])
     if short and isinstance(item, Exclusion) and r["target_seq"] is not None:
         return Exclusion(seq_ref(r["target_seq"]), item.reason)
     return item
 
 
-async def read_items(conn: db.Connection, after: int, upto: int, chunk: int = CHUNK,
-                     *, short_ids: bool = False, shard: tuple[int, int] | None = None,
-                     ) -> AsyncIterator[list[tuple[int, Item]]]:
-    """Decoded items of the entries with ``after < seq <= upto``, in seq order, a chunk
-    of entries at a time (each item with the seq of the entry it came from).
+async def read_items(conn: db.Connection, span: EntrySpan, chunk: int = CHUNK, *,
+                     short_ids: bool = False) -> AsyncIterator[list[tuple[int, Item]]]:
+    """Decoded items of the entries of ``span``, in seq order, a chunk of entries at a
+    time (each item with the seq of the entry it came from).
 
     With ``short_ids`` every item's ``entry_id``, and every exclusion's target, is
     :func:`seq_ref` of the entry's seq instead of its 64-character id: the same
-    identity at half the memory, for the report builder, which never shows an id.
-
-    With ``shard=(i, n)``, only the entries about agents of shard ``i`` of ``n``."""
-    bounds = [(low, min(upto, low + chunk)) for low in range(after, upto, chunk)]
-    for low, high in bounds:
-        rows = await _EVIDENCE.in_range(conn, low, high, shard)
+    identity at half the memory, for the report builder, which never shows an id."""
+    for low, high in span.chunks(chunk):
+        rows = await _EVIDENCE.in_range(conn, low, high, span.shard)
         out: list[tuple[int, Item]] = []
         for r in rows:
             item = _from_row(r, short_ids)
@@ -119,18 +138,15 @@ async def _targets(conn: db.Connection,
     if not seqs:
         return {}
     rows = await entries.by_seqs(conn, seqs)
-    return {seq_ref(r["seq"]): (r["seq"], decode_entry(
-        r["seq"], seq_ref(r["seq"]), r["kind"], r["signer"], r["entry"], r["epoch"]))
-        for r in rows}
+    return {seq_ref(r["seq"]): (r["seq"], decode_entry(r, seq_ref(r["seq"]))) for r in rows}
 
 
-async def read_with_targets(conn: db.Connection, after: int, upto: int,
-                            shard: tuple[int, int] | None,
+async def read_with_targets(conn: db.Connection, span: EntrySpan,
                             ) -> AsyncIterator[tuple[list[tuple[int, Item]],
                                                      dict[str, tuple[int, Item | None]]]]:
     """:func:`read_items` with short ids, each chunk with the entries its exclusions
     name (what :meth:`bureau.views.derive.Deriver.apply` takes)."""
-    async for chunk in read_items(conn, after, upto, short_ids=True, shard=shard):
+    async for chunk in read_items(conn, span, short_ids=True):
         yield chunk, await _targets(conn, chunk)
 
 
@@ -186,6 +202,6 @@ class LedgerEvidence:
 async def load_evidence(conn: db.Connection, upto: int) -> LedgerEvidence:
     """Whole-ledger evidence as of entry ``upto``: the reference (non-incremental) path."""
     ev = LedgerEvidence()
-    async for chunk in read_items(conn, 0, upto):
+    async for chunk in read_items(conn, EntrySpan(0, upto)):
         ev.add(chunk)
     return ev
