@@ -9,6 +9,7 @@ against them, which is how a server that breaks its schema is built."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -43,15 +44,18 @@ UNCHECKABLE: dict[str, dict[str, Any]] = {
 }
 
 
-def listing(pages: list[list[str]] | None) -> Any:
+def listing(pages: list[list[str]] | None, later_pages: asyncio.Event | None = None) -> Any:
     """The server's ``tools/list``: every tool in one answer, or, with ``pages``, the
     tools named on each page, one page an answer (the cursor is the page's number).
-    The test may change ``pages`` while the server runs: a server whose tools change."""
+    The test may change ``pages`` while the server runs: a server whose tools change.
+    ``later_pages``: the pages after the first are answered only once it is set."""
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None
                          ) -> types.ListToolsResult:
         if pages is None:
             return types.ListToolsResult(tools=tools())
         page = int(params.cursor or 0) if params is not None else 0
+        if page > 0 and later_pages is not None:
+            await later_pages.wait()
         more = str(page + 1) if page + 1 < len(pages) else None
         return types.ListToolsResult(tools=[t for t in tools() if t.name in pages[page]],
                                      next_cursor=more)
@@ -81,11 +85,14 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
 
 @asynccontextmanager
 async def mcp_server(*, json_response: bool, wrap: Callable[[Any], Any] | None = None,
-                     pages: list[list[str]] | None = None) -> AsyncIterator[str]:
+                     pages: list[list[str]] | None = None,
+                     later_pages: asyncio.Event | None = None) -> AsyncIterator[str]:
     """The server's endpoint, ``http://127.0.0.1:PORT/mcp``; answers as JSON or SSE.
     ``wrap``: an ASGI middleware put in front of the server's application; ``pages``:
-    the tools it lists, page by page (:func:`listing`; default: all, in one answer)."""
-    server = Server("tools", on_list_tools=listing(pages), on_call_tool=calling(pages))
+    the tools it lists, page by page (:func:`listing`; default: all, in one answer), the
+    later ones once ``later_pages`` is set, if given."""
+    server = Server("tools", on_list_tools=listing(pages, later_pages),
+                    on_call_tool=calling(pages))
     app = server.streamable_http_app(json_response=json_response)
     if wrap is not None:
         app = wrap(app)

@@ -192,8 +192,12 @@ async def test_an_unlisted_tool_is_the_callers_mistake_only_after_a_whole_listin
     key = await bureau.reporter(("facts",))
     agent = reporters.key_id(reporters.generate_key())
     pages = [["add", "liar"], ["broken"]]
+    # the second page waits until the caller asks for it: the proxy's own asking, which
+    # the first calls start, cannot see a whole listing before the test says so
+    later_pages = asyncio.Event()
     calls: dict[str, list[str]] = {}
-    async with mcp_server(json_response=True, pages=pages) as base, running_proxy(
+    async with mcp_server(json_response=True, pages=pages,
+                          later_pages=later_pages) as base, running_proxy(
             bureau, tmp_path, [{"prefix": prefix, "agent": agent, "upstream": base}
                                for prefix in ("/listed", "/asked")], reporter=key) as px:
         async with mcp_client(px.url + "/listed/mcp") as (session, ids):
@@ -207,6 +211,7 @@ async def test_an_unlisted_tool_is_the_callers_mistake_only_after_a_whole_listin
             assert first.next_cursor is not None
             await tool("broken, the second page unseen", "broken")
             await tool("not listed, the second page unseen", "nope")
+            later_pages.set()
             await session.list_tools(params=PaginatedRequestParams(cursor=first.next_cursor))
             await tool("broken, every page seen", "broken")
             await tool("not listed, every page seen", "nope")
