@@ -51,7 +51,13 @@ async def _sealed(bureau: BureauUnderTest, witness: TestWitness) -> Sealed:
         await world.fact(agent, caller=other)
     [epoch] = await next_epoch(bureau)
     await bureau.app[PUBLISHER].tick()  # the head after the seal, offered to the witness
-    await until("the witness's cosignature", lambda: witness.latest)
+    # the cosignature of the head after the seal, as the bundle carries it (the
+    # witness may have cosigned an earlier head first)
+    async def cosigned() -> bool:
+        status, body = await get(bureau, f"/v1/agents/{kid(agent)}/proof")
+        return status == 200 and "— witness.test/tiles " in json.loads(body)["log"]
+
+    await until("the witness's cosignature in the agent's bundle", cosigned)
     return Sealed(bureau, witness, kid(agent), kid(other), epoch)
 
 
