@@ -55,8 +55,8 @@ from prometheus_client import REGISTRY
 from bureau.config import Config, default_report_workers
 from bureau.intake.chaining import GroupTx
 from bureau.intake.clock import epoch_of
+from bureau.intake.committer import Committer
 from bureau.intake.flush import flush
-from bureau.intake.ledger import Ledger
 from bureau.intake.links import is_favourable
 from bureau.intake.state import GroupState
 from bureau.kinds import GENESIS
@@ -291,7 +291,7 @@ def cpu_seconds(pid: int) -> float:
 async def seal_and_build(url: str, builder: ReportBuilder, now: dt.datetime) -> tuple[float,
                                                                                      float, int]:
     pool = await db.create_pool(url, min_size=1, max_size=2)
-    ledger = Ledger(url, Config(epoch_seconds=EPOCH_SECONDS), clock=lambda: now)
+    ledger = Committer(url, Config(epoch_seconds=EPOCH_SECONDS), clock=lambda: now)
     await ledger.start()
     try:
         start, cpu = time.perf_counter(), time.process_time()

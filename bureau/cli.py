@@ -322,7 +322,7 @@ async def _sequence(config: Config, url: str, signing_key: nacl.signing.SigningK
     until SIGTERM."""
     from bureau.intake import genesis
     from bureau.intake.clock import utcnow
-    from bureau.intake.ledger import Ledger
+    from bureau.intake.committer import Committer
     from bureau.intake.sequencer import run_sequencer
 
     conn = await db.connect(url)
@@ -336,7 +336,7 @@ async def _sequence(config: Config, url: str, signing_key: nacl.signing.SigningK
     # whole process group at once, and the workers' last requests still come here.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-    await run_sequencer(Ledger(url, settled, sequencer=True), path, stop)
+    await run_sequencer(Committer(url, settled, sequencer=True), path, stop)
 
 
 def _bound(runner: web.AppRunner) -> str:

@@ -6,7 +6,7 @@ stopped here, in ``cleanup_ctx`` order: the pool (and the read replica's, with
 entry: ``app[CONFIG]`` then holds the ledger's values, the origin among them, which names
 the bureau's key as the log's: ``app[LOG_KEY]``) and the ledger's committer, then the
 tree-head publisher (which signs the current head before the first request), then the
-settler (whose seal hook the ledger calls under its lock), then, with ``serve --mirror``,
+settler (whose seal hook the committer calls under its lock), then, with ``serve --mirror``,
 the static mirror's writer, so that they stop in reverse."""
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from bureau.http import openapi, routes
 from bureau.http.auth import nonce_store
 from bureau.http.errors import error_middleware
 from bureau.http.keys import (
+    COMMITTER,
     CONFIG,
     DATABASE_URL,
     DB_POOL,
     FULL_TILES,
     INTAKE,
-    LEDGER,
     LOG_KEY,
     MIRROR,
     NONCES,
@@ -41,7 +41,7 @@ from bureau.http.keys import (
 from bureau.http.routes import ops
 from bureau.intake import genesis
 from bureau.intake.clock import Clock, utcnow
-from bureau.intake.ledger import Ledger
+from bureau.intake.committer import Committer
 from bureau.intake.pipeline import MAX_BATCH_BYTES, Intake
 from bureau.intake.sequencer import SequencerLink
 from bureau.mirror.documents import Site
@@ -97,17 +97,17 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
             raise
         app[CONFIG], app[LOG_KEY] = settled, log_key
         reads = ReadRouter(pool, replica, config.read_wait)
-        ledger = Ledger(database_url, settled, clock)
-        await ledger.start()
+        committer = Committer(database_url, settled, clock)
+        await committer.start()
         link = None if sequencer is None else SequencerLink(sequencer)
-        intake = Intake(ledger, sequencer=link)
-        app[DB_POOL], app[READS], app[LEDGER], app[INTAKE] = pool, reads, ledger, intake
+        intake = Intake(committer, sequencer=link)
+        app[DB_POOL], app[READS], app[COMMITTER], app[INTAKE] = pool, reads, committer, intake
         try:
             yield
         finally:
             if link is not None:
                 await link.close()
-            await ledger.stop()
+            await committer.stop()
             intake.close()
             await reads.close()
             await pool.close()
@@ -126,20 +126,20 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
             await publisher.stop()
 
     async def settling(app: web.Application) -> AsyncIterator[None]:
-        """After the pool and the ledger exist: the sealer, which seals epochs and has
-        their reports built; the ledger calls its seal hook when an admin ``seal`` is
-        admitted. Stopped before the ledger and the pool go."""
-        ledger, settled = app[LEDGER], app[CONFIG]
+        """After the pool and the committer exist: the sealer, which seals epochs and has
+        their reports built; the committer calls its seal hook when an admin ``seal`` is
+        admitted. Stopped before the committer and the pool go."""
+        committer, settled = app[COMMITTER], app[CONFIG]
         builder = ReportBuilder(signing_key, app[LOG_KEY], workers=settled.report_workers,
                                 dsn=database_url)
-        sealer = Sealer(app[DB_POOL], ledger, builder, settled, ledger.clock)
-        ledger.seal_hook = sealer.on_seal_request
+        sealer = Sealer(app[DB_POOL], committer, builder, settled, committer.clock)
+        committer.seal_hook = sealer.on_seal_request
         app[SEALER] = sealer
         await sealer.start()
         try:
             yield
         finally:
-            ledger.seal_hook = None
+            committer.seal_hook = None
             await sealer.stop()
 
     async def mirroring(app: web.Application) -> AsyncIterator[None]:

@@ -29,7 +29,7 @@ class GroupTx:
         self.epoch_start = dt.datetime.fromtimestamp(self.epoch * epoch_seconds, dt.UTC)
         state.epoch = self.epoch  # the rules ask which epoch the group records into
         self.writes = Writes()
-        #: an admin ``seal`` was admitted in this group (see ``Ledger.seal_hook``)
+        #: an admin ``seal`` was admitted in this group (see ``Committer.seal_hook``)
         self.seal_requested = False
 
     def append(self, kind: str, *, envelope: bytes | None = None,

@@ -15,7 +15,7 @@ from aiohttp import web
 from bureau.errors import BureauError, Code
 from bureau.http.errors import error_response
 from bureau.http.home import index_page, not_found_page
-from bureau.http.keys import CONFIG, DB_POOL, LEDGER, RANKING, READS, SIGNING_KEY
+from bureau.http.keys import COMMITTER, CONFIG, DB_POOL, RANKING, READS, SIGNING_KEY
 from bureau.http.pages import agent_page, payload_of
 from bureau.http.params import KEY_ID, number
 from bureau.http.settlement_page import SHOWN, settlements_section
@@ -73,7 +73,7 @@ async def index(request: web.Request) -> web.Response:
     ranked = await request.app[READS].run(lambda conn: request.app[RANKING].page(conn, q, page))
     # The current policy from the primary, as /v1/policy reads it (bureau.http.routes.reads).
     async with request.app[DB_POOL].acquire() as conn:
-        policy = await current_policy(conn, request.app[LEDGER].clock(),
+        policy = await current_policy(conn, request.app[COMMITTER].clock(),
                                       request.app[CONFIG].epoch_seconds)
     settled = await request.app[READS].run(lambda conn: published_settlements(conn, SHOWN))
     epoch_seconds = request.app[CONFIG].epoch_seconds
@@ -81,7 +81,7 @@ async def index(request: web.Request) -> web.Response:
                             epoch_seconds, payload_of(cp) if cp is not None else None,
                             ranked, q, page, settlements_section(
                                 [payload_of(s) for s in settled], epoch_seconds),
-                            now=request.app[LEDGER].clock()))
+                            now=request.app[COMMITTER].clock()))
 
 
 @routes.get(f"/agents/{{agent:{KEY_ID}}}")
@@ -96,4 +96,4 @@ async def agent(request: web.Request) -> web.Response:
     return _html(agent_page(payload_of(envelope), pretty,
                             wire.signing_key_id(request.app[SIGNING_KEY]),
                             request.app[CONFIG].public_url, request.app[CONFIG].epoch_seconds,
-                            now=request.app[LEDGER].clock()))
+                            now=request.app[COMMITTER].clock()))

@@ -1,6 +1,6 @@
 """Stage 6 of intake: the append-only, hash-chained ledger, written by group commit.
 
-Every request hands its verified submissions to :meth:`Ledger.submit` and waits. One
+Every request hands its verified submissions to :meth:`Committer.submit` and waits. One
 committer per process — on a thread of its own with its own event loop and its own
 database connection in a serving process (so that the time it holds the lock is not
 stretched by the request handlers' work on their loop), on the process's own loop in
@@ -129,7 +129,7 @@ class _LockSection:
         metrics.COMMIT_SECTION_ENVELOPES.inc(envelopes)
 
 
-class Ledger:
+class Committer:
     """The single writer path of a bureau process.
 
     The committer runs on its own thread and event loop (:meth:`start`), with a
