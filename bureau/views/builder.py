@@ -38,7 +38,7 @@ from bureau.views.cards import sign_cards
 from bureau.views.derive import Deriver, advance
 from bureau.views.policies import policy_of_epoch
 from bureau.views.shards import ShardPool
-from bureau.views.sign import REPORT_TYPE, sign_checkpoint, sign_many
+from bureau.views.sign import REPORT_TYPE, sign_checkpoint_envelope, sign_many
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ class ReportBuilder:
 
     async def _checkpoint(self, conn: db.Connection, seal: Seal) -> bytes:
         root = await root_at(conn, seal.last_seq)
-        return sign_checkpoint(self.key, seal.epoch, seal.last_seq, seal.head, root)
+        return sign_checkpoint_envelope(self.key, seal.epoch, seal.last_seq, seal.head, root)
 
     async def _store_note(self, conn: db.Connection, seal: Seal) -> None:
         """The epoch's checkpoint as a signed note (SPEC §8.1), kept with every other
