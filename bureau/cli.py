@@ -25,7 +25,7 @@ import nacl.signing
 from aiohttp import web
 
 from bureau import __version__, keyfiles, ledger_line, ports
-from bureau.config import Config, default_serve_workers
+from bureau.config import Config, child_environment, default_serve_workers
 from bureau.errors import InternalError
 from bureau.http.access_log import FORMATS as ACCESS_LOG_FORMATS
 from bureau.http.access_log import runner_options
@@ -277,7 +277,7 @@ class _SequencerProcess:
         self._cmd = [sys.executable, "-m", "bureau.cli", "serve", "--workers", "1",
                      "--sequence", str(self.socket),
                      "--max-pending", str(config.max_pending * args.workers)]
-        self._env = dict(os.environ, **{_WORKER_OF: str(os.getpid())})
+        self._env = child_environment(config, **{_WORKER_OF: str(os.getpid())})
         self._lock = threading.Lock()
         self._stopping = False
         self._proc: subprocess.Popen[bytes] | None = None
@@ -365,7 +365,7 @@ async def _serve(args: argparse.Namespace, config: Config, url: str,
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stopping, signum)
-    await runner.setup()  # the cleanup contexts: pool, genesis, ledger, settler
+    await runner.setup()  # the cleanup contexts: pool, genesis, committer, sealer
     started = await _entries(url)
     try:
         await web.TCPSite(runner, args.host, args.port, reuse_port=reuse_port).start()
@@ -440,10 +440,10 @@ def _start_workers(args: argparse.Namespace, config: Config,
     ledger's row lock keeps their appends one chain.
     """
     assert config.signing_key_path is not None
-    env = dict(os.environ, BUREAU_DATABASE_URL=url, **{_WORKER_OF: str(os.getpid())},
-               BUREAU_ADMIN_KEYS=",".join(sorted(config.admin_keys)),
-               BUREAU_SIGNING_KEY=str(config.signing_key_path.resolve()),
-               BUREAU_HOME=str(config.home.resolve()))
+    env = child_environment(config, BUREAU_DATABASE_URL=url, **{_WORKER_OF: str(os.getpid())},
+                            BUREAU_ADMIN_KEYS=",".join(sorted(config.admin_keys)),
+                            BUREAU_SIGNING_KEY=str(config.signing_key_path.resolve()),
+                            BUREAU_HOME=str(config.home.resolve()))
     cmd = [sys.executable, "-m", "bureau.cli", "serve", "--host", args.host,
            "--port", str(args.port), "--ops-host", args.ops_host,
            "--ops-port", str(args.ops_port), "--reuse-port", "--workers", "1",

@@ -6,7 +6,7 @@ stopped here, in ``cleanup_ctx`` order: the pool (and the read replica's, with
 entry: ``app[CONFIG]`` then holds the ledger's values, the origin among them, which names
 the bureau's key as the log's: ``app[LOG_KEY]``) and the ledger's committer, then the
 tree-head publisher (which signs the current head before the first request), then the
-settler (whose seal hook the committer calls under its lock), then, with ``serve --mirror``,
+sealer (whose seal hook the committer calls under its lock), then, with ``serve --mirror``,
 the static mirror's writer, so that they stop in reverse."""
 
 from __future__ import annotations

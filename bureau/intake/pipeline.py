@@ -105,8 +105,8 @@ class Intake:
         return results
 
     async def _commit(self, subs: list[Submission]) -> list[Result]:
-        # An admin seal runs the settler's hook under the lock, and only a serving
-        # process has a settler: it is committed here (a seal is rare, and the head
+        # An admin seal runs the sealer's hook under the lock, and only a serving
+        # process has a sealer: it is committed here (a seal is rare, and the head
         # lock orders it with the sequencer's groups).
         if self.sequencer is not None and subs and all(
                 sub.envelope.name != SEAL_REQUEST.payload for sub in subs):

@@ -75,7 +75,7 @@ async def seal_due(conn: db.Connection, current_epoch: int) -> bool:
 
 
 class Sealer:
-    """Seals elapsed epochs every ``config.settle_interval`` seconds (and at once when
+    """Seals elapsed epochs every ``config.seal_interval`` seconds (and at once when
     an admin ``seal`` is admitted), then builds the reports of sealed epochs."""
 
     def __init__(self, pool: db.Pool, ledger: Committer, builder: ReportBuilder,
@@ -172,5 +172,5 @@ class Sealer:
             return built
 
     async def _run(self) -> None:
-        await every(self.config.settle_interval, self._wake,
+        await every(self.config.seal_interval, self._wake,
                     lambda woken: self.seal_once(force=woken), "sealer")
