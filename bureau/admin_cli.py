@@ -208,13 +208,14 @@ def _add(commands: Any, name: str, parents: list[argparse.ArgumentParser],
     return parser
 
 
-def add_command(sub: Any) -> None:
-    """``bureau admin …`` on the ``bureau`` command's subparsers."""
-    admin = sub.add_parser("admin", help="sign an admin payload with the admin key and post "
-                           "it to a bureau")
+def add_arguments(admin: argparse.ArgumentParser) -> None:
+    """``bureau admin …``: its commands, on the ``bureau admin`` parser."""
     admin.description = wording.plain(__doc__)
-    admin.formatter_class = type("AdminHelp", (argparse.RawDescriptionHelpFormatter,
-                                               admin.formatter_class), {})
+    # the description as written (its examples), with the defaults every flag shows
+    plain_defaults: Any = admin.formatter_class
+    formatter: type[argparse.HelpFormatter] = type(
+        "AdminHelp", (argparse.RawDescriptionHelpFormatter, plain_defaults), {})
+    admin.formatter_class = formatter
     admin.set_defaults(func=run)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--key", default=str(Path(os.environ.get("BUREAU_HOME", ".bureau"))

@@ -4,7 +4,7 @@ One process (``serve --workers 1``): metrics live in the default registry, so th
 ``/metrics`` shows process figures too. Several (``--workers N``): every process writes
 its values to files in one per-run directory (prometheus_client's multiprocess mode,
 ``PROMETHEUS_MULTIPROC_DIR``, set before this module is imported: see
-:func:`bureau.cli.cmd_serve`), and whichever process a scrape reaches adds them all up
+:func:`bureau.cli.serve.cmd_serve`), and whichever process a scrape reaches adds them all up
 (:func:`exposition`). Gauges say how: the head seen is the largest any process saw, the
 queue depth the sum over the live processes.
 

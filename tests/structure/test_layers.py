@@ -43,7 +43,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("http", ("bureau.http.*", "bureau.mirror.*")),
     ("composition root", ("bureau.http.app",)),
     ("commands", (
-        "bureau.cli", "bureau.admin_cli", "bureau.status", "bureau.verify",
+        "bureau.cli.*", "bureau.admin_cli", "bureau.status", "bureau.verify",
         "bureau.ledger_line", "bureau.interop.cli", "bureau.mirror.cli", "bureau.simulate.*",
     )),
 )
