@@ -1,4 +1,5 @@
-"""Header and body deadlines for the proxy's and the OTLP receiver's listeners (issue 35).
+"""Header and body deadlines for an aiohttp listener: the proxy's and the OTLP receiver's
+(issue 35).
 
 aiohttp has no deadline for a request's head, nor for its body: a client trickling a
 10-byte body over 77 s was answered 200 by both. Two bounds, each configurable:
