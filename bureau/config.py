@@ -28,6 +28,9 @@ MAX_CHECKPOINT_INTERVAL = 10.0
 #: BUREAU_READ_WAIT's default: a healthy replica on the same network replays a commit
 #: in milliseconds; one further behind than this is skipped rather than waited for
 DEFAULT_READ_WAIT = 0.2
+#: BUREAU_HEADER_SECONDS's default: a request's head (request line and header fields)
+#: must be in within this many seconds, and an idle connection is kept no longer
+DEFAULT_HEADER_SECONDS = 10.0
 #: BUREAU_SEAL_INTERVAL's name before issue 33, still read (with one deprecation line
 #: in the log) when the new name is not set
 OLD_SEAL_INTERVAL = "BUREAU_SETTLE_INTERVAL"
@@ -79,6 +82,10 @@ class Config:
     #: offer ``giveFeedback`` calldata for links the bureau has not confirmed too
     #: (``BUREAU_ERC8004_UNCONFIRMED_CALLDATA=1``); by default only confirmed links get it
     erc8004_unconfirmed_calldata: bool = False
+    #: a request's head must be in within this many seconds of its first byte (or of the
+    #: connection's opening), else the connection is closed; an idle connection is kept
+    #: as long and no longer (``BUREAU_HEADER_SECONDS``; reporters.daemon.deadlines)
+    header_seconds: float = DEFAULT_HEADER_SECONDS
     #: ``bureau serve --mirror DIR``: the directory the static mirror is kept current in
     #: after each seal and tree head (bureau.mirror); None: no mirror
     mirror_dir: Path | None = None
@@ -112,6 +119,10 @@ class Config:
         if not 0 < interval <= MAX_CHECKPOINT_INTERVAL:
             raise ValueError("BUREAU_CHECKPOINT_INTERVAL must be more than 0 and at most "
                              f"{MAX_CHECKPOINT_INTERVAL:g} seconds")
+        header_seconds = float(env.get("BUREAU_HEADER_SECONDS") or DEFAULT_HEADER_SECONDS)
+        if not 0 < header_seconds <= 3600:
+            raise ValueError("BUREAU_HEADER_SECONDS must be more than 0 and at most 3600 "
+                             "seconds")
         read_wait = float(env.get("BUREAU_READ_WAIT", str(DEFAULT_READ_WAIT)))
         if not 0 <= read_wait <= 10:
             raise ValueError("BUREAU_READ_WAIT must be from 0 to 10 seconds")
@@ -135,6 +146,7 @@ class Config:
             report_workers=workers,
             witnesses=witnesses,
             checkpoint_interval=interval,
+            header_seconds=header_seconds,
         )
 
 

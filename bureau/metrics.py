@@ -54,6 +54,12 @@ UNAVAILABLE_TOTAL = Counter(
     "intake_full, database_unreachable, shutting_down, internal_error.",
     ["reason"],
 )
+LATE_HEADS_TOTAL = Counter(
+    "bureau_http_late_heads_total",
+    "Connections to the service's port closed because a request's head was not in within "
+    "BUREAU_HEADER_SECONDS of its first byte (or of the connection's opening): slow or "
+    "stalled clients. Idle connections closed after as long are not counted.",
+)
 REQUEST_SECONDS = Histogram(
     "bureau_http_request_seconds",
     "HTTP request latency by route and status.",

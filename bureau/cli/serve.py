@@ -23,7 +23,7 @@ from bureau.cli.parser import port, positive
 from bureau.cli.reading import database_url
 from bureau.config import Config, default_serve_workers
 from bureau.http.access_log import FORMATS as ACCESS_LOG_FORMATS
-from bureau.http.access_log import runner_options
+from bureau.http.listener import service_runner
 from bureau.intake.genesis import StartRefused
 from bureau.intake.sequencer import SOCKET_ENV as SEQUENCER_SOCKET
 from bureau.ledger_keys import KeyPeriod
@@ -257,7 +257,7 @@ async def _serve(service: Service, listeners: Listeners) -> None:
 
     app = create_app(service.config, service.database_url, service.signing_key,
                      sequencer=service.sequencer)
-    runner = web.AppRunner(app, **runner_options(listeners.access_log))  # type: ignore[arg-type]
+    runner = service_runner(app, service.config.header_seconds, listeners.access_log)
     ops_runner = web.AppRunner(create_ops_app(app), access_log=None)
     stop = asyncio.Event()
     received: list[str] = []

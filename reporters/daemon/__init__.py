@@ -1,6 +1,6 @@
 """``reporters.daemon``: the kit every long-running reporter is built with — the proxy
 (``reporters.proxy``), the OTLP receiver (``reporters.otlp``) and the prober
-(``reporters.prober``).
+(``reporters.prober``); and the head deadline of ``bureau serve``'s port.
 
 * :mod:`~reporters.daemon.config` — a configuration file read, flags laid over it, the
   fields every reporter needs, checked the same way everywhere (:class:`ConfigError`
