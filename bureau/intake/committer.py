@@ -375,7 +375,7 @@ class Committer:
         now = self.clock()
         last = head.recorded_at
         recorded_at = now if last is None or now > last else last
-        tx = GroupTx(conn, state, head.seq, head.head, recorded_at, self.config.epoch_seconds)
+        tx = GroupTx(conn, state, head, recorded_at, self.config.epoch_seconds)
         results: list[Result | None] = []
         for unit, i in items:
             if i == WORK:
