@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bureau.intake.chaining import GroupTx
 from bureau.intake.judging import judge_one
 from bureau.intake.pipeline import prepare
-from bureau.intake.state import GroupState, Submission
+from bureau.intake.state import FIRST, GroupState, Submission
 from bureau.records import AgentRecord, ReporterRecord
 from reporters import wire
 
@@ -70,7 +70,7 @@ def main() -> None:
     now = dt.datetime.now(dt.UTC)
     best: dict[str, float] = {}
     for _ in range(args.rounds):
-        tx = GroupTx(None, loaded_state(args.n, r, c, s), 0, wire.ZERO_ID, now, 21600)
+        tx = GroupTx(None, loaded_state(args.n, r, c, s), FIRST, now, 21600)
         for name, subs in (("fact", facts), ("attestation", atts)):
             t0 = time.process_time()
             for sub in subs:

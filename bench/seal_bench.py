@@ -53,12 +53,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from prometheus_client import REGISTRY
 
 from bureau.config import Config, default_report_workers
-from bureau.intake.chaining import GroupTx
+from bureau.intake.chaining import GroupTx, Indexed
 from bureau.intake.clock import epoch_of
+from bureau.intake.committer import Committer
 from bureau.intake.flush import flush
-from bureau.intake.ledger import Ledger
 from bureau.intake.links import is_favourable
-from bureau.intake.state import GroupState
+from bureau.intake.state import FIRST, ChainTip, GroupState
 from bureau.kinds import GENESIS
 from bureau.scoring.policy import DEFAULT_POLICY_NAME, KNOWN_POLICIES, policy_hash
 from bureau.storage import db
@@ -192,12 +192,12 @@ async def write_rows(conn: asyncpg.Connection, rows: list[Row], at: dt.datetime)
     and flush them (COPY) in one transaction."""
     async with conn.transaction():
         head = await conn.fetchrow("SELECT seq, head FROM ledger_head FOR UPDATE")
-        tx = GroupTx(conn, GroupState(frozenset()), head["seq"], head["head"], at,
-                     EPOCH_SECONDS)
+        tx = GroupTx(conn, GroupState(frozenset()), ChainTip(head["seq"], head["head"], None),
+                     at, EPOCH_SECONDS)
         w = tx.writes
         for kind, env, signer, subject, ck, extra in rows:
-            entry_id, seq = tx.append(kind, envelope=env, signer=signer, subject=subject,
-                                      content_key=ck)
+            entry_id, seq = tx.append(kind, envelope=env,
+                                      indexed=Indexed(signer, subject, ck))
             if kind == "fact":
                 rep, ia, subj, caller, eng = extra
                 w.facts.append((rep, ia, seq, ck, subj, caller, eng))
@@ -228,7 +228,7 @@ async def write_rows(conn: asyncpg.Connection, rows: list[Row], at: dt.datetime)
 async def write_genesis(conn: asyncpg.Connection, policy: str, at: dt.datetime) -> None:
     """Entry 1: the ledger's settings, as the bureau writes them (bureau.intake.genesis)."""
     async with conn.transaction():
-        tx = GroupTx(conn, GroupState(frozenset()), 0, wire.ZERO_ID, at, EPOCH_SECONDS)
+        tx = GroupTx(conn, GroupState(frozenset()), FIRST, at, EPOCH_SECONDS)
         tx.append(GENESIS.name, body={"policy": policy_hash(KNOWN_POLICIES[policy]),
                                       "epoch_seconds": EPOCH_SECONDS, "origin": "seal-bench"})
         await flush(tx)
@@ -291,7 +291,7 @@ def cpu_seconds(pid: int) -> float:
 async def seal_and_build(url: str, builder: ReportBuilder, now: dt.datetime) -> tuple[float,
                                                                                      float, int]:
     pool = await db.create_pool(url, min_size=1, max_size=2)
-    ledger = Ledger(url, Config(epoch_seconds=EPOCH_SECONDS), clock=lambda: now)
+    ledger = Committer(url, Config(epoch_seconds=EPOCH_SECONDS), clock=lambda: now)
     await ledger.start()
     try:
         start, cpu = time.perf_counter(), time.process_time()

@@ -208,14 +208,23 @@ def _add(commands: Any, name: str, parents: list[argparse.ArgumentParser],
     return parser
 
 
-def add_command(sub: Any) -> None:
-    """``bureau admin …`` on the ``bureau`` command's subparsers."""
-    admin = sub.add_parser("admin", help="sign an admin payload with the admin key and post "
-                           "it to a bureau")
+def add_arguments(admin: argparse.ArgumentParser) -> None:
+    """``bureau admin …``: its commands, on the ``bureau admin`` parser."""
     admin.description = wording.plain(__doc__)
-    admin.formatter_class = type("AdminHelp", (argparse.RawDescriptionHelpFormatter,
-                                               admin.formatter_class), {})
+    # the description as written (its examples), with the defaults every flag shows
+    plain_defaults: Any = admin.formatter_class
+    formatter: type[argparse.HelpFormatter] = type(
+        "AdminHelp", (argparse.RawDescriptionHelpFormatter, plain_defaults), {})
+    admin.formatter_class = formatter
     admin.set_defaults(func=run)
+    commands = admin.add_subparsers(dest="admin_command", required=True, metavar="COMMAND")
+    common = _common_flags()
+    _reporter_commands(commands, common)
+    _ledger_commands(commands, common)
+
+
+def _common_flags() -> argparse.ArgumentParser:
+    """The flags of every admin command: the key, the bureau, ``--print``."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--key", default=str(Path(os.environ.get("BUREAU_HOME", ".bureau"))
                                              / "admin.key"),
@@ -227,8 +236,11 @@ def add_command(sub: Any) -> None:
     common.add_argument("--print", action="store_true",
                         help="print the signed envelope on standard output instead of "
                         "posting it")
-    commands = admin.add_subparsers(dest="admin_command", required=True, metavar="COMMAND")
+    return common
 
+
+def _reporter_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+    """``register-reporter`` and ``distrust``: a reporter's registration."""
     one = _add(commands, "register-reporter", [common], "register a reporter, or update it")
     _reporter_flags(one)
     one.add_argument("--distrusted-from", default=None,
@@ -244,6 +256,9 @@ def add_command(sub: Any) -> None:
     one.add_argument("--lift", action="store_true", help="trust it again (distrusted_from null)")
     one.set_defaults(build=distrust)
 
+
+def _ledger_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+    """``resolve``, ``seal``, ``policy``, ``pool``, ``keys``: the ledger's own decisions."""
     one = _add(commands, "resolve", [common],
                "decide a dispute: the entry stands, or is excluded")
     one.add_argument("dispute", help="the dispute's entry id")

@@ -1,4 +1,4 @@
-"""Background work that one process does for all (the settler's report building, the
+"""Background work that one process does for all (the sealer's report building, the
 publisher's tree heads and witnesses): an election by PostgreSQL advisory lock, and the
 loop that runs a pass every interval or at once when woken.
 

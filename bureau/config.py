@@ -9,6 +9,8 @@ ledger's refuses the start, an unpinned one is replaced by the ledger's.
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
 import re
 from dataclasses import dataclass, field
@@ -26,6 +28,14 @@ MAX_CHECKPOINT_INTERVAL = 10.0
 #: BUREAU_READ_WAIT's default: a healthy replica on the same network replays a commit
 #: in milliseconds; one further behind than this is skipped rather than waited for
 DEFAULT_READ_WAIT = 0.2
+#: BUREAU_HEADER_SECONDS's default: a request's head (request line and header fields)
+#: must be in within this many seconds, and an idle connection is kept no longer
+DEFAULT_HEADER_SECONDS = 10.0
+#: BUREAU_SEAL_INTERVAL's name before issue 33, still read (with one deprecation line
+#: in the log) when the new name is not set
+OLD_SEAL_INTERVAL = "BUREAU_SETTLE_INTERVAL"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -45,8 +55,8 @@ class Config:
     max_pending: int = 20_000
     #: envelopes judged in one group-commit transaction at most
     max_group: int = 5_000
-    #: how often the settler looks for elapsed epochs, in seconds
-    settle_interval: float = 5.0
+    #: how often the sealer looks for elapsed epochs, in seconds (BUREAU_SEAL_INTERVAL)
+    seal_interval: float = 5.0
     #: processes that derive and sign reports (1: in the serving process itself)
     report_workers: int = 1
     #: witnesses that are sent each new tree head (BUREAU_WITNESSES)
@@ -72,6 +82,10 @@ class Config:
     #: offer ``giveFeedback`` calldata for links the bureau has not confirmed too
     #: (``BUREAU_ERC8004_UNCONFIRMED_CALLDATA=1``); by default only confirmed links get it
     erc8004_unconfirmed_calldata: bool = False
+    #: a request's head must be in within this many seconds of its first byte (or of the
+    #: connection's opening), else the connection is closed; an idle connection is kept
+    #: as long and no longer (``BUREAU_HEADER_SECONDS``; reporters.daemon.deadlines)
+    header_seconds: float = DEFAULT_HEADER_SECONDS
     #: ``bureau serve --mirror DIR``: the directory the static mirror is kept current in
     #: after each seal and tree head (bureau.mirror); None: no mirror
     mirror_dir: Path | None = None
@@ -96,9 +110,7 @@ class Config:
         workers = int(env.get("BUREAU_REPORT_WORKERS", str(default_report_workers())))
         if workers < 1:
             raise ValueError("BUREAU_REPORT_WORKERS must be at least 1")
-        settle = float(env.get("BUREAU_SETTLE_INTERVAL", "5"))
-        if not settle > 0:
-            raise ValueError("BUREAU_SETTLE_INTERVAL must be a positive number of seconds")
+        seal_interval = _seal_interval(env)
         try:
             witnesses = tuple(parse_witnesses(env.get("BUREAU_WITNESSES", "")))
         except TlogError as exc:
@@ -107,6 +119,10 @@ class Config:
         if not 0 < interval <= MAX_CHECKPOINT_INTERVAL:
             raise ValueError("BUREAU_CHECKPOINT_INTERVAL must be more than 0 and at most "
                              f"{MAX_CHECKPOINT_INTERVAL:g} seconds")
+        header_seconds = float(env.get("BUREAU_HEADER_SECONDS") or DEFAULT_HEADER_SECONDS)
+        if not 0 < header_seconds <= 3600:
+            raise ValueError("BUREAU_HEADER_SECONDS must be more than 0 and at most 3600 "
+                             "seconds")
         read_wait = float(env.get("BUREAU_READ_WAIT", str(DEFAULT_READ_WAIT)))
         if not 0 <= read_wait <= 10:
             raise ValueError("BUREAU_READ_WAIT must be from 0 to 10 seconds")
@@ -118,7 +134,7 @@ class Config:
                 "BUREAU_ERC8004_HOSTS", "").split(",") if h.strip()),
             erc8004_unconfirmed_calldata=_flag(env, "BUREAU_ERC8004_UNCONFIRMED_CALLDATA"),
             public_url=public_url(env.get("BUREAU_PUBLIC_URL") or None),
-            settle_interval=settle,
+            seal_interval=seal_interval,
             home=Path(env.get("BUREAU_HOME", ".bureau")),
             database_url=env.get("BUREAU_DATABASE_URL") or None,
             admin_keys=admins,
@@ -130,7 +146,40 @@ class Config:
             report_workers=workers,
             witnesses=witnesses,
             checkpoint_interval=interval,
+            header_seconds=header_seconds,
         )
+
+
+def _seal_interval(env: dict[str, str]) -> float:
+    """``BUREAU_SEAL_INTERVAL``; or, when only its old name is set, that one, said in one
+    deprecation line (an old unit file keeps working, and its operator hears why to
+    change it)."""
+    name = "BUREAU_SEAL_INTERVAL"
+    if env.get(OLD_SEAL_INTERVAL):
+        if env.get(name):
+            _deprecated(f"{OLD_SEAL_INTERVAL} is deprecated and ignored: {name} is set")
+        else:
+            _deprecated(f"{OLD_SEAL_INTERVAL} is deprecated: set {name} instead")
+            name = OLD_SEAL_INTERVAL
+    seconds = float(env.get(name) or "5")
+    if not seconds > 0:
+        raise ValueError(f"{name} must be a positive number of seconds")
+    return seconds
+
+
+@functools.cache
+def _deprecated(line: str) -> None:
+    """``line`` in the log once per process, however often the environment is read (a
+    command may read it twice)."""
+    log.warning("%s", line)
+
+
+def child_environment(config: Config, **extra: str) -> dict[str, str]:
+    """This process's environment for a process it starts (``serve``'s workers and
+    sequencer), ``extra`` laid over it, with the seal interval under its current name
+    only: a deprecated name is said once, by the process the operator started."""
+    env = {k: v for k, v in os.environ.items() if k != OLD_SEAL_INTERVAL}
+    return {**env, "BUREAU_SEAL_INTERVAL": repr(config.seal_interval), **extra}
 
 
 def _flag(env: dict[str, str], name: str) -> bool:

@@ -397,7 +397,7 @@ RESOLUTION = Kind("resolution", "resolution", Signer.ADMIN, needs=_resolution_ne
 #: An admin's request to seal now; the entry is named apart from the bureau's own seals.
 SEAL_REQUEST = Kind("seal-request", "seal", Signer.ADMIN)
 #: Written by the bureau: ``{"entry", "reason", "cause"}``; its subject is the subject of
-#: the entry it excludes (bureau.intake.ledger writes its index row).
+#: the entry it excludes (bureau.intake.committer writes its index row).
 EXCLUSION = Kind("exclusion", None, Signer.BUREAU, index="exclusions",
                  evidence=_exclusion_evidence, files=(FileLink.TARGET,))
 #: Written by the bureau: ``{"epoch", "seq", "head"}`` (bureau.views.seal writes its row).

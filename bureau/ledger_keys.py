@@ -44,16 +44,6 @@ def history_json(periods: list[KeyPeriod], origin: str) -> list[dict[str, Any]]:
             for p in periods]
 
 
-def period_at(periods: list[KeyPeriod], seq: int) -> KeyPeriod | None:
-    """The period in force at entry ``seq`` (a size-0 tree counts as entry 1's)."""
-    found = None
-    for period in periods:
-        if period.from_seq > max(seq, 1):
-            break
-        found = period
-    return found
-
-
 async def key_at(conn: db.Connection, seq: int) -> str | None:
     """The bureau key in force at entry ``seq``; None before the genesis entry."""
     return await keys.key_at(conn, seq)

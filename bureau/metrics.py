@@ -4,7 +4,7 @@ One process (``serve --workers 1``): metrics live in the default registry, so th
 ``/metrics`` shows process figures too. Several (``--workers N``): every process writes
 its values to files in one per-run directory (prometheus_client's multiprocess mode,
 ``PROMETHEUS_MULTIPROC_DIR``, set before this module is imported: see
-:func:`bureau.cli.cmd_serve`), and whichever process a scrape reaches adds them all up
+:func:`bureau.cli.serve.cmd_serve`), and whichever process a scrape reaches adds them all up
 (:func:`exposition`). Gauges say how: the head seen is the largest any process saw, the
 queue depth the sum over the live processes.
 
@@ -53,6 +53,12 @@ UNAVAILABLE_TOTAL = Counter(
     "Answers UNAVAILABLE (503; 500 for internal_error), by named reason: queue_full, "
     "intake_full, database_unreachable, shutting_down, internal_error.",
     ["reason"],
+)
+LATE_HEADS_TOTAL = Counter(
+    "bureau_http_late_heads_total",
+    "Connections to the service's port closed because a request's head was not in within "
+    "BUREAU_HEADER_SECONDS of its first byte (or of the connection's opening): slow or "
+    "stalled clients. Idle connections closed after as long are not counted.",
 )
 REQUEST_SECONDS = Histogram(
     "bureau_http_request_seconds",

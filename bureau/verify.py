@@ -257,7 +257,7 @@ async def _exclusion_failures(conn: db.Connection,
                               rows: list[tuple[StoredRow, dict[str, Any]]]
                               ) -> list[tuple[int, str]]:
     """An exclusion is about the subject of the entry it excludes, an earlier one (as
-    bureau.intake.ledger writes it); that entry's own subject was checked already."""
+    bureau.intake.committer writes it); that entry's own subject was checked already."""
     exclusions = [(row, entry["body"].get("entry")) for row, entry in rows
                   if row.kind == EXCLUSION.name and isinstance(entry.get("body"), dict)]
     if not exclusions:

@@ -312,7 +312,11 @@ _LEDGER_KEYS: dict[str, tuple[nacl.signing.SigningKey, nacl.signing.SigningKey]]
 async def start_bureau(database_url: str, home: Path, *, epoch_seconds: int = 21600,
                        signing_key: nacl.signing.SigningKey | None = None,
                        admin_key: nacl.signing.SigningKey | None = None,
+                       listener: Callable[[web.Application], web.AppRunner] | None = None,
                        **overrides: Any) -> AsyncIterator[BureauUnderTest]:
+    """A bureau on ``database_url`` (``overrides``: its Config's fields) on a port of its
+    own; ``listener`` makes the runner of that port (default aiohttp's plain one; the
+    one ``bureau serve`` runs is ``bureau.http.listener.service_runner``)."""
     # One ledger, one key (SPEC §3 r3): a bureau started again on the same database is
     # given the keys the ledger was made with, as an operator gives a node its key file.
     admin, made_with = _LEDGER_KEYS.setdefault(
@@ -325,7 +329,8 @@ async def start_bureau(database_url: str, home: Path, *, epoch_seconds: int = 21
                                              frozenset({wire.signing_key_id(admin)})),
                     epoch_seconds=epoch_seconds, **overrides)
     app = create_app(config, database_url, signing, clock=clock)
-    async with serving(app) as url, serving(create_ops_app(app)) as ops_url, \
+    async with serving(app if listener is None else listener(app)) as url, \
+            serving(create_ops_app(app)) as ops_url, \
             aiohttp.ClientSession() as session:
         yield BureauUnderTest(url, session, admin, signing, clock, app, config, database_url,
                               ops_url)

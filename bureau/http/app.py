@@ -6,11 +6,12 @@ stopped here, in ``cleanup_ctx`` order: the pool (and the read replica's, with
 entry: ``app[CONFIG]`` then holds the ledger's values, the origin among them, which names
 the bureau's key as the log's: ``app[LOG_KEY]``) and the ledger's committer, then the
 tree-head publisher (which signs the current head before the first request), then the
-settler (whose seal hook the ledger calls under its lock), then, with ``serve --mirror``,
+sealer (whose seal hook the committer calls under its lock), then, with ``serve --mirror``,
 the static mirror's writer, so that they stop in reverse."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -22,12 +23,12 @@ from bureau.http import openapi, routes
 from bureau.http.auth import nonce_store
 from bureau.http.errors import error_middleware
 from bureau.http.keys import (
+    COMMITTER,
     CONFIG,
     DATABASE_URL,
     DB_POOL,
     FULL_TILES,
     INTAKE,
-    LEDGER,
     LOG_KEY,
     MIRROR,
     NONCES,
@@ -41,7 +42,7 @@ from bureau.http.keys import (
 from bureau.http.routes import ops
 from bureau.intake import genesis
 from bureau.intake.clock import Clock, utcnow
-from bureau.intake.ledger import Ledger
+from bureau.intake.committer import Committer
 from bureau.intake.pipeline import MAX_BATCH_BYTES, Intake
 from bureau.intake.sequencer import SequencerLink
 from bureau.mirror.documents import Site
@@ -79,94 +80,102 @@ def create_app(config: Config, database_url: str, signing_key: nacl.signing.Sign
     app[NONCES] = nonce_store()
     app[RANKING] = Ranking()
     app[FULL_TILES] = FullTiles()
-
-    async def resources(app: web.Application) -> AsyncIterator[None]:
-        pool = await db.create_pool(database_url)
-        try:
-            async with pool.acquire() as conn:
-                await db.migrate(conn)
-                # The ledger's own settings rule from here on (bureau.intake.genesis).
-                settled = await genesis.establish(conn, config, signing_key.verify_key,
-                                                  clock())
-                assert settled.origin is not None  # the genesis entry's
-                log_key = LogKey.of(settled.origin, signing_key)
-            replica = (None if config.read_database_url is None
-                       else await open_replica(config.read_database_url, pool))
-        except BaseException:
-            await pool.close()
-            raise
-        app[CONFIG], app[LOG_KEY] = settled, log_key
-        reads = ReadRouter(pool, replica, config.read_wait)
-        ledger = Ledger(database_url, settled, clock)
-        await ledger.start()
-        link = None if sequencer is None else SequencerLink(sequencer)
-        intake = Intake(ledger, sequencer=link)
-        app[DB_POOL], app[READS], app[LEDGER], app[INTAKE] = pool, reads, ledger, intake
-        try:
-            yield
-        finally:
-            if link is not None:
-                await link.close()
-            await ledger.stop()
-            intake.close()
-            await reads.close()
-            await pool.close()
-
-    async def publishing(app: web.Application) -> AsyncIterator[None]:
-        """After the pool: the tree-head publisher. It signs the current head now, so
-        that GET /checkpoint has a note before the first request (and refuses to start
-        on a ledger that does not extend what was published)."""
-        publisher = Publisher(app[DB_POOL], app[LOG_KEY], config.checkpoint_interval,
-                              config.witnesses)
-        await publisher.start()
-        app[PUBLISHER] = publisher
-        try:
-            yield
-        finally:
-            await publisher.stop()
-
-    async def settling(app: web.Application) -> AsyncIterator[None]:
-        """After the pool and the ledger exist: the sealer, which seals epochs and has
-        their reports built; the ledger calls its seal hook when an admin ``seal`` is
-        admitted. Stopped before the ledger and the pool go."""
-        ledger, settled = app[LEDGER], app[CONFIG]
-        builder = ReportBuilder(signing_key, app[LOG_KEY], workers=settled.report_workers,
-                                dsn=database_url)
-        sealer = Sealer(app[DB_POOL], ledger, builder, settled, ledger.clock)
-        ledger.seal_hook = sealer.on_seal_request
-        app[SEALER] = sealer
-        await sealer.start()
-        try:
-            yield
-        finally:
-            ledger.seal_hook = None
-            await sealer.stop()
-
-    async def mirroring(app: web.Application) -> AsyncIterator[None]:
-        """With ``serve --mirror DIR``, last: the static mirror's writer (one process
-        writes it; it reads what the others publish)."""
-        settled = app[CONFIG]
-        if settled.mirror_dir is None:
-            yield
-            return
-        site = Site(app[LOG_KEY].origin, settled.epoch_seconds, settled.public_url,
-                    settled.eth_address)
-        task = MirrorTask(app[DB_POOL], Mirror(settled.mirror_dir, site))
-        app[MIRROR] = task
-        await task.start()
-        try:
-            yield
-        finally:
-            await task.stop()
-
-    app.cleanup_ctx.append(resources)
-    app.cleanup_ctx.append(publishing)
-    app.cleanup_ctx.append(settling)
-    app.cleanup_ctx.append(mirroring)
+    # Started in this order, stopped in reverse (see the module's docstring).
+    app.cleanup_ctx.append(functools.partial(_resources, clock=clock, sequencer=sequencer))
+    app.cleanup_ctx.append(_publishing)
+    app.cleanup_ctx.append(_sealing)
+    app.cleanup_ctx.append(_mirroring)
     for table in routes.TABLES:
         app.add_routes(table)
     app.on_startup.append(openapi.publish)  # after every route: it describes them all
     return app
+
+
+async def _resources(app: web.Application, *, clock: Clock,
+                     sequencer: Path | None) -> AsyncIterator[None]:
+    """First: the pool (and the replica's), the ledger's settings (its genesis entry:
+    written on a new ledger, ruling from then on), the committer and intake."""
+    config, database_url, signing_key = app[CONFIG], app[DATABASE_URL], app[SIGNING_KEY]
+    pool = await db.create_pool(database_url)
+    try:
+        async with pool.acquire() as conn:
+            await db.migrate(conn)
+            # The ledger's own settings rule from here on (bureau.intake.genesis).
+            settled = await genesis.establish(conn, config, signing_key.verify_key, clock())
+            assert settled.origin is not None  # the genesis entry's
+            log_key = LogKey.of(settled.origin, signing_key)
+        replica = (None if config.read_database_url is None
+                   else await open_replica(config.read_database_url, pool))
+    except BaseException:
+        await pool.close()
+        raise
+    app[CONFIG], app[LOG_KEY] = settled, log_key
+    reads = ReadRouter(pool, replica, config.read_wait)
+    committer = Committer(database_url, settled, clock)
+    await committer.start()
+    link = None if sequencer is None else SequencerLink(sequencer)
+    intake = Intake(committer, sequencer=link)
+    app[DB_POOL], app[READS], app[COMMITTER], app[INTAKE] = pool, reads, committer, intake
+    try:
+        yield
+    finally:
+        if link is not None:
+            await link.close()
+        await committer.stop()
+        intake.close()
+        await reads.close()
+        await pool.close()
+
+
+async def _publishing(app: web.Application) -> AsyncIterator[None]:
+    """After the pool: the tree-head publisher. It signs the current head now, so
+    that GET /checkpoint has a note before the first request (and refuses to start
+    on a ledger that does not extend what was published)."""
+    settled = app[CONFIG]
+    publisher = Publisher(app[DB_POOL], app[LOG_KEY], settled.checkpoint_interval,
+                          settled.witnesses)
+    await publisher.start()
+    app[PUBLISHER] = publisher
+    try:
+        yield
+    finally:
+        await publisher.stop()
+
+
+async def _sealing(app: web.Application) -> AsyncIterator[None]:
+    """After the pool and the committer exist: the sealer, which seals epochs and has
+    their reports built; the committer calls its seal hook when an admin ``seal`` is
+    admitted. Stopped before the committer and the pool go."""
+    committer, settled = app[COMMITTER], app[CONFIG]
+    builder = ReportBuilder(app[SIGNING_KEY], app[LOG_KEY], workers=settled.report_workers,
+                            dsn=app[DATABASE_URL])
+    sealer = Sealer(app[DB_POOL], committer, builder, settled, committer.clock)
+    committer.seal_hook = sealer.on_seal_request
+    app[SEALER] = sealer
+    await sealer.start()
+    try:
+        yield
+    finally:
+        committer.seal_hook = None
+        await sealer.stop()
+
+
+async def _mirroring(app: web.Application) -> AsyncIterator[None]:
+    """With ``serve --mirror DIR``, last: the static mirror's writer (one process
+    writes it; it reads what the others publish)."""
+    settled = app[CONFIG]
+    if settled.mirror_dir is None:
+        yield
+        return
+    site = Site(app[LOG_KEY].origin, settled.epoch_seconds, settled.public_url,
+                settled.eth_address)
+    task = MirrorTask(app[DB_POOL], Mirror(settled.mirror_dir, site))
+    app[MIRROR] = task
+    await task.start()
+    try:
+        yield
+    finally:
+        await task.stop()
 
 
 def create_ops_app(service: web.Application) -> web.Application:

@@ -30,7 +30,7 @@ from aiohttp import web
 
 from bureau import ledger_keys
 from bureau.errors import BureauError, Code, Pushback
-from bureau.http.keys import DB_POOL, LEDGER, NONCES
+from bureau.http.keys import COMMITTER, DB_POOL, NONCES
 from bureau.storage import db, nonces
 from reporters.httpsig import HttpSignatureError, NonceStore, verify_request
 
@@ -98,7 +98,7 @@ async def require_party(request: web.Request, party: str) -> str:
     Returns the reader's key id. ``party`` is the key the URL names, compared as text:
     a key id has exactly one spelling (canonical unpadded base64url).
     """
-    now = request.app[LEDGER].clock().timestamp()
+    now = request.app[COMMITTER].clock().timestamp()
     deferred = _Deferred()
     try:
         # raw_path: the request target exactly as received (see reporters/httpsig.py).

@@ -7,7 +7,7 @@ import nacl.signing
 from aiohttp import web
 
 from bureau.config import Config
-from bureau.intake.ledger import Ledger
+from bureau.intake.committer import Committer
 from bureau.intake.pipeline import Intake
 from bureau.mirror.sync import MirrorTask
 from bureau.reads.ranking import Ranking
@@ -24,7 +24,7 @@ DB_POOL = web.AppKey("pool", db.Pool)
 # Where the public documents and the parties' files are read: the primary, or a
 # streaming replica (BUREAU_READ_DATABASE_URL; bureau.replica).
 READS = web.AppKey("reads", ReadRouter)
-LEDGER = web.AppKey("ledger", Ledger)
+COMMITTER = web.AppKey("committer", Committer)
 INTAKE = web.AppKey("intake", Intake)
 SIGNING_KEY = web.AppKey("signing_key", nacl.signing.SigningKey)
 # Where the database is, for processes of our own that connect to it (report workers).

@@ -8,6 +8,11 @@ from typing import Any
 from bureau.http.params import KEY_ID
 
 Json = dict[str, Any]
+#: operations keyed by (method, path template)
+Operations = dict[tuple[str, str], Json]
+
+#: a query text that goes to the database: no control character (PostgreSQL refuses a NUL)
+NO_CONTROL = "^[^\\x00-\\x1f\\x7f]*$"
 
 
 def ref(name: str) -> Json:
@@ -41,3 +46,10 @@ def epoch_param() -> Json:
 def object_body(description: str) -> Json:
     return {"description": description,
             "content": {"application/json": {"schema": {"type": "object"}}}}
+
+
+def query_param(name: str, description: str, maximum: int, default: int,
+                minimum: int) -> Json:
+    return {"name": name, "in": "query", "required": False, "description": description,
+            "schema": {"type": "integer", "minimum": minimum, "maximum": maximum,
+                       "default": default}}

@@ -32,7 +32,7 @@ from bureau.config import Config
 from bureau.errors import InternalError
 from bureau.intake.chaining import GroupTx
 from bureau.intake.flush import flush
-from bureau.intake.state import GroupState
+from bureau.intake.state import FIRST, GroupState
 from bureau.kinds import GENESIS
 from bureau.scoring.policy import KNOWN_POLICIES, policy_hash, policy_name_of
 from bureau.storage import chain, db, keys
@@ -155,7 +155,7 @@ async def establish(conn: db.Connection, config: Config,
         if head_seq != 0:  # pragma: no cover - entries without entry 1
             raise StartRefused("the ledger head has moved but entry 1 is missing")
         settings = requested(config, bureau_key)
-        tx = GroupTx(conn, GroupState(), 0, wire.ZERO_ID, now, settings.epoch_seconds)
+        tx = GroupTx(conn, GroupState(), FIRST, now, settings.epoch_seconds)
         tx.append(GENESIS.name, body=settings.body())
         tx.writes.ledger_keys.append((1, 1, settings.key, list(settings.admins), None))
         await flush(tx)

@@ -10,7 +10,7 @@ from typing import Literal
 
 from bureau.errors import BureauError
 from bureau.intake import rules
-from bureau.intake.chaining import GroupTx
+from bureau.intake.chaining import GroupTx, Indexed
 from bureau.intake.index import Admitted, record_admitted, record_exclusion
 from bureau.intake.refusals import refusal_row
 from bureau.intake.state import GroupState, Submission
@@ -32,7 +32,7 @@ def _append_exclusion(tx: GroupTx, target: str, reason: str, cause: str) -> None
     target_rec = tx.state.entry(target) if target in tx.state.entries else None
     _, seq = tx.append(
         EXCLUSION.name, body={"entry": target, "reason": reason, "cause": cause},
-        subject=target_rec.subject if target_rec else None)
+        indexed=Indexed(subject=target_rec.subject if target_rec else None))
     record_exclusion(tx.state, tx.writes, target, seq, reason)
 
 
@@ -53,16 +53,15 @@ def judge_one(tx: GroupTx, sub: Submission, now: dt.datetime) -> Result:
             raise sub.refusal
         payload = sub.payload
         assert payload is not None
-        decision = rules.judge(env.name, payload, signer, key, now, st)
+        decision = rules.judge(env, payload, now, st)
     except BureauError as err:
         if _is_known_party(st, signer):
-            tx.writes.refusals.append(refusal_row(key, signer, env.name, err,
-                                                  tx.recorded_at, env.canonical))
+            tx.writes.refusals.append(refusal_row(env, err, tx.recorded_at))
         return Result("rejected", error=err)
     tx.seal_requested |= kind is SEAL_REQUEST
     subject = None if kind.subject is None else kind.subject(payload, signer)
-    entry_id, seq = tx.append(kind.name, envelope=env.canonical, signer=signer,
-                              content_key=key, subject=subject)
+    entry_id, seq = tx.append(kind.name, envelope=env.canonical,
+                              indexed=Indexed(signer, subject, key))
     record_admitted(st, tx.writes, Admitted(kind=kind, payload=payload, signer=signer,
                                          key=key, subject=subject, entry_id=entry_id,
                                          seq=seq))

@@ -28,7 +28,7 @@ import functools
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from publicsuffixlist import PSLFILE, PublicSuffixList
 
@@ -138,9 +138,28 @@ def anchors_linked(a: AnchorKey, b: AnchorKey) -> bool:
     return a.registrable == b.registrable
 
 
-def linked(key_a: str, operator_a: str, anchor_a: tuple[AnchorKind, str],
-           key_b: str, operator_b: str, anchor_b: tuple[AnchorKind, str]) -> bool:
+class Party(Protocol):
+    """What self-dealing compares of an agent (an enrolled agent's record is one): its
+    key, its operator, its anchor as enrolled (``anchor_kind`` ``email``, else a
+    domain)."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def operator(self) -> str: ...
+    @property
+    def anchor_kind(self) -> str: ...
+    @property
+    def anchor_value(self) -> str: ...
+
+
+def _anchor(party: Party) -> AnchorKey:
+    return anchor_key("email" if party.anchor_kind == "email" else "domain",
+                      party.anchor_value)
+
+
+def linked(a: Party, b: Party) -> bool:
     """Are these two parties linked: one key, one operator, or one anchor?"""
-    if key_a == key_b or operator_key(operator_a) == operator_key(operator_b):
+    if a.key == b.key or operator_key(a.operator) == operator_key(b.operator):
         return True
-    return anchors_linked(anchor_key(*anchor_a), anchor_key(*anchor_b))
+    return anchors_linked(_anchor(a), _anchor(b))

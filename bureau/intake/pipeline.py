@@ -5,7 +5,7 @@
 3. decode    — strict JSON payload, schema        (:mod:`bureau.intake.envelope`)
 4. authorize — may this signer send this?         (:mod:`bureau.intake.rules`)
 5. admit     — does it fit the ledger?            (:mod:`bureau.intake.rules`)
-6. append    — group commit, durable before ack   (:mod:`bureau.intake.ledger`)
+6. append    — group commit, durable before ack   (:mod:`bureau.intake.committer`)
 
 Stages 1–3 are pure and run on worker threads (libsodium releases the GIL, so signature
 checks use every core). Stages 4–6 run under the ledger lock in the committer: with
@@ -21,9 +21,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from bureau import metrics
 from bureau.errors import BureauError, Stage
+from bureau.intake.committer import Committer
 from bureau.intake.envelope import decode_payload, parse_envelope_bytes, verify_envelope
 from bureau.intake.judging import Result
-from bureau.intake.ledger import Ledger
 from bureau.intake.sequencer import SequencerLink, SequencerUnreachable
 from bureau.intake.state import Submission
 from bureau.kinds import SEAL_REQUEST
@@ -61,11 +61,11 @@ def count_refusal(err: BureauError, payload_type: str = "unknown") -> None:
 
 class Intake:
     """Stages 1–3 here; 4–6 by ``sequencer`` when there is one and it answers, else by
-    ``ledger`` (this process's committer, under the same head lock)."""
+    ``committer`` (this process's committer, under the same head lock)."""
 
-    def __init__(self, ledger: Ledger, workers: int = 2,
+    def __init__(self, committer: Committer, workers: int = 2,
                  sequencer: SequencerLink | None = None) -> None:
-        self.ledger = ledger
+        self.committer = committer
         self.sequencer = sequencer
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="verify")
         self._workers = workers
@@ -105,8 +105,8 @@ class Intake:
         return results
 
     async def _commit(self, subs: list[Submission]) -> list[Result]:
-        # An admin seal runs the settler's hook under the lock, and only a serving
-        # process has a settler: it is committed here (a seal is rare, and the head
+        # An admin seal runs the sealer's hook under the lock, and only a serving
+        # process has a sealer: it is committed here (a seal is rare, and the head
         # lock orders it with the sequencer's groups).
         if self.sequencer is not None and subs and all(
                 sub.envelope.name != SEAL_REQUEST.payload for sub in subs):
@@ -114,4 +114,4 @@ class Intake:
                 return await self.sequencer.submit(subs)
             except SequencerUnreachable:
                 metrics.SEQUENCER_FALLBACK_TOTAL.inc()
-        return await self.ledger.submit(subs)
+        return await self.committer.submit(subs)

@@ -21,6 +21,7 @@ from collections import Counter
 from typing import Any
 
 from bureau.errors import BureauError, Stage
+from bureau.intake.envelope import Envelope
 from bureau.storage import db
 from bureau.storage.refusals import envelopes_kept
 
@@ -32,13 +33,13 @@ MAX_ENVELOPES_PER_EPOCH = 1000
 RefusalRow = tuple[str, str, str, str, str, "str | None", dt.datetime, "bytes | None"]
 
 
-def refusal_row(content_key: str, signer: str, name: str, err: BureauError,
-                refused_at: dt.datetime, envelope: bytes) -> RefusalRow:
-    """The row kept for a refusal of ``envelope`` (its canonical bytes)."""
+def refusal_row(envelope: Envelope, err: BureauError, refused_at: dt.datetime) -> RefusalRow:
+    """The row kept for a refusal of ``envelope`` (by its signer, for ``err``)."""
+    key, signer, name = envelope.content_key, envelope.keyid, envelope.name
     if err.code.stage is Stage.DECODE:
-        return (content_key, signer, name, err.code.value, err.path, None, refused_at, None)
-    return (content_key, signer, name, err.code.value, err.path, err.detail, refused_at,
-            envelope)
+        return (key, signer, name, err.code.value, err.path, None, refused_at, None)
+    return (key, signer, name, err.code.value, err.path, err.detail, refused_at,
+            envelope.canonical)
 
 
 def _stripped(row: RefusalRow) -> RefusalRow:

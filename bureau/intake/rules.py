@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import TypeVar, cast
 
 from bureau.errors import BureauError, Code
-from bureau.intake import links
-from bureau.intake.links import AnchorKind, is_favourable
+from bureau.intake.envelope import Envelope
+from bureau.intake.links import is_favourable, linked
 from bureau.kinds import ATTESTATION, SUBMITTED, VALUE_JUDGMENT, Kind, Signer
 from bureau.records import (
     ADMIT,
@@ -63,20 +63,6 @@ def rule(model: type[P]) -> Callable[[Rule[P]], Rule[P]]:
         _RULES[model] = cast(Rule[Payload], fn)
         return fn
     return register
-
-
-# --------------------------------------------------------------------------- links
-
-
-def linked(a: AgentRecord, b: AgentRecord) -> bool:
-    """Do these two agents share a key, an operator or an anchor (SPEC §5, compared as
-    :mod:`bureau.intake.links` normalises them)?"""
-    return links.linked(a.key, a.operator, (_anchor_kind(a), a.anchor_value),
-                        b.key, b.operator, (_anchor_kind(b), b.anchor_value))
-
-
-def _anchor_kind(a: AgentRecord) -> AnchorKind:
-    return "email" if a.anchor_kind == "email" else "domain"
 
 
 # --------------------------------------------------------------------------- authorize
@@ -251,11 +237,18 @@ def _check_not_self_dealing(kind: Kind, verdict: str, evaluator: str, subject: s
                           "verdict is favourable")
 
 
-def _check_one_verdict(kind: Kind, signer: str, reporter: str, ref: str, key: str,
-                       state: AdmissionState, path: str) -> None:
-    existing = state.verdict(kind.name, signer, reporter, ref)
+#: the field of a verdict's payload that names the witnessed exchange it is on (the
+#: reporter's interaction or engagement)
+_EXCHANGE = {ATTESTATION.name: "interaction", VALUE_JUDGMENT.name: "engagement"}
+
+
+def _check_one_verdict(kind: Kind, p: AttestationPayload | ValueJudgmentPayload,
+                       evaluator: str, key: str, state: AdmissionState) -> None:
+    """At most one verdict of ``kind`` by ``evaluator`` stands on an exchange: the first."""
+    field = _EXCHANGE[kind.name]
+    existing = state.verdict(kind.name, evaluator, p.reporter, getattr(p, field))
     if existing is not None and existing != key:
-        raise BureauError(Code.DUPLICATE_VERDICT, path,
+        raise BureauError(Code.DUPLICATE_VERDICT, f"/{field}",
                           "this evaluator already gave its verdict here; the first one stands")
 
 
@@ -280,8 +273,7 @@ def _admit_attestation(p: AttestationPayload, signer: str, key: str, now: dt.dat
     if fact is None or fact.subject != p.subject or fact.caller != signer:
         raise _unwitnessed("/interaction", "interaction")
     _check_not_self_dealing(ATTESTATION, p.outcome, signer, p.subject, state)
-    _check_one_verdict(ATTESTATION, signer, p.reporter, p.interaction, key, state,
-                       "/interaction")
+    _check_one_verdict(ATTESTATION, p, signer, key, state)
     return ADMIT
 
 
@@ -304,8 +296,7 @@ def _admit_value_judgment(p: ValueJudgmentPayload, signer: str, key: str, now: d
     if units != tuple(sorted(fact.units)):
         raise BureauError(Code.AMOUNT_MISMATCH, "/units", "units differ from the fact's")
     _check_not_self_dealing(VALUE_JUDGMENT, p.judgment, signer, p.subject, state)
-    _check_one_verdict(VALUE_JUDGMENT, signer, p.reporter, p.engagement, key, state,
-                       "/engagement")
+    _check_one_verdict(VALUE_JUDGMENT, p, signer, key, state)
     return ADMIT
 
 
@@ -370,8 +361,9 @@ def admit(payload: Payload, signer: str, key: str, now: dt.datetime,
     return ADMIT if check is None else check(payload, signer, key, now, state)
 
 
-def judge(name: str, payload: Payload, signer: str, key: str, now: dt.datetime,
+def judge(envelope: Envelope, payload: Payload, now: dt.datetime,
           state: AdmissionState) -> Decision:
-    """Stages 4 and 5 together, for a payload of the kind its payloadType names."""
-    authorize(SUBMITTED[name], signer, state)
-    return admit(payload, signer, key, now, state)
+    """Stages 4 and 5 together: may the envelope's signer submit a payload of the kind its
+    payloadType names, and does ``payload`` (its decoded payload) fit the ledger?"""
+    authorize(SUBMITTED[envelope.name], envelope.keyid, state)
+    return admit(payload, envelope.keyid, envelope.content_key, now, state)

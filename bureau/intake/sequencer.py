@@ -3,7 +3,7 @@
 ``bureau serve --workers N`` runs N processes on one port (SO_REUSEPORT). Each verifies
 and decodes what it receives (stages 1–3, where the CPU goes), then hands the admitted-
 stage units over a Unix socket in the serve's private run directory to one dedicated
-sequencer process, whose :class:`~bureau.intake.ledger.Ledger` judges and appends
+sequencer process, whose :class:`~bureau.intake.committer.Committer` judges and appends
 them (stages 4–6). With one committer per node instead of one per process, everything
 pending from every worker joins one group: a group grows with the load, and the head
 lock is taken once per group instead of once per process and group.
@@ -13,7 +13,7 @@ state loaded under it, exactly like every other committer — several ``serve`` 
 database (or this node's workers committing themselves, below) stay one chain.
 
 **When the sequencer is unreachable** (not started yet, killed, restarting — the serve
-starts it again), a worker commits the unit itself through its own ``Ledger``, under
+starts it again), a worker commits the unit itself through its own ``Committer``, under
 the same head lock. That can never duplicate: a unit whose answer was lost with the
 sequencer is judged again under the lock, and if it did commit, its envelopes are
 recognised by content key and answered ``duplicate`` with the id and seq they were
@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from bureau.errors import BureauError, Code, Pushback
+from bureau.intake.committer import Committer
 from bureau.intake.judging import Result
-from bureau.intake.ledger import Ledger
 from bureau.intake.state import Submission
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ _RETRY_AFTER_SECONDS = 0.5
 #: (a sequencer stopped or wedged; a group is milliseconds, a slow database seconds)
 ANSWER_TIMEOUT_SECONDS = 30.0
 
-#: the answers a frame carries: results, the BureauError the sequencer's ledger raised,
+#: the answers a frame carries: results, the BureauError the sequencer's committer raised,
 #: or "unknown" — the sequencer cannot say whether the unit committed (a bug, a frame it
 #: could not read), so the worker commits it itself
 _OK, _ERROR, _UNKNOWN = "ok", "error", "unknown"
@@ -80,11 +80,11 @@ async def _read_raw_frame(reader: asyncio.StreamReader) -> tuple[int, bytes]:
 
 
 class SequencerServer:
-    """The sequencer's side: answers each unit a worker sends with its ledger's results
-    (or the BureauError its ledger raised: queue full, database away)."""
+    """The sequencer's side: answers each unit a worker sends with its committer's results
+    (or the BureauError its committer raised: queue full, database away)."""
 
-    def __init__(self, ledger: Ledger, path: Path) -> None:
-        self.ledger = ledger
+    def __init__(self, committer: Committer, path: Path) -> None:
+        self.committer = committer
         self.path = path
         self._server: asyncio.AbstractServer | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -99,7 +99,7 @@ class SequencerServer:
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
-        # the workers' connections too, before the ledger stops: what they send from now
+        # the workers' connections too, before the committer stops: what they send from now
         # on they commit themselves, instead of being refused as "shutting down"
         for writer in list(self._writers):
             writer.close()
@@ -137,7 +137,7 @@ class SequencerServer:
         body: Any
         try:
             subs: list[Submission] = pickle.loads(data)
-            results = await self.ledger.submit(subs)
+            results = await self.committer.submit(subs)
             body = (_OK, [(r.status, r.id, r.seq, r.error) for r in results])
         except BureauError as err:
             # Stopping: the worker commits it itself rather than refuse the client.
@@ -178,7 +178,7 @@ class SequencerLink:
 
     async def submit(self, subs: Sequence[Submission]) -> list[Result]:
         """The sequencer's results for ``subs``; raises :class:`SequencerUnreachable`
-        when it cannot say, or the BureauError the sequencer's ledger raised."""
+        when it cannot say, or the BureauError the sequencer's committer raised."""
         writer = await self._connected()
         self._next_id += 1
         request_id = self._next_id
@@ -254,13 +254,13 @@ class SequencerLink:
             await asyncio.gather(self._listener, return_exceptions=True)
 
 
-async def run_sequencer(ledger: Ledger, path: Path, stop: asyncio.Event) -> None:
-    """Serve ``path`` with ``ledger`` (started here, and stopped) until ``stop``."""
-    await ledger.start(own_thread=False)
-    server = SequencerServer(ledger, path)
+async def run_sequencer(committer: Committer, path: Path, stop: asyncio.Event) -> None:
+    """Serve ``path`` with ``committer`` (started here, and stopped) until ``stop``."""
+    await committer.start(own_thread=False)
+    server = SequencerServer(committer, path)
     try:
         await server.start()
         await stop.wait()
     finally:
         await server.stop()
-        await ledger.stop()
+        await committer.stop()

@@ -72,6 +72,10 @@ class ChainTip:
     recorded_at: dt.datetime | None  # None before the first entry
 
 
+#: the head of an empty ledger, which entry 1 (the genesis entry) chains after
+FIRST = ChainTip(0, wire.ZERO_ID, None)
+
+
 @dataclass
 class GroupState:
     #: the admin set in force (the ledger's, read with the head; SPEC §3 r3)
@@ -182,8 +186,7 @@ class GroupState:
         party_keys = keys.parties
 
         st.head, st.tree = await st._load_first(
-            conn, [s.envelope.content_key for s in subs], keys.facts, keys.probes,
-            party_keys, tree)
+            conn, [s.envelope.content_key for s in subs], keys, tree)
         await st._load_engagements(conn, keys.engagements)
         await st._load_verdicts(conn, keys.verdicts)
         excluded_candidates = await st._load_involving(conn, keys.involving)
@@ -211,21 +214,20 @@ class GroupState:
         self.pools_loaded = True
 
     async def _load_first(self, conn: db.Connection, content_keys: list[str],
-                          fact_keys: set[tuple[str, str]], probe_keys: set[tuple[str, str]],
-                          party_keys: set[str], tree: TreeTip | None,
+                          keys: StateKeys, tree: TreeTip | None,
                           ) -> tuple[ChainTip, TreeTip]:
         """The ledger head and what nearly every group asks about — content keys already
-        admitted, facts and probes, reporters and agents — in ONE round trip. The
-        group's critical section is a few round trips long, and every process takes
+        admitted, ``keys``' facts and probes, reporters and agents — in ONE round trip.
+        The group's critical section is a few round trips long, and every process takes
         it in turn, so each one saved is throughput for all of them. The tree's
         frontier comes in the same statement, when ``tree`` is not the head's."""
-        self.facts.update(dict.fromkeys(fact_keys))
-        self.probes.update(dict.fromkeys(probe_keys))
-        parties = sorted(party_keys)
+        self.facts.update(dict.fromkeys(keys.facts))
+        self.probes.update(dict.fromkeys(keys.probes))
+        parties = sorted(keys.parties)
         self.reporters.update(dict.fromkeys(parties))
         self.agents.update(dict.fromkeys(parties))
-        f_reps, f_ints = _pairs(fact_keys)
-        p_reps, p_ints = _pairs(probe_keys)
+        f_reps, f_ints = _pairs(keys.facts)
+        p_reps, p_ints = _pairs(keys.probes)
         head: ChainTip | None = None
         nodes: dict[tuple[int, int], bytes] = {}
         known = (tree.size, tree.head) if tree is not None else (-1, "")

@@ -13,15 +13,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
 
 from bureau.config import Config
 from bureau.storage import db
 from bureau.storage import erc8004 as erc8004_store
-
-ReadOnly = Callable[[argparse.Namespace, str], Coroutine[Any, Any, int]]
 
 
 async def _export(args: argparse.Namespace, url: str) -> int:
@@ -105,10 +101,10 @@ async def _confirm(args: argparse.Namespace, url: str) -> int:
     return 0
 
 
-def add_command(sub: argparse._SubParsersAction[Any],
-                read_only: Callable[[ReadOnly], Callable[[argparse.Namespace], int]],
-                epoch_type: Callable[[str], int]) -> None:
-    p = sub.add_parser("erc8004", help="ERC-8004 feedback from the bureau's sealed reports")
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from bureau.cli.parser import epoch as epoch_type
+    from bureau.cli.reading import read_only
+
     commands = p.add_subparsers(dest="erc8004_command", required=True)
     export = commands.add_parser("export", help="write every linked agent's feedback of an "
                                  "epoch, with its giveFeedback calldata, for a wallet tool")

@@ -9,14 +9,10 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
 
 from bureau.config import Config
 from bureau.storage import db
-
-ReadOnly = Callable[[argparse.Namespace, str], Coroutine[Any, Any, int]]
 
 
 async def _mirror(args: argparse.Namespace, url: str) -> int:
@@ -57,11 +53,9 @@ async def _mirror(args: argparse.Namespace, url: str) -> int:
     return 0
 
 
-def add_command(sub: argparse._SubParsersAction[Any],
-                read_only: Callable[[ReadOnly], Callable[[argparse.Namespace], int]]) -> None:
-    p = sub.add_parser("mirror", help="write every public read (tiles, checkpoint, each "
-                       "epoch's reports, bundles and cards, pages) as files in DIR, for a "
-                       "static web server or an object store")
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from bureau.cli.reading import read_only
+
     p.add_argument("dir", type=Path, metavar="DIR", help="the mirror's directory (created "
                    "if missing; a mirror of this ledger is brought up to date)")
     p.set_defaults(func=read_only(_mirror))

@@ -1,5 +1,5 @@
 """``bureau simulate`` (docs/simulation.md): argument parsing and the command itself,
-kept here so that bureau/cli.py only registers it."""
+kept here so that bureau/cli/parser.py only names it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 from bureau.scoring.policy import DEFAULT_POLICY_NAME, KNOWN_POLICIES
 from bureau.simulate.driver import Options, Target, simulate
@@ -19,9 +18,7 @@ from bureau.simulate.render import as_json, findings, render
 from reporters import BureauClientError, load_key
 
 
-def add_command(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser("simulate", help="drive a simulated population through the "
-                       "reporting proxy and print a table of every agent's report")
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--url", help="a running bureau (default: start one in this process, "
                    "on the embedded database in a temporary BUREAU_HOME)")
     p.add_argument("--admin-key", help="with --url: an admin key file of that bureau "

@@ -41,7 +41,7 @@ async def local_bureau(epoch_seconds: int, policy: str | None = None
             config = Config(home=home, database_url=url,
                             admin_keys=frozenset({wire.signing_key_id(admin)}),
                             epoch_seconds=epoch_seconds,
-                            settle_interval=min(1.0, epoch_seconds / 4),
+                            seal_interval=min(1.0, epoch_seconds / 4),
                             policy=policy or DEFAULT_POLICY_NAME)
             async with serving(create_app(config, url, signing), access_log=False) as base:
                 yield Target(base, admin)

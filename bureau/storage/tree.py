@@ -24,10 +24,6 @@ def pack_nodes(nodes: Iterable[tuple[int, int, bytes]]) -> bytes:
     return b"".join(_PACKED.pack(level, idx, h) for level, idx, h in nodes)
 
 
-def unpack_nodes(packed: bytes) -> list[tuple[int, int, bytes]]:
-    return list(_PACKED.iter_unpack(packed))
-
-
 def insert_packed_sql(param: str) -> str:
     """``INSERT`` of the nodes :func:`pack_nodes` put in the ``bytea`` parameter ``param``."""
     return (

@@ -23,7 +23,7 @@ from bureau.storage.tree import node_arrays
 from bureau.transparency.tree import fetch_nodes
 from reporters import wire
 from reporters.tlog import proofs
-from reporters.tlog.checkpoint import Checkpoint, log_signer, sign_checkpoint
+from reporters.tlog.checkpoint import Checkpoint, log_signer, sign_checkpoint_note
 from reporters.tlog.merkle import Node
 from reporters.tlog.note import Signer
 
@@ -56,7 +56,7 @@ class LogKey:
         return wire.signing_key_id(self.signer.key)
 
     def sign(self, size: int, root: bytes) -> str:
-        return sign_checkpoint(Checkpoint(self.origin, size, root), self.signer)
+        return sign_checkpoint_note(Checkpoint(self.origin, size, root), self.signer)
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,7 +42,7 @@ from bureau.transparency.tree import root_at
 from bureau.views.cards import sign_cards
 from bureau.views.derive import Deriver, advance
 from bureau.views.shards import ShardPool
-from bureau.views.sign import REPORT_TYPE, sign_checkpoint, sign_many
+from bureau.views.sign import REPORT_TYPE, sign_checkpoint_envelope, sign_many
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ class ReportBuilder:
 
     def _checkpoint(self, sealed: SealedEpoch) -> bytes:
         seal = sealed.seal
-        return sign_checkpoint(self.key, seal.epoch, seal.last_seq, seal.head, sealed.root)
+        return sign_checkpoint_envelope(self.key, seal.epoch, seal.last_seq, seal.head, sealed.root)
 
     async def sign_epoch(self, conn: db.Connection,
                          seal: Seal) -> tuple[list[str], list[bytes], bytes]:

@@ -36,7 +36,7 @@ from bureau.intake.chaining import GroupTx
 from bureau.intake.envelope import decode_payload, parse_envelope
 from bureau.intake.flush import flush
 from bureau.intake.index import Admitted, record_admitted, record_exclusion
-from bureau.intake.state import GroupState, Submission
+from bureau.intake.state import ChainTip, GroupState, Submission
 from bureau.kinds import EXCLUSION, GENESIS, SEAL, SUBMITTED, subject_of
 from bureau.ledger_keys import NotInForce
 from bureau.storage import chain, db, derived, entries, reports
@@ -101,7 +101,8 @@ async def _replay_indexes(conn: db.Connection, head: db.Row) -> int:
                 env = parse_envelope(doc["envelope"])
                 subs[r["seq"]] = Submission(env, decode_payload(env))
         state = await GroupState.load(conn, list(subs.values()))
-        tx = GroupTx(conn, state, head["seq"], head["head"], head["recorded_at"], 1)
+        tx = GroupTx(conn, state, ChainTip(head["seq"], head["head"], head["recorded_at"]),
+                     head["recorded_at"], 1)
         for r, doc in zip(rows, docs, strict=True):
             sub = subs.get(r["seq"])
             if sub is not None:

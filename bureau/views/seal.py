@@ -1,7 +1,8 @@
 """Epochs and seals (SPEC §8), and the sealer: the background task that seals elapsed
 epochs and has their reports built.
 
-**Sealing** happens under the ledger head lock (:meth:`bureau.intake.ledger.Ledger.run_locked`),
+**Sealing** happens under the ledger head lock
+(:meth:`bureau.intake.committer.Committer.run_locked`),
 which serialises writers across every bureau process on the database, so the check
 "is epoch E sealed yet?" and the append of its seal cannot interleave with another
 process doing the same. The ``seals`` table (primary key ``epoch``), written in the same
@@ -37,7 +38,7 @@ from bureau.background import Leadership, every
 from bureau.config import Config
 from bureau.intake.chaining import GroupTx
 from bureau.intake.clock import epoch_of
-from bureau.intake.ledger import Ledger
+from bureau.intake.committer import Committer
 from bureau.kinds import SEAL
 from bureau.storage import db, entries, reports
 from bureau.views.builder import ReportBuilder
@@ -74,10 +75,10 @@ async def seal_due(conn: db.Connection, current_epoch: int) -> bool:
 
 
 class Sealer:
-    """Seals elapsed epochs every ``config.settle_interval`` seconds (and at once when
+    """Seals elapsed epochs every ``config.seal_interval`` seconds (and at once when
     an admin ``seal`` is admitted), then builds the reports of sealed epochs."""
 
-    def __init__(self, pool: db.Pool, ledger: Ledger, builder: ReportBuilder,
+    def __init__(self, pool: db.Pool, ledger: Committer, builder: ReportBuilder,
                  config: Config, clock: Callable[[], dt.datetime]) -> None:
         self.pool = pool
         self.ledger = ledger
@@ -171,5 +172,5 @@ class Sealer:
             return built
 
     async def _run(self) -> None:
-        await every(self.config.settle_interval, self._wake,
+        await every(self.config.seal_interval, self._wake,
                     lambda woken: self.seal_once(force=woken), "sealer")

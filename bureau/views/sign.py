@@ -43,9 +43,9 @@ def checkpoint_payload(epoch: int, seq: int, head: str, root: bytes) -> dict[str
     return {"epoch": epoch, "seq": seq, "head": head, "entries": seq, "root": root.hex()}
 
 
-def sign_checkpoint(key: nacl.signing.SigningKey, epoch: int, seq: int, head: str,
-                    root: bytes) -> bytes:
-    """The signed checkpoint envelope of an epoch sealed at entry ``seq`` (id ``head``),
+def sign_checkpoint_envelope(key: nacl.signing.SigningKey, epoch: int, seq: int,
+                             head: str, root: bytes) -> bytes:
+    """The signed (DSSE) JSON checkpoint envelope of an epoch sealed at entry ``seq`` (id ``head``),
     whose tree has root ``root`` at that size."""
     body = wire.canonical_json_fast(checkpoint_payload(epoch, seq, head, root))
     return wire.sign_envelope_bytes(key, CHECKPOINT_TYPE, body)

@@ -24,8 +24,8 @@ from aiohttp import web
 from reporters import load_key
 from reporters._internal import extras
 from reporters._internal.errors import BureauClientError
-from reporters.proxy import ops
-from reporters.proxy.config import ConfigError, overlay_flags, read_file
+from reporters.daemon import ops
+from reporters.daemon.config import ConfigError, overlay_flags, read_file
 
 log = logging.getLogger("reporters.otlp")
 

@@ -35,15 +35,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reporters.otlp.bounds import Limits
-from reporters.otlp.mapping import AGENT_ID, AGENT_NAME, SERVER_ADDRESS, Subjects
-from reporters.proxy.config import (
+from reporters.daemon.config import (
     ConfigError,
     key_id_field,
     parse_listen,
     promise_bounds,
     reporter_basics,
 )
+from reporters.otlp.bounds import Limits
+from reporters.otlp.mapping import AGENT_ID, AGENT_NAME, SERVER_ADDRESS, Subjects
 
 #: config table -> the span attribute its keys are values of
 TABLES = {"agent_ids": AGENT_ID, "agent_names": AGENT_NAME,

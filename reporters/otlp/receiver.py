@@ -33,13 +33,13 @@ from aiohttp import web
 from reporters import Rejection, Reporter
 from reporters._internal.errors import BureauClientError
 from reporters._internal.outcomes import Delivery
+from reporters.daemon import ops
+from reporters.daemon.deadlines import BodyLate, DeadlineRunner, read_body
 from reporters.otlp.config import OtlpConfig
 from reporters.otlp.decode import NotOtlp, encode_response, error_status
 from reporters.otlp.mapping import Mapped
 from reporters.otlp.metrics import OtlpMetrics
 from reporters.otlp.work import Decoder, Refused, Request, Rules, decode_and_map, inline
-from reporters.proxy import ops
-from reporters.proxy.deadlines import BodyLate, DeadlineRunner, read_body
 
 log = logging.getLogger("reporters.otlp")
 

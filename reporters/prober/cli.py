@@ -26,9 +26,9 @@ from aiohttp import web
 from reporters import load_key
 from reporters._internal import wording
 from reporters._internal.errors import BureauClientError
+from reporters.daemon import ops
+from reporters.daemon.config import ConfigError, overlay_flags, read_file
 from reporters.prober.config import ProbeConfig, from_mapping
-from reporters.proxy import ops
-from reporters.proxy.config import ConfigError, overlay_flags, read_file
 
 if TYPE_CHECKING:  # the proxy extra's (prometheus-client): imported when it runs
     from reporters.prober.runner import Prober

@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from reporters._internal import extras
+from reporters.daemon.config import ConfigError, key_id_field, reporter_basics
 from reporters.probing import DEFAULT_BATCH_SIZE, KINDS
-from reporters.proxy.config import Claim, ConfigError, key_id_field, reporter_basics
-from reporters.proxy.measure import CLAIMS
+from reporters.protocols.answers import CLAIMS, Claim
 
 #: Where the task's text goes in a request template.
 PLACEHOLDER = "{{task}}"

@@ -21,7 +21,7 @@ import yarl
 from reporters._internal.capped import TooLarge, read_capped
 from reporters.prober.config import JSON_PLACEHOLDER, PLACEHOLDER, Request, Response, Route
 from reporters.prober.outcome import Asked
-from reporters.proxy.measure import claimed, parse_strict, resolve_pointer
+from reporters.protocols.answers import claimed, parse_strict, resolve_pointer
 
 #: The largest answer read; a longer one is not well formed and has no reply.
 MAX_ANSWER_BYTES = 4 * 1024 * 1024

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from reporters.probing import ProbeTask
-from reporters.proxy.measure import Claimed
+from reporters.protocols.answers import Claimed
 
 Result = Literal["passed", "failed", "declined", "unfinished", "no_answer"]
 RESULTS: tuple[Result, ...] = ("passed", "failed", "declined", "unfinished", "no_answer")

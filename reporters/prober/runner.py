@@ -51,14 +51,14 @@ from reporters._internal import payloads
 from reporters._internal.backoff import Backoff
 from reporters._internal.spool import DB_FILE
 from reporters._internal.wording import count
+from reporters.daemon import ops
+from reporters.daemon.ids import InteractionIds
 from reporters.models import FactPayload, ProbePayload
 from reporters.prober import http_call
 from reporters.prober.config import ProbeConfig, Route
 from reporters.prober.metrics import ProbeMetrics
 from reporters.prober.outcome import RESULTS, Asked, Result, judge, probe_passed
 from reporters.probing import GENERATOR, KINDS, ProbeTask, task
-from reporters.proxy import ops
-from reporters.proxy.ids import InteractionIds
 
 log = logging.getLogger("reporters.prober")
 

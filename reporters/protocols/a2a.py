@@ -73,10 +73,6 @@ def is_final(state: int | None) -> bool:
     return state in STATE_CLAIMS
 
 
-def state_name(state: int | None) -> str | None:
-    return None if state is None else TaskState.Name(state)
-
-
 def error_claim(code: int) -> Claimed:
     """What an A2A error answer says of the agent's work."""
     return jsonrpc.error_claim(code, DECLINING_CODES)

@@ -18,32 +18,29 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from reporters.daemon.config import ConfigError, read_file
+    from reporters.protocols.answers import Claim
     from reporters.proxy.app import INTERACTION_HEADER, PROXY, REPORTER_HEADER, Proxy, create_app
-    from reporters.proxy.config import (
-        Claim,
-        ConfigError,
-        ProxyConfig,
-        Route,
-        from_mapping,
-        read_file,
-    )
+    from reporters.proxy.config import ProxyConfig, Route, from_mapping
     from reporters.proxy.measure import DeliverableCheck, Exchange
     from reporters.proxy.tracker import Call, DerivedOutcomes, Settled
 
+#: name -> the module that defines it
 _WHERE = {
     **dict.fromkeys(("INTERACTION_HEADER", "PROXY", "REPORTER_HEADER", "Proxy", "create_app"),
-                    "app"),
-    **dict.fromkeys(("Claim", "ConfigError", "ProxyConfig", "Route", "from_mapping",
-                     "read_file"), "config"),
-    **dict.fromkeys(("DeliverableCheck", "Exchange"), "measure"),
-    **dict.fromkeys(("Call", "DerivedOutcomes", "Settled"), "tracker"),
+                    "reporters.proxy.app"),
+    **dict.fromkeys(("ProxyConfig", "Route", "from_mapping"), "reporters.proxy.config"),
+    **dict.fromkeys(("ConfigError", "read_file"), "reporters.daemon.config"),
+    "Claim": "reporters.protocols.answers",
+    **dict.fromkeys(("DeliverableCheck", "Exchange"), "reporters.proxy.measure"),
+    **dict.fromkeys(("Call", "DerivedOutcomes", "Settled"), "reporters.proxy.tracker"),
 }
 
 
 def __getattr__(name: str) -> Any:
     if name not in _WHERE:
         raise AttributeError(f"module 'reporters.proxy' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"reporters.proxy.{_WHERE[name]}"), name)
+    return getattr(importlib.import_module(_WHERE[name]), name)
 
 
 __all__ = [

@@ -15,7 +15,7 @@ Facts are held on disk from the moment the call is answered
 (:mod:`reporters.proxy.holding`): a crash loses none, and a restart carries on with
 them. A graceful stop releases them with what is known, then delivers the spool for a
 bounded time (docs/proxy.md). The ops routes (``/healthz``, ``/readyz``, ``/metrics``)
-are :mod:`reporters.proxy.ops`.
+are :mod:`reporters.daemon.ops`.
 """
 
 from __future__ import annotations
@@ -37,15 +37,15 @@ from multidict import CIMultiDict
 
 from reporters import Reporter, key_id
 from reporters._internal.spool import DB_FILE
+from reporters.daemon import ops
+from reporters.daemon.deadlines import BodyLate, DeadlineRunner, read_body
+from reporters.daemon.ids import InteractionIds
 from reporters.protocols import jsonrpc, methods
-from reporters.proxy import ops
 from reporters.proxy.callers import Callers
 from reporters.proxy.cards import AgentCards
 from reporters.proxy.config import ProxyConfig, Route, extra_installed, install_hint
-from reporters.proxy.deadlines import BodyLate, DeadlineRunner, read_body
 from reporters.proxy.deviations import Deviations
 from reporters.proxy.holding import HeldFacts
-from reporters.proxy.ids import InteractionIds
 from reporters.proxy.measure import DeliverableCheck
 from reporters.proxy.metrics import ProxyMetrics
 from reporters.proxy.plain_calls import PlainCalls, load_check

@@ -38,10 +38,11 @@ from typing import TYPE_CHECKING, Any
 from reporters import Delivery, Reporter, generate_key, key_id, load_key, save_key
 from reporters._internal import extras, wording
 from reporters._internal.errors import BureauClientError
+from reporters.daemon.config import ConfigError, overlay_flags, read_file
 from reporters.models import parse_timestamp
 from reporters.otlp.cli import add_command as add_otlp_command
 from reporters.prober.cli import add_command as add_probe_command
-from reporters.proxy.config import ConfigError, from_mapping, overlay_flags, read_file
+from reporters.proxy.config import from_mapping
 
 if TYPE_CHECKING:  # the proxy itself needs the proxy extra: imported when it runs
     from reporters.proxy.app import Proxy
@@ -98,7 +99,7 @@ async def serve(proxy: Proxy, config: ProxyConfig) -> None:
     :meth:`Proxy.close` (release held facts, deliver for ``drain_seconds``)."""
     from aiohttp import web
 
-    from reporters.proxy import ops
+    from reporters.daemon import ops
 
     stop, received = ops.stop_on_signals()
     runner = proxy.runner(access_log=None, shutdown_timeout=config.drain_seconds)

@@ -36,20 +36,24 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from reporters._internal import extras
-from reporters.proxy.measure import CLAIMS, Claimed
-from reporters.wire import WireError, public_key_from_key_id
+from reporters.daemon.config import (
+    ConfigError,
+    key_id_field,
+    parse_listen,
+    promise_bounds,
+    reporter_basics,
+)
+from reporters.protocols.answers import CLAIMS, Claim
 
 _PREFIX_RE = re.compile(r"^(/[A-Za-z0-9._~!$&'()*+,;=:@%-]+)+$")
 _PROXY_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 PROTOCOLS = ("auto", "http", "a2a", "mcp")
-_PROMISE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")
 #: a host name or address literal, with an optional port: ``keys.example.com:8443``
 _JKU_HOST_RE = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]{1,253})(:[0-9]{1,5})?")
 
@@ -66,18 +70,6 @@ def extra_installed(protocol: str) -> bool:
 def install_hint(protocol: str) -> str:
     """What to install to read ``protocol`` on the proxy's routes."""
     return extras.install_hint("proxy", protocol)
-
-
-class ConfigError(ValueError):
-    """The configuration cannot be used; the message names the field."""
-
-
-@dataclass(frozen=True)
-class Claim:
-    """Where the agent states its own result in its answer, and what the values mean."""
-
-    pointer: str
-    values: Mapping[str, Claimed]
 
 
 @dataclass(frozen=True)
@@ -127,7 +119,7 @@ class ProxyConfig:
     #: largest agent card (or JWKS) read, in bytes
     max_card_bytes: int = 1024 * 1024
     #: a request's head must be in within this many seconds, its body within this many
-    #: more (reporters.proxy.deadlines)
+    #: more (reporters.daemon.deadlines)
     header_seconds: float = 10.0
     body_seconds: float = 60.0
 
@@ -164,17 +156,6 @@ class ProxyConfig:
                     best is None or len(route.prefix) > len(best.prefix)):
                 best = route
         return best
-
-
-def key_id_field(value: Any, where: str) -> str:
-    """``value`` when it is a valid key id, else a :class:`ConfigError` naming ``where``."""
-    if not isinstance(value, str):
-        raise ConfigError(f"{where}: a key id (ed25519:…) is needed")
-    try:
-        public_key_from_key_id(value)
-    except WireError as exc:
-        raise ConfigError(f"{where}: {exc.detail}") from None
-    return value
 
 
 def _route(raw: Mapping[str, Any], base: Path, i: int) -> Route:
@@ -226,22 +207,6 @@ def _route(raw: Mapping[str, Any], base: Path, i: int) -> Route:
                  card_path, None if keys is None else base / keys, tuple(jku_hosts))
 
 
-def _promises(raw: Mapping[str, Any]) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for agent, spec in raw.items():
-        kid = key_id_field(agent, f"agents.{agent}")
-        bounds: dict[str, int] = {}
-        for j, p in enumerate(spec.get("promises", [])):
-            pid, max_ms = p.get("promise"), p.get("max_ms")
-            if not isinstance(pid, str) or not _PROMISE_RE.fullmatch(pid) or \
-                    not isinstance(max_ms, int) or max_ms < 0:
-                raise ConfigError(f"agents.{agent}.promises[{j}]: "
-                                  "{promise: id, max_ms: whole milliseconds} is needed")
-            bounds[pid] = max_ms
-        out[kid] = bounds
-    return out
-
-
 def from_mapping(raw: Mapping[str, Any], base: Path = Path(".")) -> ProxyConfig:
     """A :class:`ProxyConfig` from a parsed file (``base``: its directory)."""
     unknown = set(raw) - {"bureau_url", "key_file", "spool_dir", "proxy_id", "listen",
@@ -258,7 +223,7 @@ def from_mapping(raw: Mapping[str, Any], base: Path = Path(".")) -> ProxyConfig:
         key_file=base / raw["key_file"],
         spool_dir=base / raw["spool_dir"],
         routes=tuple(_route(r, base, i) for i, r in enumerate(raw.get("routes", []))),
-        promises=_promises(raw.get("agents", {})),
+        promises=promise_bounds(raw.get("agents", {})),
         proxy_id=raw.get("proxy_id"),
         host=host, port=port, ops_host=ops_host, ops_port=ops_port,
         drain_seconds=float(raw.get("drain_seconds", 10.0)),
@@ -271,47 +236,3 @@ def from_mapping(raw: Mapping[str, Any], base: Path = Path(".")) -> ProxyConfig:
         header_seconds=float(raw.get("header_seconds", 10.0)),
         body_seconds=float(raw.get("body_seconds", 60.0)),
     )
-
-
-def reporter_basics(raw: Mapping[str, Any], ops_default: str) -> tuple[str, int | None]:
-    """What every reporter's config file needs, checked the same way for the proxy, the
-    OTLP receiver and the prober: ``bureau_url``, ``key_file`` and ``spool_dir`` given as
-    strings; and its operator listener (``ops_listen``, ``"off"`` for none) as
-    (host, port or None)."""
-    for name in ("bureau_url", "key_file", "spool_dir"):
-        if not isinstance(raw.get(name), str):
-            raise ConfigError(f"{name}: required")
-    ops = str(raw.get("ops_listen", ops_default))
-    return ("", None) if ops == "off" else parse_listen(ops, "ops_listen")
-
-
-def overlay_flags(raw: dict[str, Any], args: Any, names: Mapping[str, str]) -> dict[str, Any]:
-    """``raw`` (a config file) with each flag that was given laid over its field
-    (``names``: flag attribute -> field)."""
-    for flag, name in names.items():
-        value = getattr(args, flag)
-        if value is not None:
-            raw[name] = value
-    return raw
-
-
-def read_file(path: Path) -> dict[str, Any]:
-    """A config file as a mapping: TOML when it ends in ``.toml``, else JSON."""
-    text = path.read_text()
-    doc = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    if not isinstance(doc, dict):
-        raise ConfigError(f"{path}: a table/object is needed at the top")
-    return doc
-
-
-def parse_listen(text: str, field: str = "listen") -> tuple[str, int]:
-    host, _, port = text.rpartition(":")
-    if not host or not port.isdigit() or int(port) > 65535:
-        raise ConfigError(f"{field}: HOST:PORT is needed, not {text!r}")
-    return host, int(port)
-
-
-def promise_bounds(raw: Mapping[str, Any]) -> dict[str, dict[str, int]]:
-    """An ``[agents]`` table (agent key id -> ``promises = [{promise, max_ms}]``) as
-    agent -> {promise id: max_ms}: the proxy's, and the OTLP receiver's."""
-    return _promises(raw)

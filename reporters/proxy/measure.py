@@ -4,7 +4,6 @@ the latency promises, and the optional deliverable check. Pure functions."""
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -17,7 +16,6 @@ if TYPE_CHECKING:  # the proxy extra's; imported where a schema is compiled
     import jsonschema
 
 Check = Literal["PASS", "FAIL"]
-CLAIMS: frozenset[str] = frozenset({"SUCCESS", "FAILURE", "DECLINED"})
 
 #: Statuses with no body to judge: well_formed is null for them.
 _BODILESS = frozenset({204, 304})
@@ -78,35 +76,6 @@ def well_formed(status: int, body: bytes,
     if validator is not None and not validator.is_valid(doc):
         return False, doc
     return True, doc
-
-
-def resolve_pointer(doc: Any, pointer: str) -> Any:
-    """RFC 6901 lookup; ``None`` when the pointer does not resolve."""
-    if pointer == "":
-        return doc
-    if not pointer.startswith("/"):
-        return None
-    for raw in pointer[1:].split("/"):
-        token = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(doc, dict) and token in doc:
-            doc = doc[token]
-        elif isinstance(doc, list) and token.isdigit() and int(token) < len(doc):
-            doc = doc[int(token)]
-        else:
-            return None
-    return doc
-
-
-def claimed(doc: Any, pointer: str | None, values: Mapping[str, Claimed]) -> Claimed | None:
-    """What the agent said of its own work, read where the route says it states it:
-    the JSON value at ``pointer``, looked up in ``values``. ``None`` when the route
-    declares no claim, or the answer states none we know."""
-    if pointer is None:
-        return None
-    value = resolve_pointer(doc, pointer)
-    if not isinstance(value, str | bool | int) or isinstance(value, float):
-        return None
-    return values.get(json.dumps(value) if not isinstance(value, str) else value)
 
 
 def promises_kept(answered: bool, latency_ms: int | None,

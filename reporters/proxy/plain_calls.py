@@ -22,13 +22,13 @@ import yarl
 from aiohttp import web
 from multidict import CIMultiDict
 
+from reporters.protocols.answers import claimed
 from reporters.proxy.callers import Callers
 from reporters.proxy.holding import Measured
 from reporters.proxy.measure import (
     Check,
     DeliverableCheck,
     Exchange,
-    claimed,
     compile_schema,
     promises_kept,
     task_hash,

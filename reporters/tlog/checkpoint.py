@@ -116,8 +116,10 @@ def log_verifier(origin: str, public_key: bytes) -> Verifier:
     return Verifier(origin, ED25519, public_key)
 
 
-def sign_checkpoint(checkpoint: Checkpoint, signer: Signer) -> str:
-    """The checkpoint as a signed note. The key name must be the origin."""
+def sign_checkpoint_note(checkpoint: Checkpoint, signer: Signer) -> str:
+    """The checkpoint as a C2SP signed note (not the epoch's DSSE JSON checkpoint, which
+    ``bureau.views.sign.sign_checkpoint_envelope`` signs). The key name must be the
+    origin."""
     if signer.name != checkpoint.origin:
         raise ValueError("the log signs its checkpoints under its origin")
     return sign_note(checkpoint.text(), [signer])

@@ -21,7 +21,7 @@ from aiohttp import web
 
 from reporters import key_id, wire
 from reporters.tlog import merkle, proofs
-from reporters.tlog.checkpoint import Checkpoint, log_signer, sign_checkpoint
+from reporters.tlog.checkpoint import Checkpoint, log_signer, sign_checkpoint_note
 
 #: What a route answers: a status, a body, a content type.
 Answer = tuple[int, bytes, str]
@@ -91,7 +91,7 @@ class Keys:
 
 
 def note(tree_size: int, root: bytes, key: nacl.signing.SigningKey) -> str:
-    return sign_checkpoint(Checkpoint(ORIGIN, tree_size, root), log_signer(ORIGIN, key))
+    return sign_checkpoint_note(Checkpoint(ORIGIN, tree_size, root), log_signer(ORIGIN, key))
 
 
 def envelope(kind: str, payload: dict[str, Any], key: nacl.signing.SigningKey) -> bytes:

@@ -21,7 +21,7 @@ from aiohttp import web
 
 from bureau.http.keys import PUBLISHER
 from reporters import wire
-from reporters.tlog.checkpoint import Checkpoint, sign_checkpoint
+from reporters.tlog.checkpoint import Checkpoint, sign_checkpoint_note
 from reporters.tlog.merkle import leaf_hash
 from tests.support import BureauUnderTest, kid, serving, start_bureau
 from tests.transparency.service import entry_ids, get_text
@@ -184,7 +184,7 @@ async def test_inclusion_and_consistency_of_kept_notes(sealed: Sealed, tmp_path:
     ran = await check("inclusion", bureau.url, "ab" * 32)
     assert ran.status == 2 and "NOT_FOUND" in ran.out, ran.out
     # a note of another history, signed with the bureau's key: two histories
-    forked = sign_checkpoint(Checkpoint(bureau.log_key.origin, 2, leaf_hash(b"fork")),
+    forked = sign_checkpoint_note(Checkpoint(bureau.log_key.origin, 2, leaf_hash(b"fork")),
                              bureau.log_key.signer)
     fork_file = tmp_path / "fork.note"
     fork_file.write_text(forked)
@@ -259,7 +259,7 @@ async def test_monitor_catches_a_bureau_that_rewinds(sealed: Sealed, tmp_path: P
         fake.info = await resp.read()
     size = {"rewound": kept["size"] - 2, "same size, other root": kept["size"],
             "no proof": kept["size"] + 3}[how]
-    fake.note = sign_checkpoint(Checkpoint(bureau.log_key.origin, size,
+    fake.note = sign_checkpoint_note(Checkpoint(bureau.log_key.origin, size,
                                            leaf_hash(b"another history")),
                                 bureau.log_key.signer)
     fake.proof = [leaf_hash(b"junk").hex()]

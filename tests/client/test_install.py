@@ -77,9 +77,9 @@ def _imports(path: Path) -> set[str]:
 
 def test_the_client_declares_what_reporters_imports_and_nothing_of_the_service() -> None:
     """Every third-party module reporters/ imports comes with a client dependency (the
-    proxy may also use the ``proxy`` extra, the prober the ``proxy`` and ``a2a`` extras,
-    the proxy's protocol readers, reporters/protocols, the ``a2a`` and ``mcp`` extras);
-    none of them is the service's."""
+    proxy and the daemon kit, reporters/daemon, may also use the ``proxy`` extra, the
+    prober the ``proxy`` and ``a2a`` extras, the proxy's protocol readers,
+    reporters/protocols, the ``a2a`` and ``mcp`` extras); none of them is the service's."""
     extras = CLIENT["optional-dependencies"]
     base = _with_their_dependencies(_requirement_names(CLIENT["dependencies"]))
     proxy = base | _with_their_dependencies(_requirement_names(extras["proxy"]))
@@ -91,7 +91,8 @@ def test_the_client_declares_what_reporters_imports_and_nothing_of_the_service()
     for path in sorted(PACKAGE.rglob("*.py")):
         parts = path.relative_to(PACKAGE).parts
         allowed = prober if "prober" in parts else \
-            protocols if parts[0] in ("proxy", "protocols") else base
+            protocols if parts[0] in ("proxy", "protocols") else \
+            proxy if parts[0] == "daemon" else base
         allowed = otlp if "otlp" in parts else litellm if "integrations" in parts else allowed
         for module in _imports(path) - set(sys.stdlib_module_names) - {"reporters", "__future__"}:
             where = path.relative_to(ROOT)

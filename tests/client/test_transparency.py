@@ -17,7 +17,7 @@ from reporters.tlog.checkpoint import (
     cosign,
     default_origin,
     log_signer,
-    sign_checkpoint,
+    sign_checkpoint_note,
 )
 from reporters.tlog.note import COSIGNATURE_V1, Signer
 from tests.client.test_verify import chain
@@ -53,7 +53,7 @@ class Ledger:
 
     def note(self, size: int, witnesses: list[Signer] = WITNESSES[:2]) -> str:
         checkpoint = Checkpoint(ORIGIN, size, bytes.fromhex(self.root(size).root))
-        return (sign_checkpoint(checkpoint, log_signer(ORIGIN, BUREAU_KEY))
+        return (sign_checkpoint_note(checkpoint, log_signer(ORIGIN, BUREAU_KEY))
                 + "".join(cosign(checkpoint, w, 1_700_000_000) for w in witnesses))
 
 

@@ -190,7 +190,7 @@ async def run(script: Script, database_url: str, home: Path, *, kills: int, seed
         keyfiles.write_key(signing_path, script.signing)
     env = bureau_env(database_url, home, wire.signing_key_id(script.admin),
                      BUREAU_SIGNING_KEY=str(signing_path),
-                     BUREAU_EPOCH_SECONDS=str(epoch_seconds), BUREAU_SETTLE_INTERVAL="0.5")
+                     BUREAU_EPOCH_SECONDS=str(epoch_seconds), BUREAU_SEAL_INTERVAL="0.5")
     server = ServeProcess(env, home / "serve.log")
     out = Outcome()
     rnd = random.Random(seed)

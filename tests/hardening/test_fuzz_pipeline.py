@@ -146,8 +146,7 @@ def run_pipeline(raw: bytes) -> Submission | records.Decision | BureauError:
         assert prepared.refusal is not None and prepared.refusal.code.stage is Stage.DECODE
         return prepared
     try:
-        return rules.judge(prepared.envelope.name, prepared.payload, prepared.signer,
-                               prepared.envelope.content_key, NOW, MemoryState())
+        return rules.judge(prepared.envelope, prepared.payload, NOW, MemoryState())
     except BureauError as err:
         assert err.code in Code and err.code.stage in JUDGE_STAGES, err
         assert err.path == "" or err.path.startswith("/"), err.path

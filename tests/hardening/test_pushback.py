@@ -12,7 +12,7 @@ import pytest
 
 from bureau.errors import Code, Pushback
 from bureau.http import errors as http_errors
-from bureau.http.keys import LEDGER
+from bureau.http.keys import COMMITTER
 from tests.support import BureauUnderTest, fact_payload, registry_sample
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -27,7 +27,7 @@ async def test_a_full_intake_is_named_in_the_metric_and_the_log(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(http_errors, "_PUSHBACK", http_errors.PushbackLog())
     reporter = await bureau.reporter()
-    ledger = bureau.app[LEDGER]
+    ledger = bureau.app[COMMITTER]
     before = _unavailable("intake_full")
     with caplog.at_level(logging.WARNING), ledger.admitting(bureau.config.max_pending):
         status, body = await bureau.submit(reporter, "fact",

@@ -26,7 +26,7 @@ import asyncpg
 import pytest
 
 from bureau import metrics
-from bureau.http.keys import LEDGER
+from bureau.http.keys import COMMITTER
 from bureau.verify import verify_database
 from reporters import wire
 from tests.agents.support import enroll, enrollment, interaction_id
@@ -42,7 +42,7 @@ async def one_group(bureau: BureauUnderTest, primer: dict[str, Any],
     """Within the block, requests queue behind a held ledger lock, on which the
     committer already waits with ``primer``; leaving the block waits until ``expected``
     more envelopes are pending, then lets go: they make the next group, all together."""
-    ledger = bureau.app[LEDGER]
+    ledger = bureau.app[COMMITTER]
     conn = await asyncpg.connect(bureau.database_url)
     tx = conn.transaction()
     await tx.start()
@@ -159,7 +159,7 @@ async def test_a_submission_the_database_refuses_is_refused_alone(
     primer, *honest = _honest_facts(rep, HONEST + 1)
     half = HONEST // 2
     isolated = metrics.ISOLATED_TOTAL._value.get()
-    with caplog.at_level(logging.ERROR, logger="bureau.intake.ledger"):
+    with caplog.at_level(logging.ERROR, logger="bureau.intake.committer"):
         lines, singles = await _send_together(
             bureau, primer, [*honest[:10], poison[0], *honest[10:half]],
             [*honest[half:], poison[1]])

@@ -13,7 +13,7 @@ from bureau.reads.portable import EpochProof
 from bureau.storage.reports import Seal
 from reporters import verify_card, wire
 from reporters.portable import MAX_CARD_BYTES, card_statement
-from reporters.tlog.checkpoint import Checkpoint, cosign, log_signer, sign_checkpoint
+from reporters.tlog.checkpoint import Checkpoint, cosign, log_signer, sign_checkpoint_note
 from reporters.tlog.merkle import leaf_hash
 from reporters.tlog.note import COSIGNATURE_V1, Signer
 from reporters.tlog.tlogproof import TlogProof
@@ -89,7 +89,7 @@ def test_a_card_as_full_as_it_may_be_still_fits_the_registrys_cap() -> None:
     statement = wire.sign_envelope_bytes(key, wire.payload_type("card"), card_statement(payload))
 
     def shared_with(witnesses: list[str]) -> EpochProof:
-        note = sign_checkpoint(tree, log_key)
+        note = sign_checkpoint_note(tree, log_key)
         for name in witnesses:
             note += cosign(tree, Signer(name, wire.generate_key(), COSIGNATURE_V1),
                            1_700_000_000)

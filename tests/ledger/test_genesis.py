@@ -20,7 +20,7 @@ from bureau.intake import genesis
 from bureau.intake.chaining import GroupTx
 from bureau.intake.flush import flush
 from bureau.intake.genesis import StartRefused
-from bureau.intake.state import GroupState
+from bureau.intake.state import FIRST, GroupState
 from bureau.scoring.policy import DEFAULT_POLICY_NAME, KNOWN_POLICIES, policy_hash
 from bureau.storage import db
 from bureau.verify import BadEntry, verify_database
@@ -97,7 +97,7 @@ async def test_verify_wants_the_genesis_entry_first(database_url: str) -> None:
     try:
         await db.migrate(conn)
         async with conn.transaction():
-            tx = GroupTx(conn, GroupState(), 0, wire.ZERO_ID, NOW, 3600)
+            tx = GroupTx(conn, GroupState(), FIRST, NOW, 3600)
             tx.append("seal", body={"epoch": 0, "seq": 0, "head": wire.ZERO_ID})
             await flush(tx)
         with pytest.raises(BadEntry, match="genesis"):

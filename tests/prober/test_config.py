@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from reporters import wire
+from reporters.daemon.config import ConfigError
 from reporters.prober import from_mapping
 from reporters.prober.cli import read_or_make_seed
 from reporters.prober.http_call import build, read_answer
 from reporters.probing import KINDS
 from reporters.proxy.cli import build_parser
-from reporters.proxy.config import ConfigError
 
 A = wire.signing_key_id(wire.generate_key())
 B = wire.signing_key_id(wire.generate_key())

@@ -9,10 +9,12 @@ from typing import Any
 import pytest
 
 from reporters import wire
+from reporters.daemon.config import ConfigError, read_file
+from reporters.daemon.ids import InteractionIds
+from reporters.protocols.answers import Claimed, claimed, parse_strict
 from reporters.proxy.cli import build_config, build_parser
-from reporters.proxy.config import ConfigError, from_mapping, read_file
-from reporters.proxy.ids import InteractionIds
-from reporters.proxy.measure import Claimed, claimed, parse_strict, promises_kept, task_hash
+from reporters.proxy.config import from_mapping
+from reporters.proxy.measure import promises_kept, task_hash
 
 A = wire.signing_key_id(wire.generate_key())
 B = wire.signing_key_id(wire.generate_key())

@@ -80,7 +80,7 @@ async def test_the_primary_dies_and_the_bureau_carries_on(pg_formation: Formatio
 
     admin, rep = wire.generate_key(), wire.generate_key()
     env = bureau_env(url, tmp_path / "home", kid(admin), BUREAU_EPOCH_SECONDS="3",
-                     BUREAU_SETTLE_INTERVAL="0.5", BUREAU_CHECKPOINT_INTERVAL="1",
+                     BUREAU_SEAL_INTERVAL="0.5", BUREAU_CHECKPOINT_INTERVAL="1",
                      BUREAU_REPORT_WORKERS="2")
     serve = ServeProcess(env, tmp_path / "serve.log")
     await serve.start(timeout=60)

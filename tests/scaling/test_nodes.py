@@ -50,7 +50,7 @@ async def test_the_elected_node_killed_mid_seal_hands_over(database_url: str,
     keyfiles.write_key(tmp_path / "signing.key", signing)  # one bureau key, every node
     env = bureau_env(database_url, tmp_path, wire.signing_key_id(admin),
                      BUREAU_SIGNING_KEY=str(tmp_path / "signing.key"),
-                     BUREAU_EPOCH_SECONDS="3", BUREAU_SETTLE_INTERVAL="0.2",
+                     BUREAU_EPOCH_SECONDS="3", BUREAU_SEAL_INTERVAL="0.2",
                      BUREAU_CHECKPOINT_INTERVAL="1")
     nodes = [ServeProcess(env, tmp_path / f"node-{i}.log") for i in range(NODES)]
     await asyncio.gather(*(n.start() for n in nodes))

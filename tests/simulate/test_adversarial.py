@@ -31,7 +31,7 @@ async def runs(pg_server_url: str, tmp_path_factory: pytest.TempPathFactory
         started = time.monotonic()
         async with fresh_database(pg_server_url, "bureau_adversarial_") as url, \
                 start_bureau(url, tmp_path_factory.mktemp("adversarial"), epoch_seconds=2,
-                             settle_interval=0.2, policy=policy) as bureau:
+                             seal_interval=0.2, policy=policy) as bureau:
             run = await play(Target(bureau.url, bureau.admin))
         assert_plain(render_runs([run]))
         print(f"\n{render_runs([run])}\n(bureau and run: {time.monotonic() - started:.1f} s)")

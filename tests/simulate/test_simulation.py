@@ -28,7 +28,7 @@ async def test_small_simulation_ranks_as_it_should(database_url: str, tmp_path: 
     # whose callers also abandon, retry and switch, which the assertions below need)
     sessions, seed = (250, 3) if policy_named(policy).evaluators.rates is not None else (150, 7)
     async with start_bureau(database_url, tmp_path, epoch_seconds=2,
-                            settle_interval=0.2, policy=policy) as bureau:
+                            seal_interval=0.2, policy=policy) as bureau:
         result = await simulate(Options(agents=4, interactions=sessions, epochs=2, seed=seed),
                                 Target(bureau.url, bureau.admin))
     text = render(result)

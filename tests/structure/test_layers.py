@@ -43,9 +43,22 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("http", ("bureau.http.*", "bureau.mirror.*")),
     ("composition root", ("bureau.http.app",)),
     ("commands", (
-        "bureau.cli", "bureau.admin_cli", "bureau.status", "bureau.verify",
+        "bureau.cli.*", "bureau.admin_cli", "bureau.status", "bureau.verify",
         "bureau.ledger_line", "bureau.interop.cli", "bureau.mirror.cli", "bureau.simulate.*",
     )),
+)
+
+#: Arrows forbidden between packages of one layer, which the order of LAYERS cannot
+#: see: (importer, imported, why), each a package (its modules) or a module. Keep them
+#: and docs/architecture.md ("Layers") the same.
+FORBIDDEN: tuple[tuple[str, str, str], ...] = (
+    ("reporters.otlp", "reporters.proxy",
+     "the OTLP receiver stands on the daemon kit (reporters.daemon), not on the proxy"),
+    ("reporters.prober", "reporters.proxy",
+     "the prober stands on the daemon kit (reporters.daemon), not on the proxy"),
+    ("reporters.daemon", "reporters.proxy", "the daemon kit imports no daemon"),
+    ("reporters.daemon", "reporters.otlp", "the daemon kit imports no daemon"),
+    ("reporters.daemon", "reporters.prober", "the daemon kit imports no daemon"),
 )
 
 STORAGE = "bureau.storage"
@@ -116,6 +129,22 @@ def upward_imports(sources: dict[str, Path],
             if theirs > mine:
                 found.append(f"{name}:{line}: {name} ({my_layer}) imports {target} "
                              f"({their_layer})")
+    return found
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def forbidden_imports(sources: dict[str, Path],
+                      rules: tuple[tuple[str, str, str], ...] = FORBIDDEN) -> list[str]:
+    known = set(sources)
+    found = []
+    for name, path in sorted(sources.items()):
+        for target, line in sorted(set(_edges(name, path, known))):
+            for importer, imported, why in rules:
+                if _within(name, importer) and _within(target, imported):
+                    found.append(f"{name}:{line}: {name} imports {target}: {why}")
     return found
 
 
@@ -190,6 +219,17 @@ def sql_outside_storage(sources: dict[str, Path]) -> list[str]:
     return found
 
 
+def _planted(root: Path, files: dict[str, str]) -> dict[str, Path]:
+    """Modules (dotted name -> source) written under ``root``: name -> path."""
+    sources = {}
+    for name, text in files.items():
+        path = root / (name.replace(".", "/") + ".py")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        sources[name] = path
+    return sources
+
+
 def test_the_checker_catches_what_it_is_for(tmp_path: Path) -> None:
     """Planted violations are found (otherwise the tests below could pass by not
     looking): an upward import hidden in a function and under TYPE_CHECKING, an
@@ -203,12 +243,7 @@ def test_the_checker_catches_what_it_is_for(tmp_path: Path) -> None:
         "pkg.top": "from . import high, low\n",
         "pkg.store.rows": "import asyncpg\nQ = 'SELECT seq FROM entries'\n",
     }
-    sources = {}
-    for name, text in files.items():
-        path = tmp_path / (name.replace(".", "/") + ".py")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        sources[name] = path
+    sources = _planted(tmp_path, files)
     assert layer_of("pkg.top", layers) == (2, "top")
     assert layer_of("pkg.store.rows", layers) == (0, "low")
     assert layer_of("pkg.other", layers) == (1, "high")
@@ -284,3 +319,26 @@ def test_the_documented_layers_are_the_declared_ones() -> None:
     section = doc.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
     documented = re.findall(r"^\d+\. \*\*(.+?)\*\*", section, flags=re.MULTILINE)
     assert documented == [name for name, _ in LAYERS]
+
+
+def test_forbidden_arrows_are_found(tmp_path: Path) -> None:
+    """A planted import of a sibling the rules forbid is found, a function-local one too;
+    the same import elsewhere is not."""
+    files = {"pkg.daemon.kit": "def f():\n    from pkg.proxy import app\n",
+             "pkg.proxy.app": "import pkg.daemon.kit\n",
+             "pkg.otlp": "from pkg.proxy.app import x\n"}
+    sources = _planted(tmp_path, files)
+    rules = (("pkg.daemon", "pkg.proxy", "kit"), ("pkg.otlp", "pkg.proxy", "sibling"))
+    assert forbidden_imports(sources, rules) == [
+        "pkg.daemon.kit:2: pkg.daemon.kit imports pkg.proxy.app: kit",
+        "pkg.otlp:1: pkg.otlp imports pkg.proxy.app: sibling"]
+
+
+def test_no_forbidden_arrows() -> None:
+    """The OTLP receiver and the prober stand on the daemon kit, never on the proxy
+    (issue 33: both imported the proxy's configuration and ops code)."""
+    sources = modules()
+    assert {"reporters.daemon.ops", "reporters.otlp.receiver", "reporters.prober.runner"} \
+        <= set(sources)
+    found = forbidden_imports(sources)
+    assert found == [], "forbidden imports:\n" + "\n".join(found)

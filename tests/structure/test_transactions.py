@@ -23,5 +23,5 @@ def test_no_anonymous_transactions() -> None:
                     and node.value.lstrip().upper().startswith("BEGIN"):
                 begins.append((rel, node.lineno))
     assert [rel for rel, _ in begins] == ["bureau/storage/chain.py"]
-    ledger = (ROOT / "bureau" / "intake" / "ledger.py").read_text()
-    assert 'with db.TxTimer("append_group")' in ledger
+    committer = (ROOT / "bureau" / "intake" / "committer.py").read_text()
+    assert 'with db.TxTimer("append_group")' in committer

@@ -109,7 +109,7 @@ async def test_serve_keeps_the_mirror_current(database_url: str, tmp_path: Path)
     admin = wire.generate_key()
     root = tmp_path / "mirror"
     env = bureau_env(database_url, tmp_path / "home", kid(admin), BUREAU_EPOCH_SECONDS="2",
-                     BUREAU_SETTLE_INTERVAL="0.2", BUREAU_CHECKPOINT_INTERVAL="0.5")
+                     BUREAU_SEAL_INTERVAL="0.2", BUREAU_CHECKPOINT_INTERVAL="0.5")
     server = ServeProcess(env, tmp_path / "serve.log", extra_args=("--mirror", str(root)))
     await server.start()
     try:

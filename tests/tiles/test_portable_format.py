@@ -21,7 +21,7 @@ from reporters.portable import (
     card_prefix,
     card_statement,
 )
-from reporters.tlog.checkpoint import Checkpoint, cosign, log_signer, sign_checkpoint
+from reporters.tlog.checkpoint import Checkpoint, cosign, log_signer, sign_checkpoint_note
 from reporters.tlog.merkle import leaf_hash, node_hash
 from reporters.tlog.note import COSIGNATURE_V1, Signer
 from reporters.tlog.tlogproof import TlogProof
@@ -43,7 +43,7 @@ def _log(cosigners: int) -> tuple[TlogProof, str]:
     head = "cd" * 32
     root = leaf_hash(bytes.fromhex(head))  # a tree of one leaf: the head
     checkpoint = Checkpoint(LOG.name, 1, root)
-    note = sign_checkpoint(checkpoint, LOG)
+    note = sign_checkpoint_note(checkpoint, LOG)
     for i in range(cosigners):
         note += cosign(checkpoint, Signer(f"witness.test/w{i}", wire.generate_key(),
                                           COSIGNATURE_V1), 1_700_000_000 + i)
@@ -97,7 +97,7 @@ def _forged_by_a_key_of_its_own_history(signer: nacl.signing.SigningKey
                   "interactions": 900}, "name": "x", "outcomes": {}})
     checkpoint = _signed(signer, "checkpoint", {"epoch": 3, "seq": 2, "head": head,
                                                 "entries": 2, "root": root.hex()})
-    note = sign_checkpoint(Checkpoint(LOG.name, 2, root), log_signer(LOG.name, signer))
+    note = sign_checkpoint_note(Checkpoint(LOG.name, 2, root), log_signer(LOG.name, signer))
     log = TlogProof(1, (leaf_hash(bytes.fromhex(first)),), note)
     keys = [{"key": wire.signing_key_id(KEY), "vkey": LOG.verifier.vkey, "from_seq": 1},
             {"key": wire.signing_key_id(signer),

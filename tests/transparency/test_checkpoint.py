@@ -16,7 +16,7 @@ from reporters.tlog.checkpoint import (
     log_signer,
     log_verifier,
     open_checkpoint,
-    sign_checkpoint,
+    sign_checkpoint_note,
 )
 from reporters.tlog.errors import TlogError
 from reporters.tlog.merkle import EMPTY_ROOT
@@ -78,7 +78,7 @@ def test_the_default_origin() -> None:
 def _note(size: int = 12, root: bytes = ROOT, witnesses: list[Signer] = WITNESSES[:2],
           timestamp: int = 1_700_000_000) -> str:
     checkpoint = Checkpoint(ORIGIN, size, root)
-    note = sign_checkpoint(checkpoint, log_signer(ORIGIN, BUREAU_KEY))
+    note = sign_checkpoint_note(checkpoint, log_signer(ORIGIN, BUREAU_KEY))
     return note + "".join(cosign(checkpoint, w, timestamp + i) for i, w in enumerate(witnesses))
 
 
@@ -118,7 +118,7 @@ def test_a_bad_cosignature_by_a_trusted_witness_rejects_the_note() -> None:
 def test_a_note_the_bureau_did_not_sign_is_refused() -> None:
     other = nacl.signing.SigningKey(bytes([1]) * 32)
     checkpoint = Checkpoint(ORIGIN, 12, ROOT)
-    note = sign_checkpoint(checkpoint, log_signer(ORIGIN, other))  # same name, other key
+    note = sign_checkpoint_note(checkpoint, log_signer(ORIGIN, other))  # same name, other key
     assert _code(note) == "BAD_KEY"
     only_witnesses = checkpoint.text() + "\n" + cosign(checkpoint, WITNESSES[0], 5)
     assert _code(only_witnesses, witnesses=[WITNESSES[0].verifier]) == "BAD_KEY"
@@ -129,7 +129,7 @@ def test_the_origin_must_be_the_key_name() -> None:
     body = "another-origin\n1\n" + base64.b64encode(ROOT).decode() + "\n"
     assert _code(body + "\n" + signer.sign(body)) == "BAD_NOTE"
     with pytest.raises(ValueError):
-        sign_checkpoint(Checkpoint("another-origin", 1, ROOT), signer)
+        sign_checkpoint_note(Checkpoint("another-origin", 1, ROOT), signer)
 
 
 def test_the_empty_tree() -> None:

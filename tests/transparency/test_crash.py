@@ -81,7 +81,7 @@ async def test_heads_signed_before_a_crash_hold_after_it(database_url: str,
     admin, rep = wire.generate_key(), wire.generate_key()
     env = bureau_env(database_url, tmp_path / "home", wire.signing_key_id(admin),
                      BUREAU_CHECKPOINT_INTERVAL="0.1", BUREAU_EPOCH_SECONDS="2",
-                     BUREAU_SETTLE_INTERVAL="0.3", BUREAU_REPORT_WORKERS="1")
+                     BUREAU_SEAL_INTERVAL="0.3", BUREAU_REPORT_WORKERS="1")
     server = ServeProcess(env, tmp_path / "serve.log")
     await server.start()
     notes: dict[int, VerifiedCheckpoint] = {}

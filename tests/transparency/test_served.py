@@ -9,7 +9,7 @@ import json
 import asyncpg
 import pytest
 
-from bureau.http.keys import LEDGER
+from bureau.http.keys import COMMITTER
 from bureau.storage import db
 from bureau.transparency import heads
 from bureau.transparency.heads import LogKey
@@ -245,7 +245,7 @@ async def test_every_signed_head_is_kept_and_heads_only_grow(bureau: BureauUnder
     # nothing new: the same head, not a new note
     assert (await publish(bureau)).note == seen[-1].note
     # after a restart of the committer, its frontier is read back from the nodes
-    ledger = bureau.app[LEDGER]
+    ledger = bureau.app[COMMITTER]
     ledger._tree = None
     await world.fact(await world.agent("after"))
     assert (await publish(bureau)).root == reference.mth(leaves(

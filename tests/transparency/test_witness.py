@@ -20,7 +20,7 @@ from reporters.tlog.checkpoint import (
     default_origin,
     log_signer,
     open_checkpoint,
-    sign_checkpoint,
+    sign_checkpoint_note,
 )
 from reporters.tlog.errors import TlogError
 from reporters.tlog.note import COSIGNATURE_V1, Signer
@@ -60,7 +60,7 @@ class Log:
 
     def checkpoint(self, size: int) -> tuple[Checkpoint, str]:
         checkpoint = Checkpoint(ORIGIN, size, proofs.root_at(size, self.nodes.__getitem__))
-        return checkpoint, sign_checkpoint(checkpoint, self.signer)
+        return checkpoint, sign_checkpoint_note(checkpoint, self.signer)
 
     def proof_from(self, size: int) -> ProofFrom:
         async def proof(old: int) -> Sequence[bytes]:
@@ -215,12 +215,12 @@ async def test_the_witness_refuses_what_the_specification_refuses(
         (f"old 0\n{some_hash[:-2]}\n\n{note}".encode(), 400),     # not a hash
         (f"old 0\n{some_hash}\n\n{note}".encode(), 422),          # a proof from 0
         (b"old 0\n\n" + note.replace(ORIGIN, "other.example/log").encode(), 404),
-        (b"old 0\n\n" + sign_checkpoint(checkpoint, log_signer(
+        (b"old 0\n\n" + sign_checkpoint_note(checkpoint, log_signer(
             ORIGIN, nacl.signing.SigningKey(bytes(32)))).encode(), 403),
         (b"old 0\n\n" + note.replace("\n20\n", "\n21\n").encode(), 403),
         (b"\xff", 400),
     ]
-    bad_empty = sign_checkpoint(Checkpoint(ORIGIN, 0, bytes(32)), log.signer)
+    bad_empty = sign_checkpoint_note(Checkpoint(ORIGIN, 0, bytes(32)), log.signer)
     cases.append((b"old 0\n\n" + bad_empty.encode(), 422))
     for body, status in cases:
         assert (await _post(session, client, body))[0] == status, body

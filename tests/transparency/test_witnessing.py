@@ -20,7 +20,7 @@ from aiohttp import web
 
 from bureau.http.keys import PUBLISHER
 from reporters import verify_note, wire
-from reporters.tlog.checkpoint import Checkpoint, cosign, default_origin, sign_checkpoint
+from reporters.tlog.checkpoint import Checkpoint, cosign, default_origin, sign_checkpoint_note
 from reporters.tlog.merkle import leaf_hash
 from reporters.tlog.note import Verifier
 from reporters.tlog.witness import Witness, parse_witnesses
@@ -152,7 +152,7 @@ async def test_a_forked_history_is_refused_and_counted(
         await world.agent(name)
     origin = bureau.log_key.origin
     forged = Checkpoint(origin, 3, leaf_hash(b"another history"))
-    forged_note = sign_checkpoint(forged, bureau.log_key.signer)
+    forged_note = sign_checkpoint_note(forged, bureau.log_key.signer)
     witness.state.latest[origin] = Cosigned(3, forged.root, forged_note)
     before = conflicts()
     head = await bureau.app[PUBLISHER].tick()
@@ -179,7 +179,7 @@ async def test_another_root_at_the_same_size_is_a_conflict(
     origin = bureau.log_key.origin
     size = (await bureau.app[PUBLISHER].publish_now() or await _latest(bureau)).size
     forged = Checkpoint(origin, size, leaf_hash(b"not the bureau's"))
-    witness.state.latest[origin] = Cosigned(size, forged.root, sign_checkpoint(
+    witness.state.latest[origin] = Cosigned(size, forged.root, sign_checkpoint_note(
         forged, bureau.log_key.signer))
     before = conflicts()
     await world.agent("b")
@@ -194,7 +194,7 @@ async def test_a_witness_ahead_of_every_published_head_is_a_conflict(
     await world.agent("a")
     origin = bureau.log_key.origin
     forged = Checkpoint(origin, 1000, leaf_hash(b"a longer history"))
-    witness.state.latest[origin] = Cosigned(1000, forged.root, sign_checkpoint(
+    witness.state.latest[origin] = Cosigned(1000, forged.root, sign_checkpoint_note(
         forged, bureau.log_key.signer))
     before = conflicts()
     await bureau.app[PUBLISHER].tick()

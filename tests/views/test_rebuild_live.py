@@ -55,7 +55,7 @@ async def test_rebuild_during_seals_never_reports_an_unfinished_epoch(
         database_url: str, tmp_path: Path) -> None:
     admin = wire.generate_key()
     env = bureau_env(database_url, tmp_path, kid(admin), BUREAU_EPOCH_SECONDS="1",
-                     BUREAU_SETTLE_INTERVAL="0.05", BUREAU_REPORT_WORKERS="1")
+                     BUREAU_SEAL_INTERVAL="0.05", BUREAU_REPORT_WORKERS="1")
     server = ServeProcess(env, tmp_path / "serve.log")
     await server.start()
     feeder = asyncio.create_task(_feed(server.url, admin))

@@ -156,7 +156,7 @@ async def test_two_serve_processes_seal_each_epoch_once(database_url: str,
     """Real ``bureau serve`` processes, one-second epochs, sealers ticking every 50 ms."""
     admin = wire.generate_key()
     env = bureau_env(database_url, tmp_path, kid(admin), BUREAU_EPOCH_SECONDS="1",
-                     BUREAU_SETTLE_INTERVAL="0.05")
+                     BUREAU_SEAL_INTERVAL="0.05")
     procs = [ServeProcess(env, tmp_path / f"serve-{i}.log") for i in range(2)]
     try:
         for p in procs:

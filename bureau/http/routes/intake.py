@@ -10,7 +10,7 @@ from aiohttp import http_exceptions, web
 
 from bureau.errors import Code
 from bureau.http.errors import RequestError, error_response
-from bureau.http.keys import INTAKE, LEDGER
+from bureau.http.keys import COMMITTER, INTAKE
 from bureau.intake.envelope import MAX_ENVELOPE_BYTES
 from bureau.intake.judging import Result
 from bureau.intake.pipeline import MAX_BATCH_BYTES, MAX_BATCH_LINES
@@ -70,7 +70,7 @@ async def post_evidence(request: web.Request) -> web.Response:
     """One envelope: 201 accepted, 200 duplicate, 4xx rejected."""
     _require_type(request, "application/json")
     raw = await _read_capped(request, MAX_ENVELOPE_BYTES)
-    with request.app[LEDGER].admitting(1):
+    with request.app[COMMITTER].admitting(1):
         [result] = await request.app[INTAKE].submit([raw])
     if result.error is not None:
         return error_response(result.error)
@@ -94,7 +94,7 @@ async def post_batch(request: web.Request) -> web.Response:
     lines = split_lines(body)
     if len(lines) > MAX_BATCH_LINES:
         raise RequestError(Code.TOO_LARGE, 413, f"a batch is at most {MAX_BATCH_LINES} lines")
-    with request.app[LEDGER].admitting(len(lines)):
+    with request.app[COMMITTER].admitting(len(lines)):
         results = await request.app[INTAKE].submit(lines)
     out = "".join(
         json.dumps({**result_body(r), "index": i}, separators=(",", ":")) + "\n"

@@ -19,7 +19,7 @@ from aiohttp import web
 from bureau import ledger_keys
 from bureau import metrics as bureau_metrics
 from bureau.errors import BureauError, Code, Pushback
-from bureau.http.keys import CONFIG, DB_POOL, LEDGER, LOG_KEY, SERVICE
+from bureau.http.keys import COMMITTER, CONFIG, DB_POOL, LOG_KEY, SERVICE
 from bureau.storage import db
 from bureau.storage.reports import seal_status
 
@@ -63,7 +63,7 @@ async def metrics(request: web.Request) -> web.Response:
     last_seal: float | None = None
     lag: float | None = None
     pool = service.get(DB_POOL)
-    if pool is not None and LEDGER in service:
+    if pool is not None and COMMITTER in service:
         try:
             async with pool.acquire() as conn:
                 status = await seal_status(conn)
@@ -72,7 +72,7 @@ async def metrics(request: web.Request) -> web.Response:
         else:
             if status.sealed_at is not None:
                 last_seal = status.sealed_at.timestamp()
-            lag = status.lag(service[LEDGER].clock(), service[CONFIG].epoch_seconds)
+            lag = status.lag(service[COMMITTER].clock(), service[CONFIG].epoch_seconds)
     body = bureau_metrics.exposition(bureau_metrics.scraped_gauges(last_seal, lag))
     return web.Response(body=body, headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST})
 

@@ -16,7 +16,7 @@ from bureau.errors import BureauError, Code
 from bureau.evidence.policies import current_policy
 from bureau.http.errors import error_response
 from bureau.http.home import Listing, index_page, not_found_page
-from bureau.http.keys import CONFIG, DB_POOL, LEDGER, RANKING, READS, SIGNING_KEY
+from bureau.http.keys import COMMITTER, CONFIG, DB_POOL, RANKING, READS, SIGNING_KEY
 from bureau.http.pages import PageSite, agent_page, payload_of
 from bureau.http.params import KEY_ID, number
 from bureau.http.settlement_page import SHOWN, settlements_section
@@ -73,7 +73,7 @@ async def index(request: web.Request) -> web.Response:
     ranked = await request.app[READS].run(lambda conn: request.app[RANKING].page(conn, q, page))
     # The current policy from the primary, as /v1/policy reads it (bureau.http.routes.reads).
     async with request.app[DB_POOL].acquire() as conn:
-        policy = await current_policy(conn, request.app[LEDGER].clock(),
+        policy = await current_policy(conn, request.app[COMMITTER].clock(),
                                       request.app[CONFIG].epoch_seconds)
     settled = await request.app[READS].run(lambda conn: published_settlements(conn, SHOWN))
     site = _site(request)
@@ -98,4 +98,4 @@ def _site(request: web.Request) -> PageSite:
     """What the pages say of this bureau, now."""
     config = request.app[CONFIG]
     return PageSite(wire.signing_key_id(request.app[SIGNING_KEY]), config.epoch_seconds,
-                    config.public_url, request.app[LEDGER].clock())
+                    config.public_url, request.app[COMMITTER].clock())

@@ -26,7 +26,7 @@ from bureau.errors import BureauError, Code, pointer
 from bureau.evidence.policies import current_policy
 from bureau.http.auth import require_party
 from bureau.http.errors import error_response
-from bureau.http.keys import CONFIG, DB_POOL, LEDGER, LOG_KEY, OPENAPI, READS
+from bureau.http.keys import COMMITTER, CONFIG, DB_POOL, LOG_KEY, OPENAPI, READS
 from bureau.http.params import KEY_ID, is_hex64, number
 from bureau.reads import pages
 from bureau.reads.evaluator import evaluator_record
@@ -171,7 +171,7 @@ async def _current_policy(app: web.Application) -> str:
     # From the primary, never a replica: a policy entry may change the current epoch's
     # policy at once, and the admin who posted it reads it back here.
     async with app[DB_POOL].acquire() as conn:
-        return await current_policy(conn, app[LEDGER].clock(), app[CONFIG].epoch_seconds)
+        return await current_policy(conn, app[COMMITTER].clock(), app[CONFIG].epoch_seconds)
 
 
 def _policy_document(digest: str) -> web.Response:
@@ -192,7 +192,7 @@ async def bureau_info(request: web.Request) -> web.Response:
         doc = await bureau_document(conn, origin=request.app[LOG_KEY].origin,
                                     epoch_seconds=config.epoch_seconds,
                                     eth_address=config.eth_address,
-                                    now=request.app[LEDGER].clock())
+                                    now=request.app[COMMITTER].clock())
     return web.json_response(doc)
 
 

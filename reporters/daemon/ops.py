@@ -1,13 +1,16 @@
-"""The proxy's own routes: liveness, readiness and metrics (docs/proxy.md, "Operating it").
+"""A daemon's own routes — the proxy's, the OTLP receiver's and the prober's: liveness,
+readiness and metrics (docs/proxy.md, "Operating it"); and what each of them does around
+its listeners: the address a runner bound, the signals that stop it.
 
 * ``/healthz`` — 200 while the process serves HTTP.
-* ``/readyz`` — 200 when the whole reporting path works: the proxy has started (its
+* ``/readyz`` — 200 when the whole reporting path works: the daemon has started (its
   spool is open, held facts taken back) and is not stopping, and the bureau answers its
   own ``/readyz`` with 200 within 2 s. Otherwise 503, in the bureau's error shape, with
   ``detail`` saying which part is missing. Calls are forwarded and their facts kept on
   disk while the bureau is away, so gate traffic on ``/healthz`` and alert on
   ``/readyz`` if the gateway must keep working through a bureau outage.
-* ``/metrics`` — the proxy's own Prometheus registry (:mod:`reporters.proxy.metrics`).
+* ``/metrics`` — the daemon's own Prometheus registry (the proxy's is
+  :mod:`reporters.proxy.metrics`).
 
 All three are served on the ops listener; ``/healthz`` and ``/readyz`` also on the
 proxy's own port, where ``/metrics`` is answered 404. None of them is ever forwarded.
@@ -28,9 +31,10 @@ class _Exposition(Protocol):
     def exposition(self) -> bytes: ...
 
 
-class Proxy(Protocol):
-    """What these routes ask of the proxy (:class:`reporters.proxy.app.Proxy`); a
-    protocol, so that this module does not import the one that adds its routes."""
+class Daemon(Protocol):
+    """What these routes ask of a daemon (:class:`reporters.proxy.app.Proxy`,
+    :class:`reporters.otlp.receiver.Receiver`, :class:`reporters.prober.runner.Prober`); a
+    protocol, so that this module imports none of them."""
 
     @property
     def serving(self) -> bool: ...
@@ -95,7 +99,7 @@ async def _not_found(request: web.Request) -> web.Response:
     return _refusal(404, "NOT_FOUND", "the ops listener serves /healthz, /readyz, /metrics")
 
 
-def _handlers(proxy: Proxy) -> dict[str, Handler]:
+def _handlers(daemon: Daemon) -> dict[str, Handler]:
     async def healthz(request: web.Request) -> web.Response:
         return _get_only(request) or web.json_response({"status": "ok"})
 
@@ -103,9 +107,9 @@ def _handlers(proxy: Proxy) -> dict[str, Handler]:
         refused = _get_only(request)
         if refused is not None:
             return refused
-        if not proxy.serving:
+        if not daemon.serving:
             return _refusal(503, "UNAVAILABLE", "the proxy is starting or stopping")
-        why = await proxy.bureau_ready()
+        why = await daemon.bureau_ready()
         if why is not None:
             return _refusal(503, "UNAVAILABLE", why)
         return web.json_response({"status": "ready"})
@@ -116,12 +120,12 @@ def _handlers(proxy: Proxy) -> dict[str, Handler]:
         from prometheus_client import CONTENT_TYPE_LATEST
 
         return _get_only(request) or web.Response(
-            body=proxy.metrics.exposition(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+            body=daemon.metrics.exposition(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     return {"/healthz": healthz, "/readyz": readyz, "/metrics": metrics}
 
 
-def add_own_routes(app: web.Application, proxy: Proxy) -> None:
+def add_own_routes(app: web.Application, proxy: Daemon) -> None:
     """On the proxy's own port: ``/healthz`` and ``/readyz``; ``/metrics`` is 404 there.
     Added before the catch-all route, for every method, so none of them is forwarded."""
     handlers = _handlers(proxy)
@@ -134,10 +138,10 @@ def add_own_routes(app: web.Application, proxy: Proxy) -> None:
     app.router.add_route("*", "/metrics", not_here)
 
 
-def ops_app(proxy: Proxy) -> web.Application:
+def ops_app(daemon: Daemon) -> web.Application:
     """The ops listener: the three routes, and 404 for anything else."""
     app = web.Application()
-    for path, handler in _handlers(proxy).items():
+    for path, handler in _handlers(daemon).items():
         app.router.add_route("*", path, handler)
     app.router.add_route("*", "/{tail:.*}", _not_found)
     return app

@@ -1,4 +1,5 @@
-"""Header and body deadlines for the proxy's and the OTLP receiver's listeners (issue 35).
+"""Header and body deadlines for an aiohttp listener: the proxy's and the OTLP receiver's
+(issue 35), and the head deadline of ``bureau serve``'s port (bureau.http.listener).
 
 aiohttp has no deadline for a request's head, nor for its body: a client trickling a
 10-byte body over 77 s was answered 200 by both. Two bounds, each configurable:
@@ -20,7 +21,8 @@ aiohttp has no deadline for a request's head, nor for its body: a client trickli
 The head deadline is a small subclass of aiohttp's connection handler: it watches the
 requests the parser completes (``_request_count``) and whether a request is being
 handled (``_current_request``), two fields aiohttp's handler has kept through the 3.x
-series; tests/proxy/test_deadlines.py holds the behaviour on the aiohttp installed.
+series; tests/proxy/test_deadlines.py holds the behaviour on the aiohttp installed (and
+tests/hardening/test_slow_heads.py at ``bureau serve``).
 """
 
 from __future__ import annotations

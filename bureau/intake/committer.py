@@ -1,6 +1,6 @@
 """Stage 6 of intake: the append-only, hash-chained ledger, written by group commit.
 
-Every request hands its verified submissions to :meth:`Ledger.submit` and waits. One
+Every request hands its verified submissions to :meth:`Committer.submit` and waits. One
 committer per process — on a thread of its own with its own event loop and its own
 database connection in a serving process (so that the time it holds the lock is not
 stretched by the request handlers' work on their loop), on the process's own loop in
@@ -32,7 +32,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import TypeVar
 
 from bureau import metrics
@@ -43,70 +42,21 @@ from bureau.intake.clock import Clock, utcnow
 from bureau.intake.flush import flush
 from bureau.intake.judging import Result, judge_one
 from bureau.intake.state import GroupState, Submission
+from bureau.intake.units import (
+    WORK,
+    Item,
+    LockedWork,
+    Unit,
+    answer,
+    items_of,
+    shutting_down,
+)
 from bureau.storage import chain, db
 from bureau.transparency.tree import TreeTip
 
 log = logging.getLogger(__name__)
 
-# --------------------------------------------------------------------------- committer
-
-#: Extra work done under the ledger lock after a group's submissions (e.g. sealing).
-LockedWork = Callable[[GroupTx], Awaitable[None]]
 T = TypeVar("T")
-
-
-@dataclass
-class _Unit:
-    """One request's submissions (or one piece of locked work) and the future its
-    caller awaits; ``results`` fill in as the groups holding them commit."""
-
-    subs: Sequence[Submission]
-    future: asyncio.Future[list[Result]]
-    work: LockedWork | None = None
-    results: list[Result | None] = field(default_factory=list)
-    #: why the unit's locked work could not run (its caller hears this)
-    failure: BureauError | None = None
-
-
-#: One thing a group commit does, in order: a unit's submission ``i``, or (``i == -1``)
-#: the unit's locked work.
-_Item = tuple[_Unit, int]
-_WORK = -1
-
-
-def _resolve(future: asyncio.Future[list[Result]], results: list[Result] | None,
-            failure: BaseException | None) -> None:
-    """On the future's own loop: answer it, unless it already was."""
-    if future.done():
-        return
-    if failure is not None:
-        future.set_exception(failure)
-    else:
-        assert results is not None
-        future.set_result(results)
-
-
-def _answer(unit: _Unit, results: list[Result] | None = None,
-            failure: BaseException | None = None) -> None:
-    """From any thread: answer ``unit`` on the loop its caller awaits it on."""
-    with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
-        unit.future.get_loop().call_soon_threadsafe(_resolve, unit.future, results, failure)
-
-
-def _shutting_down() -> BureauError:
-    return BureauError(Code.UNAVAILABLE, "", "the bureau is shutting down",
-                       pushback=Pushback.SHUTTING_DOWN)
-
-
-def _items(units: Sequence[_Unit]) -> list[_Item]:
-    """What a group commit does for ``units``, in order (their results reset)."""
-    items: list[_Item] = []
-    for unit in units:
-        unit.results = [None] * len(unit.subs)
-        items.extend((unit, i) for i in range(len(unit.subs)))
-        if unit.work is not None:
-            items.append((unit, _WORK))
-    return items
 
 
 class _LockSection:
@@ -129,7 +79,7 @@ class _LockSection:
         metrics.COMMIT_SECTION_ENVELOPES.inc(envelopes)
 
 
-class Ledger:
+class Committer:
     """The single writer path of a bureau process.
 
     The committer runs on its own thread and event loop (:meth:`start`), with a
@@ -148,7 +98,7 @@ class Ledger:
         self.clock = clock
         self._loop: asyncio.AbstractEventLoop | None = None  # the committer's
         self._thread: threading.Thread | None = None
-        self._queue: asyncio.Queue[_Unit] | None = None  # of the committer's loop
+        self._queue: asyncio.Queue[Unit] | None = None  # of the committer's loop
         #: guards ``_pending``, which callers raise and the committer lowers
         self._counting = threading.Lock()
         self._pending = 0
@@ -213,7 +163,7 @@ class Ledger:
             await asyncio.get_running_loop().run_in_executor(None, thread.join)
             self._thread = None
         while self._queue is not None and not self._queue.empty():
-            _answer(self._queue.get_nowait(), failure=_shutting_down())
+            answer(self._queue.get_nowait(), failure=shutting_down())
 
     async def _halt(self) -> None:
         """On the committer's loop: cancel the committer, close its connection."""
@@ -249,7 +199,7 @@ class Ledger:
         if self._pending + len(subs) > self.config.max_pending:
             raise BureauError(Code.UNAVAILABLE, "", "intake queue is full; retry later",
                               pushback=Pushback.QUEUE_FULL)
-        unit = _Unit(subs, asyncio.get_running_loop().create_future())
+        unit = Unit(subs, asyncio.get_running_loop().create_future())
         return await self._enqueue(unit)
 
     async def run_locked(self, work: Callable[[GroupTx], Awaitable[T]]) -> T:
@@ -260,19 +210,19 @@ class Ledger:
         async def locked(tx: GroupTx) -> None:
             returned.append(await work(tx))
 
-        await self._enqueue(_Unit((), asyncio.get_running_loop().create_future(), locked))
+        await self._enqueue(Unit((), asyncio.get_running_loop().create_future(), locked))
         return returned[-1]
 
-    async def _enqueue(self, unit: _Unit) -> list[Result]:
+    async def _enqueue(self, unit: Unit) -> list[Result]:
         loop, queue = self._loop, self._queue
         if loop is None or queue is None:
-            raise _shutting_down()
+            raise shutting_down()
         self._count(len(unit.subs))
         try:
             loop.call_soon_threadsafe(queue.put_nowait, unit)
         except RuntimeError:  # the committer's loop has closed
             self._count(-len(unit.subs))
-            raise _shutting_down() from None
+            raise shutting_down() from None
         # shield: a client that hangs up does not cancel a commit others wait for
         return await asyncio.shield(unit.future)
 
@@ -291,12 +241,12 @@ class Ledger:
                 await self._commit(units)
             except asyncio.CancelledError:
                 for u in units:
-                    _answer(u, failure=_shutting_down())
+                    answer(u, failure=shutting_down())
                 raise
             finally:
                 self._count(-sum(len(u.subs) for u in units))
 
-    def _take_queued(self, units: list[_Unit]) -> list[_Unit]:
+    def _take_queued(self, units: list[Unit]) -> list[Unit]:
         """Move what is queued into the group ``units``, up to ``config.max_group``
         envelopes; returns the units it moved."""
         queue = self._queue
@@ -354,25 +304,25 @@ class Ledger:
             timer.outcome = "commit"
             return done
 
-    async def _commit(self, units: list[_Unit]) -> None:
+    async def _commit(self, units: list[Unit]) -> None:
         """Commit what ``units`` hold, and what queued up while the lock was awaited
         (it joins ``units``), and answer each of them."""
-        def late() -> list[_Item]:
-            return _items(self._take_queued(units))
+        def late() -> list[Item]:
+            return items_of(self._take_queued(units))
 
-        await self._commit_items(_items(units), late)
+        await self._commit_items(items_of(units), late)
         size = sum(len(unit.subs) for unit in units)
         metrics.COMMIT_GROUP_SIZE.observe(size)
         if self.sequencer:
             metrics.SEQUENCER_GROUP_SIZE.observe(size)
         for unit in units:
             if unit.failure is not None:
-                _answer(unit, failure=unit.failure)
+                answer(unit, failure=unit.failure)
             else:
-                _answer(unit, [r for r in unit.results if r is not None])
+                answer(unit, [r for r in unit.results if r is not None])
 
-    async def _commit_items(self, items: list[_Item],
-                            late: Callable[[], list[_Item]] | None = None) -> None:
+    async def _commit_items(self, items: list[Item],
+                            late: Callable[[], list[Item]] | None = None) -> None:
         """One group transaction for ``items``, joined once the lock is held by the
         ``late`` ones (whatever queued up while the lock was awaited: when several
         processes take turns, that is what arrived during another's group); should the
@@ -385,7 +335,7 @@ class Ledger:
 
         try:
             tx, results = await self._in_transaction(judge, lambda: sum(
-                i != _WORK for _, i in items))
+                i != WORK for _, i in items))
         except Exception as exc:
             if db.is_connection_error(exc):
                 # said once an outage (the link); each group's failure only at debug
@@ -414,21 +364,21 @@ class Ledger:
         for (name, status), n in counts.items():
             metrics.INTAKE_TOTAL.labels(payload_type=name, result=status).inc(n)
 
-    async def _judge_group(self, conn: db.Connection, items: list[_Item],
+    async def _judge_group(self, conn: db.Connection, items: list[Item],
                            ) -> tuple[GroupTx, list[Result | None]]:
         """Under the head lock (see _in_transaction): load the state, the head included,
         in one statement; judge and append each item in order; write the group."""
-        subs = [unit.subs[i] for unit, i in items if i != _WORK]
+        subs = [unit.subs[i] for unit, i in items if i != WORK]
         state = await GroupState.load(conn, subs, self._tree)
         head = state.head
         assert head is not None
         now = self.clock()
         last = head.recorded_at
         recorded_at = now if last is None or now > last else last
-        tx = GroupTx(conn, state, head.seq, head.head, recorded_at, self.config.epoch_seconds)
+        tx = GroupTx(conn, state, head, recorded_at, self.config.epoch_seconds)
         results: list[Result | None] = []
         for unit, i in items:
-            if i == _WORK:
+            if i == WORK:
                 assert unit.work is not None
                 await unit.work(tx)
                 results.append(None)
@@ -439,16 +389,16 @@ class Ledger:
         await flush(tx)
         return tx, results
 
-    def _fail(self, items: list[_Item], err: BureauError) -> None:
+    def _fail(self, items: list[Item], err: BureauError) -> None:
         """Nothing of ``items`` was written: each of their units hears ``err``."""
         for unit, _ in items:
             unit.failure = err
 
-    def _isolate(self, item: _Item, exc: Exception) -> None:
+    def _isolate(self, item: Item, exc: Exception) -> None:
         """The database refused a group holding only ``item``: refuse it alone."""
         unit, i = item
         metrics.ISOLATED_TOTAL.inc()
-        if i == _WORK:
+        if i == WORK:
             log.error("locked work failed on its own; nothing of it was written",
                       exc_info=exc)
             self._fail([item], BureauError(Code.UNAVAILABLE, "", "internal error; nothing "

@@ -1,4 +1,5 @@
-"""Interaction ids ``<proxy-id>:<n>``, unique per proxy across restarts.
+"""Interaction ids ``<proxy-id>:<n>`` (the prober's ``<prober-id>:<n>``), unique per
+daemon across restarts.
 
 The counter is leased in blocks: ``ids.json`` in the spool directory records the first
 number *not yet leased*, written (fsynced, atomically renamed) before any number of a
