@@ -53,7 +53,8 @@ def chunk(model: str, content: str) -> bytes:
 @dataclass
 class Hit:
     """One request the provider had: its model, when it came and when the provider had
-    answered it (or, for a stream, written its first chunk), epoch seconds."""
+    answered it (or, for a stream, began writing its first chunk), epoch seconds: the
+    earliest the caller can have had the answer."""
 
     model: str
     came: float
@@ -67,8 +68,10 @@ async def _stream(request: web.Request, model: str, hit: Hit) -> web.StreamRespo
     stops): its caller hangs up first."""
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await response.prepare(request)
-    await response.write(chunk(model, "4"))
+    # taken before the write: the caller cannot have the chunk before it is written, and
+    # once written it may have it before this coroutine runs again (under load, ms later)
     hit.answered = time.time()
+    await response.write(chunk(model, "4"))
     if model == "breaks-mid-stream":
         assert request.transport is not None
         request.transport.abort()

@@ -229,7 +229,7 @@ async def test_a_caller_hanging_up_mid_stream_leaves_what_the_provider_did(
     (fact,) = facts()
     (hit,) = [h for h in gateway.provider[HITS] if h.model == GROUPS["streamer"]]
     assert (fact["answered"], fact["claimed"], fact["well_formed"]) == (True, None, None)
-    # timed to the provider's first chunk (written before LiteLLM had it), which came
+    # timed to the provider's first chunk (begun before LiteLLM had it), which came
     # before the caller hung up; the hang-up is not the agent's time (0.5 ms: rounding)
     end = started(fact) + fact["latency_ms"] / 1000
     assert hit.answered - 0.0005 <= end <= hung_up + 0.0005
