@@ -10,8 +10,10 @@ honest caller's record grow where blind probes are rare — and so:
 
 * a perfect record is never worth more than ``error_floor`` allows;
 * a subject rates its evaluators only once it is *established*: at least
-  ``established_raters`` evaluators have been rated on it. A ring that farms a record on
-  decoy agents of its own, which nobody else calls, earns nothing there;
+  ``established_raters`` evaluators have been rated on it. A ring of fewer keys that
+  farms a record on decoy agents of its own, which nobody else calls, earns nothing
+  there (a ring of that many keys or more establishes its decoys itself:
+  docs/scoring.md, "What a calibrated ring still buys");
 * the record buys a *voice* about each subject only in proportion to how much of it was
   rated beyond calibration (``samples_per_voice``), and only once it spans
   ``calibration_subjects`` subjects. Until then the evaluator is provisional: its
