@@ -1,7 +1,7 @@
 """The OTLP receiver: OTLP/HTTP ``POST /v1/traces`` in, facts out (docs/proxy.md).
 
 Per export request: (1) read the body (at most ``max_body``, its head within
-``header_seconds`` and the body within ``body_seconds``: :mod:`reporters.proxy.deadlines`),
+``header_seconds`` and the body within ``body_seconds``: :mod:`reporters.daemon.deadlines`),
 (2) inflate it, count what it decodes to before building it (:mod:`reporters.otlp.bounds`:
 over a bound is a 413 naming it), decode it with opentelemetry-proto's types
 (:mod:`reporters.otlp.decode`: a body that is not OTLP is a 400 with the reason), and
