@@ -60,13 +60,20 @@ class SignedEpoch:
 async def store_epoch(conn: db.Connection, signed: SignedEpoch) -> None:
     """Store an epoch built in one process, in one transaction. Another writer that
     stored it first fails this one (:data:`~bureau.storage.reports.AlreadyStored`,
-    nothing written): its bytes are the same bytes."""
+    nothing written): its bytes are the same bytes. Reports a dead build's workers left
+    without a checkpoint are kept, the rest added beside them."""
     async with db.transaction(conn, "store_epoch"):
         await _keep_note(conn, signed.note)
         await cards.store(conn, signed.epoch, list(signed.agents), list(signed.cards))
         # before the checkpoint, which makes the epoch (and it) visible
         await _store_settlement(conn, signed)
-        await reports.copy_reports(conn, signed.epoch, signed.agents, signed.reports)
+        if await reports.any_report(conn, signed.epoch):
+            # a build whose report workers stored theirs died before its checkpoint:
+            # those are the same bytes, kept; COPY would meet them at every pass and
+            # the epoch would never get its checkpoint
+            await reports.insert_reports(conn, signed.epoch, signed.agents, signed.reports)
+        else:
+            await reports.copy_reports(conn, signed.epoch, signed.agents, signed.reports)
         await reports.insert_checkpoint(conn, signed.epoch, signed.checkpoint)
 
 

@@ -60,6 +60,14 @@ async def insert_checkpoint(conn: db.Connection, epoch: int, checkpoint: bytes) 
                        " ON CONFLICT DO NOTHING", epoch, checkpoint)
 
 
+async def any_report(conn: db.Connection, epoch: int) -> bool:
+    """Whether some report of ``epoch`` is stored (with its checkpoint, or left by a
+    build whose report workers stored theirs and that died before the checkpoint)."""
+    found: bool = await conn.fetchval(
+        "SELECT EXISTS (SELECT 1 FROM reports WHERE epoch = $1)", epoch)
+    return found
+
+
 async def insert_reports(conn: db.Connection, epoch: int, agents: Sequence[str],
                          envelopes: Sequence[bytes]) -> None:
     """Write some of one epoch's reports, in the caller's transaction: a report worker's

@@ -72,15 +72,19 @@ async def test_a_dead_worker_fails_the_epoch_and_a_reset_recovers(
         await conn.close()
 
 
+@pytest.mark.parametrize("workers", [2, 1], ids=["workers", "in process"])
 async def test_workers_store_the_reports_and_the_checkpoint_makes_them_visible(
-        bureau: BureauUnderTest) -> None:
+        bureau: BureauUnderTest, workers: int) -> None:
     """With workers, each inserts its own reports and the leader writes the checkpoint
     last. A build that died between the two (some reports in, no checkpoint) is
-    finished by the next one, with the same bytes."""
+    finished by the next one, with the same bytes — by workers again, or in one process
+    (``--report-workers 1``, or another node leading), whose COPY met the reports left
+    there and failed the epoch at every pass, leaving it without a checkpoint."""
     await busy_ledger(bureau)
     await bureau.app[SEALER].stop()  # the app's own builder stays out of this
     conn = await asyncpg.connect(bureau.database_url)
-    many = ReportBuilder(bureau.signing_key, bureau.log_key, workers=2, dsn=bureau.database_url)
+    many = ReportBuilder(bureau.signing_key, bureau.log_key, workers=workers,
+                         dsn=bureau.database_url)
     try:
         stored = "SELECT agent, epoch, envelope FROM reports ORDER BY epoch, agent"
         want_reports = await conn.fetch(stored)  # built by the app, in its process
