@@ -266,12 +266,16 @@ def is_connection_error(exc: BaseException) -> bool:
 
     asyncpg's client-side ``DataError`` ("invalid input for query argument": a value it
     cannot encode) is an ``InterfaceError`` and a ``ValueError``: it says something about
-    the data, not the connection, so it is not one of these."""
+    the data, not the connection, so it is not one of these. Its ``InternalClientError``
+    ("cannot switch to state 15; another operation (2) is in progress", seen once when a
+    primary died under a group commit) is a connection left in a state it cannot be used
+    in: nothing was written, the connection is dropped, and the caller retries later."""
     if isinstance(exc, asyncpg.InterfaceError) and isinstance(exc, ValueError):
         return False
     return isinstance(
         exc,
-        OSError | TimeoutError | asyncpg.InterfaceError | asyncpg.PostgresConnectionError
+        OSError | TimeoutError | asyncpg.InterfaceError | asyncpg.InternalClientError
+        | asyncpg.PostgresConnectionError
         | asyncpg.CannotConnectNowError | asyncpg.AdminShutdownError
         | asyncpg.TargetServerAttributeNotMatched | asyncpg.ReadOnlySQLTransactionError,
     )

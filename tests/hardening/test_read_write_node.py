@@ -105,3 +105,14 @@ async def test_no_read_write_node_is_the_database_away(private_pg: PrivatePostgr
     env = bureau_env(url, tmp_path, kid(b.admin))
     verified = run_cli(env, "verify")
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def test_a_connection_in_a_state_it_cannot_be_used_in_is_unreachable() -> None:
+    """asyncpg raised this once as a primary died under a group commit (the failover
+    test): the committer isolated the lone submission and answered it 500. It is a
+    connection that cannot be used, so 503 and retry, as a refused connection is; a
+    value asyncpg cannot encode stays the data's fault."""
+    stuck = asyncpg.InternalClientError(
+        "cannot switch to state 15; another operation (2) is in progress")
+    assert db.is_connection_error(stuck)
+    assert not db.is_connection_error(asyncpg.DataError("invalid input for query argument"))
